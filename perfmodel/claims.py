@@ -1,0 +1,55 @@
+"""Seed claims: each row of seed_claims.md computed from the model, with its verdict.
+
+A claim function takes nothing (it loads what it needs from the catalogue) and returns
+ClaimResult rows: the quoted value, the modelled value, the tolerance, whether it is
+within, and, for a miss, the reason (which assumption differs). Nothing is transcribed:
+`modelled` is always computed.
+
+Does not: format output (cli / report do that).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+CLAIMS: list[Callable[[], list["ClaimResult"]]] = []
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    id: str  # "D4", "D4.bandwidth", ...
+    claim: str  # what is claimed, in words
+    seed: str  # seed file(s) it comes from, e.g. "000, 001"
+    quoted: float
+    modelled: float
+    unit: str  # "x", "TB", "PFLOP/s", "%", ...
+    tolerance_frac: float  # relative tolerance from seed_claims.md
+    note: str = ""  # how it was computed; for a miss, why
+
+    @property
+    def error_frac(self) -> float:
+        return (self.modelled - self.quoted) / self.quoted if self.quoted else float("nan")
+
+    @property
+    def within(self) -> bool:
+        return abs(self.error_frac) <= self.tolerance_frac + 1e-12
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "error_frac": self.error_frac, "within": self.within}
+
+
+def claim(fn: Callable[[], list[ClaimResult]]) -> Callable[[], list[ClaimResult]]:
+    """Register a claim function (decorator)."""
+    CLAIMS.append(fn)
+    return fn
+
+
+def all_claims() -> list[ClaimResult]:
+    # importing the modules registers their claims
+    from perfmodel import claims_specs  # noqa: F401
+
+    rows: list[ClaimResult] = []
+    for fn in CLAIMS:
+        rows.extend(fn())
+    return rows
