@@ -26,6 +26,8 @@ class ClaimResult:
     unit: str  # "x", "TB", "PFLOP/s", "%", ...
     tolerance_frac: float  # relative tolerance from seed_claims.md
     note: str = ""  # how it was computed; for a miss, why
+    bound: str = "approx"  # "approx": |error| <= tolerance; "at_least" / "at_most": one-sided claims
+
 
     @property
     def error_frac(self) -> float:
@@ -33,6 +35,10 @@ class ClaimResult:
 
     @property
     def within(self) -> bool:
+        if self.bound == "at_least":  # "more than X": holds if modelled >= X (less the tolerance)
+            return self.error_frac >= -self.tolerance_frac - 1e-12
+        if self.bound == "at_most":
+            return self.error_frac <= self.tolerance_frac + 1e-12
         return abs(self.error_frac) <= self.tolerance_frac + 1e-12
 
     def as_dict(self) -> dict:

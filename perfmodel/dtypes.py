@@ -28,7 +28,9 @@ class DType(str, Enum):
     INT4 = "int4"
 
     @classmethod
-    def parse(cls, name: str) -> "DType":
+    def parse(cls, name: "str | DType") -> "DType":
+        if isinstance(name, DType):
+            return name
         key = str(name).strip().lower().replace("-", "").replace("_", "")
         aliases = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "nvfp4": "fp4", "e4m3": "fp8", "e5m2": "fp8",
                    "fp8e4m3": "fp8", "fp8e5m2": "fp8", "cfp8": "fp8"}

@@ -50,6 +50,8 @@ class _RawAlternative(BaseModel):
     source: str
     note: str = ""
     label: str = ""
+    status: Status | None = None
+    derivation: str = ""
 
 
 class _RawValue(BaseModel):
@@ -251,7 +253,7 @@ class _ScaleupRaw(BaseModel):
 
 class _TierRaw(BaseModel):
     model_config = STRICT
-    name: str
+    name: Annotated[str, Field(pattern=r"^[^.]+$")]  # no dots: names become provenance path parts
     scope: Scope
     topology: Topology
     dims: list[Annotated[int, Field(gt=0)]]
@@ -390,7 +392,11 @@ def build_chip(chip: ChipFile, vals: dict[str, SpecValue], path: str, variant: s
                 missing = "clock" if clock is None else "elements_per_cycle"
                 raise CatalogError(f"{path}: field {eng}.{missing}: required field is missing")
             return None
-        exp_epc = get(f"{eng}.exp_elements_per_cycle", False) or epc
+        # Transcendentals (exp) run on the scalar engine at its element rate unless stated; the
+        # vector and GpSimd engines have no exp instruction unless the spec states one (Trn3).
+        exp_epc = get(f"{eng}.exp_elements_per_cycle", False)
+        if exp_epc is None:
+            exp_epc = epc if eng == "scalar_engine" else 0.0
         n = per_unit[eng]
         flops = get(f"{eng}.flops_fp32", False)
         return ElementEngine(elems_per_s=clock * epc * n, exp_elems_per_s=clock * exp_epc * n, clock_hz=clock,
@@ -416,12 +422,20 @@ def build_chip(chip: ChipFile, vals: dict[str, SpecValue], path: str, variant: s
         hbm_bandwidth_bytes_per_s=get("memory.hbm_bandwidth"),
         sram_bytes=sram_total, sram_per_core_bytes=sram_per_core,
         dma_bandwidth_bytes_per_s=get("memory.dma_bandwidth", False),
-        link_bandwidth_bytes_per_s=get("interconnect.bandwidth", False),
+        link_bandwidth_bytes_per_s=_per_direction(get("interconnect.bandwidth", False), chip, base_file),
         link_ports=_int(get("interconnect.ports", False)),
         collective_engines=_int(get("interconnect.collective_engines", False)),
         tdp_w=get("power.tdp", False),
         projected=chip.base is not None,
     )
+
+
+def _per_direction(bw: float | None, chip: ChipFile, base_file: ChipFile | None) -> float | None:
+    """Chip link budget per direction: halve figures the source states as bidirectional."""
+    ic = chip.interconnect or (base_file.interconnect if base_file else None)
+    if bw is None or ic is None:
+        return bw
+    return bw / 2 if ic.direction == "bidirectional" else bw
 
 
 def _int(x: float | None) -> int | None:

@@ -1,0 +1,7 @@
+"""`python -m perfmodel` runs the command line."""
+
+import sys
+
+from perfmodel.cli import main
+
+sys.exit(main())

@@ -1,0 +1,166 @@
+"""Bind numbers to formula symbols: model sizes, scenario fields, hardware rates, assumptions.
+
+Every scenario field may be a scalar or a numpy array (one entry per configuration);
+values broadcast, so one call binds a whole sweep. Data types map to bytes per element
+and to the tensor-engine rate of the chip for that type.
+
+Does not: evaluate formulas (evaluate.py) or read files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfmodel import graph as g
+from perfmodel import formulas as fm
+from perfmodel import roofline as rl
+from perfmodel import symbols as S
+from perfmodel.calibration import Calibration
+from perfmodel.dtypes import DType, bytes_per_element, is_microscaled
+from perfmodel.hardware import System
+from perfmodel.scenario import Optimizer, Phase, Scenario
+from perfmodel.workload import ModelArch
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """Scenario fields as arrays (or scalars) for one evaluation; see scenario.Scenario."""
+
+    phase: Phase
+    batch: object = 1
+    seq_len: object = 2048
+    context: object = 0
+    tp: object = 1
+    da: object = 1
+    ep: object = 1
+    cp: object = 1
+    pp: object = 1
+    dp: object = 1
+    microbatches: object = 1
+    zero: object = 0
+    weights: object = DType.BF16
+    compute: object = DType.BF16
+    activations: object = DType.BF16
+    kv_cache: object = DType.BF16
+    moe_imbalance: object = None
+    optimizer: Optimizer = Optimizer.ADAM_MIXED
+
+    @classmethod
+    def of(cls, s: Scenario) -> "Knobs":
+        p, q = s.parallel, s.precision
+        return cls(phase=s.phase, batch=s.batch, seq_len=s.seq_len, context=s.context, tp=p.tp, da=p.da, ep=p.ep,
+                   cp=p.cp, pp=p.pp, dp=p.dp, microbatches=p.microbatches, zero=p.zero, weights=q.weights,
+                   compute=q.compute, activations=q.activations, kv_cache=q.kv_cache,
+                   moe_imbalance=s.moe_imbalance, optimizer=s.optimizer)
+
+
+def _arr(x) -> np.ndarray:
+    return np.asarray(x, dtype=float)
+
+
+def _dtype_map(values, fn) -> np.ndarray:
+    arr = np.asarray(values, dtype=object)
+    flat = [fn(DType.parse(v) if isinstance(v, str) else DType(v)) for v in arr.ravel()]
+    return np.asarray(flat, dtype=float).reshape(arr.shape)
+
+
+def tensor_rate(system: System, dtype) -> float:
+    chip = system.chip
+    d = DType.parse(dtype) if isinstance(dtype, str) else DType(dtype)
+    if not chip.supports(d):
+        have = ", ".join(x.value for x in chip.tensor.flop_per_s)
+        raise ValueError(f"{system.name}: the {chip.display_name} tensor engine has no {d.value} rate "
+                         f"(supported: {have})")
+    return chip.tensor.rate(d)
+
+
+def bf16_rate(system: System) -> float:
+    rates = system.chip.tensor.flop_per_s
+    for d in (DType.BF16, DType.FP16, DType.TF32, DType.FP32):
+        if d in rates:
+            return rates[d]
+    raise ValueError(f"{system.name}: no 16-bit tensor rate")
+
+
+def model_values(a: ModelArch, pp) -> dict:
+    """Model symbols; features a model lacks get a harmless 1 (their ops are not in its graph)."""
+    one = lambda v: float(v) if v else 1.0  # noqa: E731
+    pp = _arr(pp)
+    return {
+        S.D: float(a.hidden_size), S.H: float(a.num_attention_heads), S.KV: float(a.num_key_value_heads),
+        S.dh: float(a.head_dim), S.F: one(a.intermediate_size), S.V: float(a.vocab_size),
+        S.E: one(a.num_experts), S.k: one(a.num_experts_per_tok), S.Fe: one(a.moe_intermediate_size),
+        S.Fs: one(a.num_shared_experts * (a.shared_expert_intermediate_size or a.moe_intermediate_size)),
+        S.W: one(a.sliding_window), S.rq: one(a.q_lora_rank), S.rkv: one(a.kv_lora_rank),
+        S.dn: one(a.qk_nope_head_dim), S.dr: one(a.qk_rope_head_dim), S.dv: one(a.v_head_dim),
+        g.P: float(a.max_position_embeddings), g.TV: float(a.type_vocab_size),
+        g.Lfa: (a.num_hidden_layers - a.num_sliding_layers) / pp, g.Lsw: a.num_sliding_layers / pp,
+        g.Ld: a.num_dense_layers / pp, g.Lm: a.num_moe_layers / pp,
+    }
+
+
+def hardware_values(system: System, cal: Calibration, compute) -> dict:
+    chip = system.chip
+    rt = _dtype_map(compute, lambda d: tensor_rate(system, d))
+    rb = bf16_rate(system)
+    vec_exp, sc_exp = chip.vector.exp_elems_per_s, chip.scalar.exp_elems_per_s
+    return {
+        S.Rt: rt, rl.Rb: rb, S.Rv: chip.vector.elems_per_s, S.Rs: chip.scalar.elems_per_s,
+        S.Rx: max(vec_exp, sc_exp), rl.xv: 1.0 if vec_exp > sc_exp else 0.0,
+        S.Rg: chip.gpsimd.elems_per_s if chip.gpsimd else chip.vector.elems_per_s,
+        S.Bhbm: chip.hbm_bandwidth_bytes_per_s,
+        S.eta_t: cal["tensor_efficiency"], S.eta_m: cal["hbm_efficiency"], S.eta_v: cal["element_efficiency"],
+        S.mt: cal["tile_m"], S.nt: cal["tile_n"], S.kt: cal["tile_k"] * rt / rb, S.t_ovh: cal["op_overhead"],
+        fm.p_av: cal["attention_vector_passes"], fm.x_tr: cal["attention_transpose_on_tensor"],
+        fm.qb: cal["attention_query_block"],
+    }
+
+
+def conversion_values(system: System, cal: Calibration, weights, compute) -> dict:
+    """Quantize / dequantize passes: activations into the compute type, weights from storage type."""
+    def q_act(d: DType) -> float:
+        if d in (DType.FP8, DType.INT8):
+            return cal["fp8_activation_quantize_passes"]
+        if is_microscaled(d) or d in (DType.FP4, DType.INT4):
+            return cal["mx_activation_quantize_passes"]
+        return 0.0
+
+    def q_weight(w: DType, c: DType) -> float:
+        return 0.0 if (w == c or system.chip.supports(w)) else cal["weight_dequantize_passes"]
+
+    wa = np.asarray(weights, dtype=object)
+    ca = np.asarray(compute, dtype=object)
+    wa, ca = np.broadcast_arrays(wa, ca)
+    parse = lambda v: DType.parse(v) if isinstance(v, str) else DType(v)  # noqa: E731
+    qw = np.asarray([q_weight(parse(w), parse(c)) for w, c in zip(wa.ravel(), ca.ravel())]).reshape(wa.shape)
+    return {fm.q_a: _dtype_map(compute, q_act), fm.q_w: qw}
+
+
+def scenario_values(kn: Knobs, cal: Calibration) -> dict:
+    phase = Phase(kn.phase)
+    T = _arr(1.0) if phase == Phase.DECODE else _arr(kn.seq_len)
+    u = cal["moe_load_imbalance"] if kn.moe_imbalance is None else kn.moe_imbalance
+    opt = Optimizer(kn.optimizer).bytes_per_param
+    zero = _arr(kn.zero)
+    dp = _arr(kn.dp)
+    return {
+        S.B: _arr(kn.batch), S.T: T, S.C0: _arr(kn.context), S.t: _arr(kn.tp), g.da: _arr(kn.da),
+        S.ep: _arr(kn.ep), S.cp: _arr(kn.cp), g.nmb: _arr(kn.microbatches), S.u: _arr(u),
+        g.i_a2a: np.where(_arr(kn.da) > 1, 1.0, 0.0),
+        S.bw: _dtype_map(kn.weights, bytes_per_element), S.bc: _dtype_map(kn.compute, bytes_per_element),
+        S.ba: _dtype_map(kn.activations, bytes_per_element), S.bkv: _dtype_map(kn.kv_cache, bytes_per_element),
+        g.dp_: dp, g.zs: np.where(zero >= 1, dp, 1.0), g.bg: float(opt["gradients"]),
+        g.bo_r: float(opt["gradients"] + opt["master"] + opt["optimizer"] + (opt["weights"] if not opt["master"] else 0)),
+        g.bo_w: float(opt["master"] + opt["optimizer"] + opt["weights"]),
+    }
+
+
+def bind(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) -> dict:
+    vals = {}
+    vals.update(model_values(arch, kn.pp))
+    vals.update(hardware_values(system, cal, kn.compute))
+    vals.update(conversion_values(system, cal, kn.weights, kn.compute))
+    vals.update(scenario_values(kn, cal))
+    return vals

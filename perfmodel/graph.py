@@ -1,0 +1,377 @@
+"""Operator graph of one device after sharding, per phase, as symbolic `Op` records.
+
+The graph depends only on a model's *structure* (GraphKey: attention kind, MoE or dense,
+sliding layers, norm, ...) and the phase, never on sizes: every Llama-shaped model
+shares one graph, and sizes, batch, parallel degrees and data types are bound later
+(evaluate.py), as floats or whole numpy arrays for sweeps.
+
+Per-device token counts (symbols in symbols.py, plus the layer counts below):
+    N   = B T / (d_a c)       tokens this device runs through attention and dense layers
+    N_r = B T / c             tokens of the replica routed through the MoE layers
+Counts: layer ops repeat L_x / p times (p pipeline stages; the graph is one stage,
+embedding and LM head included, i.e. the heaviest stage), x the micro-batches.
+
+Does not: bind numbers, price time or communication.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from functools import lru_cache
+
+import sympy as sp
+
+from perfmodel import formulas as fm
+from perfmodel.formulas import Work
+from perfmodel.scenario import Phase, Recompute
+from perfmodel.symbols import (B, C0, D, E, F, Fe, Fs, H, KV, T, V, W, ba, bkv, bw, cp, D as _D, dh, dn, dr, dv, ep,
+                               k, rkv, rq, t, u)
+from perfmodel.workload import AttentionKind, ModelArch
+
+# layer-count and other structural symbols bound per model / scenario
+Lfa = sp.Symbol("Lfa", nonnegative=True)  # full-attention layers on this stage
+Lsw = sp.Symbol("Lsw", nonnegative=True)  # sliding-window layers on this stage
+Ld = sp.Symbol("Ld", nonnegative=True)  # dense-MLP layers on this stage
+Lm = sp.Symbol("Lm", nonnegative=True)  # MoE layers on this stage
+da = sp.Symbol("da", positive=True)  # attention data parallel inside the replica
+nmb = sp.Symbol("nmb", positive=True)  # micro-batches per step
+P = sp.Symbol("P", nonnegative=True)  # learned position embeddings (max_position_embeddings)
+TV = sp.Symbol("TV", nonnegative=True)  # token-type vocabulary (BERT)
+i_a2a = sp.Symbol("i_a2a", nonnegative=True)  # 1 when MoE tokens move by all-to-all (d_a > 1), else 0
+dp_ = sp.Symbol("dp", positive=True)  # data-parallel replicas (gradient traffic)
+zs = sp.Symbol("zs", positive=True)  # ZeRO shard count of optimizer state (dp for ZeRO>=1, else 1)
+bo_r = sp.Symbol("bo_r", nonnegative=True)  # optimizer-state bytes read per parameter
+bo_w = sp.Symbol("bo_w", nonnegative=True)  # optimizer-state bytes written per parameter
+bg = sp.Symbol("bg", positive=True)  # bytes per gradient element
+
+N_dev = B * T / (da * cp)  # tokens per device in attention / dense layers
+N_rep = B * T / cp  # tokens of the replica seen by the MoE layers
+n_rep = t * da  # devices per replica stage (TP x attention-DP)
+KV_dev = sp.Max(KV / t, 1)  # KV heads held per device (replicated when t > KV)
+
+
+class Pass(str, Enum):
+    FORWARD = "forward"
+    BACKWARD = "backward"
+    RECOMPUTE = "recompute"
+    OPTIMIZER = "optimizer"
+
+
+class OpKind(str, Enum):
+    MATMUL = "matmul"
+    ATTENTION = "attention"
+    ELEMENTWISE = "elementwise"
+    NORM = "norm"
+    EMBEDDING = "embedding"
+    MEMORY = "memory"  # pure data movement (KV-cache write)
+    OPTIMIZER = "optimizer"
+    COLLECTIVE = "collective"
+
+
+class Collective(str, Enum):
+    ALL_REDUCE = "all-reduce"
+    ALL_GATHER = "all-gather"
+    REDUCE_SCATTER = "reduce-scatter"
+    ALL_TO_ALL = "all-to-all"
+    BROADCAST = "broadcast"
+    SEND_RECV = "send-recv"
+
+
+@dataclass(frozen=True)
+class Comm:
+    """A collective placed in the graph: per-device buffer bytes and the parallel group it spans."""
+
+    collective: Collective
+    nbytes: sp.Expr
+    group: str  # "tp" | "ep" | "dp" | "cp" | "pp" | "replica"
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    group: str  # block: embedding | attention | mlp | moe | head | optimizer
+    kind: OpKind
+    pass_: Pass
+    count: sp.Expr
+    work: Work
+    comm: Comm | None = None
+    formula: str = ""  # formula family (formulas.py function) for display
+
+
+@dataclass(frozen=True)
+class GraphKey:
+    """Structure of a model; models with equal keys share one symbolic graph."""
+
+    attention: AttentionKind
+    sliding: bool
+    full: bool
+    moe: bool
+    dense_mlp: bool
+    shared_experts: bool
+    gated_mlp: bool
+    norm: str
+    learned_pos: bool
+    encoder_only: bool
+    attention_bias: bool
+    mlp_bias: bool
+    tied: bool
+    router_bias: bool
+    mla_q_lora: bool
+    type_vocab: bool
+    sinks: bool
+
+    @classmethod
+    def of(cls, a: ModelArch) -> "GraphKey":
+        n_sw = a.num_sliding_layers
+        return cls(
+            attention=a.attention, sliding=n_sw > 0, full=n_sw < a.num_hidden_layers, moe=a.is_moe,
+            dense_mlp=a.num_dense_layers > 0, shared_experts=a.num_shared_experts > 0, gated_mlp=a.gated_mlp,
+            norm=a.norm, learned_pos=a.position_embedding == "learned", encoder_only=a.encoder_only,
+            attention_bias=a.attention_bias, mlp_bias=a.mlp_bias, tied=a.tie_word_embeddings,
+            router_bias=a.router_bias, mla_q_lora=a.q_lora_rank > 0, type_vocab=a.type_vocab_size > 0,
+            sinks=a.attention_sinks)
+
+
+def _op(name, group, kind, count, work, comm=None, formula=""):
+    return Op(name=name, group=group, kind=kind, pass_=Pass.FORWARD, count=count, work=work, comm=comm,
+              formula=formula or kind.value)
+
+
+def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr | None, tag: str) -> list[Op]:
+    """One attention layer set (full or sliding): norm, projections, RoPE, cache, core, output, reduce."""
+    ops: list[Op] = []
+    grp = f"attention{tag}"
+    ops.append(_op(f"attn{tag}.norm", grp, OpKind.NORM, count, fm.norm(N_dev, D, g.norm), formula="norm"))
+    infer = phase != Phase.TRAIN and not g.encoder_only
+    T_keys = T if g.encoder_only else None
+    if g.encoder_only:
+        s_avg, s_kv = T, T  # bidirectional: every token sees the whole sequence
+    else:
+        s_avg, s_kv = fm.causal_mean_keys(T, C0, window), fm.kv_length(T, C0, window)
+    s_kv_dev = s_kv / cp
+    kv_tokens_read = (B / da) * s_kv_dev * fm.kv_reads_per_sequence(T / cp)
+    if g.attention == AttentionKind.MLA:
+        if g.mla_q_lora:
+            ops.append(_op(f"attn{tag}.q_a", grp, OpKind.MATMUL, count, fm.matmul(N_dev, D, rq), formula="matmul"))
+            ops.append(_op(f"attn{tag}.q_a_norm", grp, OpKind.NORM, count, fm.norm(N_dev, rq, "rmsnorm")))
+            ops.append(_op(f"attn{tag}.q_b", grp, OpKind.MATMUL, count, fm.matmul(N_dev, rq, H * (dn + dr) / t),
+                           formula="matmul"))
+        else:
+            ops.append(_op(f"attn{tag}.q", grp, OpKind.MATMUL, count, fm.matmul(N_dev, D, H * (dn + dr) / t),
+                           formula="matmul"))
+        ops.append(_op(f"attn{tag}.kv_a", grp, OpKind.MATMUL, count, fm.matmul(N_dev, D, rkv + dr), formula="matmul"))
+        ops.append(_op(f"attn{tag}.kv_a_norm", grp, OpKind.NORM, count, fm.norm(N_dev, rkv, "rmsnorm")))
+        ops.append(_op(f"attn{tag}.rope", grp, OpKind.ELEMENTWISE, count,
+                       fm.elementwise(N_dev * dr * (H / t + 1), vector=3), formula="elementwise"))
+        if phase == Phase.DECODE:
+            # absorbed form (DeepSeek-V2 sec. 2.1.2): W_UK folded into the query, W_UV into the output;
+            # attention runs over the shared latent (r_kv + d_rope per token), one KV "head".
+            ops.append(_op(f"attn{tag}.q_absorb", grp, OpKind.MATMUL, count,
+                           fm.matmul(N_dev * H / t, dn, rkv), formula="matmul"))
+            ops.append(_op(f"attn{tag}.kv_cache_write", grp, OpKind.MEMORY, count,
+                           Work(write=N_dev * (rkv + dr) * bkv), formula="memory"))
+            ops.append(_op(f"attn{tag}.core", grp, OpKind.ATTENTION, count,
+                           fm.attention(N_dev, H / t, 1, s_avg, kv_tokens_read, rkv + dr, rkv, kv_width=rkv + dr),
+                           formula="attention"))
+            ops.append(_op(f"attn{tag}.v_absorb", grp, OpKind.MATMUL, count,
+                           fm.matmul(N_dev * H / t, rkv, dv), formula="matmul"))
+        else:
+            ops.append(_op(f"attn{tag}.kv_b", grp, OpKind.MATMUL, count, fm.matmul(N_dev, rkv, H * (dn + dv) / t),
+                           formula="matmul"))
+            if infer:
+                ops.append(_op(f"attn{tag}.kv_cache_write", grp, OpKind.MEMORY, count,
+                               Work(write=N_dev * (rkv + dr) * bkv), formula="memory"))
+            ops.append(_op(f"attn{tag}.core", grp, OpKind.ATTENTION, count,
+                           fm.attention(N_dev, H / t, H / t, s_avg, kv_tokens_read, dn + dr, dv,
+                                        b_kv_elem=ba), formula="attention"))
+        o_in = H * dv / t
+    else:
+        ops.append(_op(f"attn{tag}.qkv", grp, OpKind.MATMUL, count,
+                       fm.matmul(N_dev, D, (H + 2 * KV) * dh / t, bias=g.attention_bias), formula="matmul"))
+        if not g.learned_pos:
+            ops.append(_op(f"attn{tag}.rope", grp, OpKind.ELEMENTWISE, count,
+                           fm.elementwise(N_dev * (H / t + KV_dev) * dh, vector=3), formula="elementwise"))
+        if infer:
+            ops.append(_op(f"attn{tag}.kv_cache_write", grp, OpKind.MEMORY, count,
+                           Work(write=N_dev * KV_dev * 2 * dh * bkv), formula="memory"))
+        kv_src = bkv if infer else ba
+        core = fm.attention(N_dev, H / t, KV_dev, s_avg, kv_tokens_read, dh, dh, b_kv_elem=kv_src)
+        if g.sinks:
+            core = core + Work(params=H / t)  # gpt-oss: one learned sink logit per head
+        ops.append(_op(f"attn{tag}.core", grp, OpKind.ATTENTION, count, core, formula="attention"))
+        o_in = H * dh / t
+    ops.append(_op(f"attn{tag}.o_proj", grp, OpKind.MATMUL, count, fm.matmul(N_dev, o_in, D, bias=g.attention_bias),
+                   formula="matmul"))
+    ops.append(_op(f"attn{tag}.tp_all_reduce", grp, OpKind.COLLECTIVE, count, Work(),
+                   Comm(Collective.ALL_REDUCE, N_dev * D * ba, "tp"), formula="collective"))
+    ops.append(_op(f"attn{tag}.residual", grp, OpKind.ELEMENTWISE, count,
+                   fm.elementwise(N_dev * D, vector=1, reads=2), formula="elementwise"))
+    return ops
+
+
+def _mlp(tokens: sp.Expr, width: sp.Expr, g: GraphKey, name: str, grp: str, count: sp.Expr,
+         instances: sp.Expr = 1, weight_reads: sp.Expr = 1) -> list[Op]:
+    """Gated (SwiGLU: gate+up, act*mul, down) or plain (up, act, down) MLP of `width` per device."""
+    c = count * instances
+    if g.gated_mlp:
+        up = fm.matmul(tokens, D, 2 * width, bias=g.mlp_bias, weight_reads=weight_reads)
+        act = fm.elementwise(tokens * width, scalar=1, vector=1, reads=2)
+    else:
+        up = fm.matmul(tokens, D, width, bias=g.mlp_bias, weight_reads=weight_reads)
+        act = fm.elementwise(tokens * width, scalar=1)
+    down = fm.matmul(tokens, width, D, bias=g.mlp_bias, weight_reads=weight_reads)
+    return [_op(f"{name}.up", grp, OpKind.MATMUL, c, up, formula="matmul"),
+            _op(f"{name}.act", grp, OpKind.ELEMENTWISE, c, act, formula="elementwise"),
+            _op(f"{name}.down", grp, OpKind.MATMUL, c, down, formula="matmul")]
+
+
+def _dense_block(g: GraphKey) -> list[Op]:
+    ops = [_op("mlp.norm", "mlp", OpKind.NORM, Ld, fm.norm(N_dev, D, g.norm), formula="norm")]
+    ops += _mlp(N_dev, F / t, g, "mlp", "mlp", Ld)
+    ops.append(_op("mlp.tp_all_reduce", "mlp", OpKind.COLLECTIVE, Ld, Work(), Comm(Collective.ALL_REDUCE,
+                                                                                     N_dev * D * ba, "tp")))
+    ops.append(_op("mlp.residual", "mlp", OpKind.ELEMENTWISE, Ld, fm.elementwise(N_dev * D, vector=1, reads=2)))
+    return ops
+
+
+def _moe_block(g: GraphKey) -> list[Op]:
+    """Router, top-k, dispatch, E/ep local experts of width F_e ep / n, shared experts, combine.
+
+    Mean tokens per expert = N_r k / E; the busiest expert gets u times that (load imbalance),
+    and all experts of a device run at the busiest pace. Expert weights are read only for
+    experts that receive a token: E (1 - (1 - k/E)^{N_r}) of E.
+    """
+    ops = [_op("moe.norm", "moe", OpKind.NORM, Lm, fm.norm(N_dev, D, g.norm), formula="norm")]
+    ops.append(_op("moe.router", "moe", OpKind.MATMUL, Lm, fm.matmul(N_dev, D, E, bias=g.router_bias), formula="matmul"))
+    ops.append(_op("moe.topk", "moe", OpKind.ELEMENTWISE, Lm, fm.elementwise(N_dev * E, vector=4, exp=1, writes=0)))
+    ops.append(_op("moe.dispatch", "moe", OpKind.COLLECTIVE, Lm, Work(),
+                   Comm(Collective.ALL_TO_ALL, i_a2a * N_dev * k * D * ba, "ep")))
+    tokens_e = u * N_rep * k / E
+    touched = fm.experts_touched(N_rep, E, k) / E
+    ops += _mlp(tokens_e, Fe * ep / n_rep, g, "moe.expert", "moe", Lm, instances=E / ep, weight_reads=touched)
+    if g.shared_experts:
+        ops += _mlp(N_dev, Fs / t, g, "moe.shared", "moe", Lm)
+    ops.append(_op("moe.combine", "moe", OpKind.COLLECTIVE, Lm, Work(),
+                   Comm(Collective.ALL_TO_ALL, i_a2a * N_dev * k * D * ba, "ep")))
+    ops.append(_op("moe.tp_all_reduce", "moe", OpKind.COLLECTIVE, Lm, Work(),
+                   Comm(Collective.ALL_REDUCE, (1 - i_a2a) * N_dev * D * ba, "tp")))
+    ops.append(_op("moe.residual", "moe", OpKind.ELEMENTWISE, Lm, fm.elementwise(N_dev * D, vector=1, reads=2)))
+    return ops
+
+
+def _embedding(g: GraphKey) -> list[Op]:
+    params = V * D / t + (P * D if g.learned_pos else 0) + (TV * D if g.type_vocab else 0)
+    w = Work(read=N_dev * D * bw, write=N_dev * D * ba, params=params)
+    if g.learned_pos or g.type_vocab:
+        w = w + fm.elementwise(N_dev * D, vector=2 if g.type_vocab else 1, reads=0, writes=0)
+    ops = [_op("embed.lookup", "embedding", OpKind.EMBEDDING, 1, w, formula="embedding")]
+    if g.encoder_only:  # BERT normalises the summed embeddings
+        ops.append(_op("embed.norm", "embedding", OpKind.NORM, 1, fm.norm(N_dev, D, g.norm), formula="norm"))
+    return ops
+
+
+def _head(g: GraphKey, phase: Phase) -> list[Op]:
+    ops = []
+    if not g.encoder_only:
+        ops.append(_op("head.final_norm", "head", OpKind.NORM, 1, fm.norm(N_dev, D, g.norm), formula="norm"))
+    if g.encoder_only:
+        # BERT pooler (dense D x D + tanh on the [CLS] token) and, in training, the MLM head:
+        # transform (dense + GELU + LayerNorm) and the decoder tied to the embeddings (+ bias V).
+        ops.append(_op("head.pooler", "head", OpKind.MATMUL, 1, fm.matmul(B / da, D, D, bias=True), formula="matmul"))
+        mlm_tokens = N_dev if phase == Phase.TRAIN else B / da
+        ops.append(_op("head.mlm_transform", "head", OpKind.MATMUL, 1, fm.matmul(mlm_tokens, D, D, bias=True),
+                       formula="matmul"))
+        ops.append(_op("head.mlm_norm", "head", OpKind.NORM, 1, fm.norm(mlm_tokens, D, g.norm), formula="norm"))
+        dec = fm.matmul(mlm_tokens, D, V / t)
+        ops.append(_op("head.lm_head", "head", OpKind.MATMUL, 1,
+                       Work(**{**dict(dec.items()), "params": V / t}), formula="matmul"))  # tied: bias only
+        return ops
+    logits_tokens = N_dev if phase == Phase.TRAIN else B / da
+    lm = fm.matmul(logits_tokens, D, V / t)
+    if g.tied:
+        lm = Work(**{**dict(lm.items()), "params": sp.Integer(0)})
+    ops.append(_op("head.lm_head", "head", OpKind.MATMUL, 1, lm, formula="matmul"))
+    if phase == Phase.TRAIN:
+        ops.append(_op("head.cross_entropy", "head", OpKind.ELEMENTWISE, 1,
+                       fm.elementwise(N_dev * V / t, vector=3, exp=1, writes=0)))
+    else:
+        ops.append(_op("head.sample", "head", OpKind.ELEMENTWISE, 1,
+                       fm.elementwise(B / da * V / t, vector=4, exp=1, writes=0), formula="elementwise"))
+    return ops
+
+
+def _forward(g: GraphKey, phase: Phase) -> list[Op]:
+    ops = _embedding(g)
+    if g.full:
+        ops += _attention_block(g, phase, Lfa, None, "")
+    if g.sliding:
+        ops += _attention_block(g, phase, Lsw, W, "_sw")
+    if g.dense_mlp:
+        ops += _dense_block(g)
+    if g.moe:
+        ops += _moe_block(g)
+    ops += _head(g, phase)
+    return ops
+
+
+def _backward(op: Op) -> Op:
+    """Backward of one forward op: 2x the matmul work (dgrad + wgrad), FA2-style attention
+    backward (dQ, dK, dV: 2x forward FLOPs, plus the recomputed Q K^T counted as recompute),
+    2x elementwise work, the same collectives on gradients."""
+    w = op.work
+    if op.kind == OpKind.MATMUL:
+        bw_work = Work(flop=2 * w.flop, tensor_flop=2 * w.tensor_flop, vector=2 * w.vector,
+                       read=w.read + w.write + w.read, write=w.read)
+    elif op.kind == OpKind.ATTENTION:
+        bw_work = Work(flop=2 * w.flop, tensor_flop=2 * w.tensor_flop, tensor_b16_flop=2 * w.tensor_b16_flop,
+                       vector=3 * w.exp + w.vector, read=2 * w.read + w.write, write=w.read)
+    else:
+        bw_work = w.scaled(2).without_params()
+    return Op(name=op.name, group=op.group, kind=op.kind, pass_=Pass.BACKWARD, count=op.count, work=bw_work,
+              comm=op.comm, formula=op.formula)
+
+
+def _recompute(op: Op) -> Op:
+    return Op(name=op.name, group=op.group, kind=op.kind, pass_=Pass.RECOMPUTE, count=op.count,
+              work=op.work.without_params(), comm=op.comm, formula=op.formula)
+
+
+def _attention_score_recompute(op: Op) -> Op:
+    """FA backward recomputes P = softmax(Q K^T): half the forward attention FLOPs, all the exp."""
+    w = op.work
+    return Op(name=op.name + "_scores", group=op.group, kind=op.kind, pass_=Pass.RECOMPUTE, count=op.count,
+              work=Work(flop=w.flop / 2, tensor_flop=w.tensor_flop / 2, exp=w.exp, vector=w.vector,
+                        read=w.read / 2), formula=op.formula)
+
+
+@lru_cache(maxsize=256)
+def build_graph(key: GraphKey, phase: Phase, recompute: Recompute = Recompute.NONE) -> tuple[Op, ...]:
+    """Symbolic operator graph of one device for `phase`; cached per structure."""
+    fwd = _forward(key, phase)
+    if phase != Phase.TRAIN:
+        return tuple(fwd)
+    step = [Op(o.name, o.group, o.kind, o.pass_, o.count * nmb, o.work, o.comm, o.formula) for o in fwd]
+    layer_ops = [o for o in step if o.group not in ("embedding", "head")]
+    ops = list(step)
+    ops += [_backward(o) for o in reversed(step)]
+    ops += [_attention_score_recompute(o) for o in step if o.kind == OpKind.ATTENTION]
+    if recompute == Recompute.FULL:
+        ops += [_recompute(o) for o in layer_ops]
+    elif recompute == Recompute.SELECTIVE:
+        ops += [_recompute(o) for o in layer_ops if o.kind == OpKind.ATTENTION]
+    n_params = sum((o.count / nmb) * o.work.params for o in step)
+    ops.append(Op("optimizer.step", "optimizer", OpKind.OPTIMIZER, Pass.OPTIMIZER, sp.Integer(1),
+                  fm.adam_step(n_params / zs, bo_r, bo_w), formula="adam_step"))
+    ops.append(Op("optimizer.grad_sync", "optimizer", OpKind.COLLECTIVE, Pass.OPTIMIZER, sp.Integer(1), Work(),
+                  Comm(Collective.ALL_REDUCE, n_params * bg, "dp"), formula="collective"))
+    return tuple(ops)
+
+
+def graph_for(arch: ModelArch, phase: Phase, recompute: Recompute = Recompute.NONE) -> tuple[Op, ...]:
+    return build_graph(GraphKey.of(arch), Phase(phase), Recompute(recompute))
+
+
+def parameter_expression(ops: tuple[Op, ...]) -> sp.Expr:
+    """Parameters held on one device: sum over forward ops of count x params (per micro-batch)."""
+    return sum(o.count * o.work.params for o in ops if o.pass_ == Pass.FORWARD).subs(nmb, 1)

@@ -1,0 +1,224 @@
+"""GPU spec files (A100, H100, H200, B200, GB200 systems on AWS): load, internal consistency,
+the ratios NVIDIA states, ridge points of hardware_facts.md section 7.1, and link direction.
+
+Every expected number here is a published figure or plain arithmetic on one, so a failure
+means a spec file drifted from its sources, not that a model changed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from perfmodel import catalog, units
+from perfmodel.dtypes import DType
+from perfmodel.hardware import Family, Scope, Topology
+from perfmodel.provenance import Status
+
+GPU_SYSTEMS = {
+    # system: (chip, GPUs per node, nodes in the scale-up domain, EFA Gbps per node)
+    "p4d.24xlarge": ("a100-sxm4-40gb", 8, 1, 400),
+    "p5.48xlarge": ("h100-sxm", 8, 1, 3200),
+    "p5e.48xlarge": ("h200-sxm", 8, 1, 3200),
+    "p6-b200.48xlarge": ("b200", 8, 1, 3200),
+    "gb200-nvl72": ("gb200-b200", 4, 18, 3200),
+}
+FMA_FLOP = 2.0  # one fused multiply-add per lane per clock = 2 FLOP
+
+# NVLink per GPU, bidirectional, as published (GB/s)
+NVLINK_BIDIR_GBPS = {"p4d.24xlarge": 600, "p5.48xlarge": 900, "p5e.48xlarge": 900,
+                     "p6-b200.48xlarge": 1800, "gb200-nvl72": 1800}
+
+# hardware_facts.md section 7.1: (system, dtype, FLOP per HBM byte)
+RIDGE_POINTS = [
+    ("p4d.24xlarge", DType.BF16, 201),
+    ("p5.48xlarge", DType.BF16, 295),
+    ("p5.48xlarge", DType.FP8, 591),
+    ("p5e.48xlarge", DType.FP8, 412),
+    ("p6-b200.48xlarge", DType.FP8, 562),
+    ("p6-b200.48xlarge", DType.FP4, 1125),
+    ("gb200-nvl72", DType.FP8, 625),
+]
+
+
+def sysobj(name):
+    return catalog.load_system(name)
+
+
+def tflops(x: float) -> float:
+    return x / units.TFLOPS
+
+
+@pytest.mark.parametrize("name", sorted(GPU_SYSTEMS))
+def test_system_loads(name):
+    chip_name, per_node, nodes, _ = GPU_SYSTEMS[name]
+    s = sysobj(name)
+    assert s.chip.name == chip_name
+    assert s.chip.family == Family.NVIDIA and not s.chip.family.is_neuron
+    assert s.node.chips == per_node and s.scaleup_nodes == nodes
+    assert s.chip.gpsimd is None, "GPUs have no GpSimd engine"
+    assert s.chip.tdp_w and s.chip.hbm_capacity_bytes > 0 and s.chip.sram_bytes > 0
+    for v in s.provenance.values():
+        assert v.status != Status.ASSUMED, f"{name}: {v.path} carries a modelling assumption"
+
+
+@pytest.mark.parametrize("name", sorted(GPU_SYSTEMS))
+def test_fp32_from_sms_lanes_clock(name):
+    """SMs x FP32 lanes x boost clock x 2 (FMA) reproduces the published non-tensor FP32 within 2%."""
+    c = sysobj(name).chip
+    derived = c.vector.elems_per_s * FMA_FLOP
+    assert c.vector.flop_per_s_fp32 == c.peak(DType.FP32)
+    assert derived == pytest.approx(c.vector.flop_per_s_fp32, rel=0.02), (
+        f"{name}: {tflops(derived):.1f} vs published {tflops(c.vector.flop_per_s_fp32):.1f} TFLOPS")
+    lanes = c.vector.elems_per_s / c.vector.clock_hz
+    assert lanes == pytest.approx(c.cores * (64 if c.generation == "Ampere" else 128))
+
+
+@pytest.mark.parametrize("name", sorted(GPU_SYSTEMS))
+def test_sfu_sixteen_per_sm(name):
+    """The scalar engine is 16 MUFU results per SM per clock (Ampere, Hopper, Blackwell)."""
+    c = sysobj(name).chip
+    assert c.scalar.elems_per_s / c.scalar.clock_hz == pytest.approx(16 * c.cores)
+    assert c.scalar.exp_elems_per_s == c.scalar.elems_per_s
+
+
+def test_h100_sfu_matches_flashattention3():
+    """FA3: H100 SXM5 has 989 TFLOPS FP16 matmul but only 3.9 TFLOPS of special functions."""
+    s = sysobj("p5.48xlarge")
+    c = s.chip
+    fa3_clock = s.provenance["chip.scalar_engine.clock"].alternative("fa3").si
+    assert c.cores * 16 * fa3_clock == pytest.approx(3.9e12, rel=0.01)
+    # at the boost clock the SFU array is 7% faster than the FA3 statement, never slower
+    assert 1.0 < c.scalar.elems_per_s / 3.9e12 < 1.10
+    assert c.tensor.rate(DType.FP16) / 3.9e12 == pytest.approx(256, rel=0.02)
+
+
+def test_gb200_sfu_matches_published_exp_rate():
+    """GB200: 5 TeraExponentials/s SFU EX2 (S38) from 152 SMs x 16 x 2.062 GHz."""
+    assert sysobj("gb200-nvl72").chip.scalar.elems_per_s == pytest.approx(5e12, rel=0.02)
+
+
+@pytest.mark.parametrize("name", sorted(GPU_SYSTEMS))
+def test_tensor_rates_equal_dense_peaks(name):
+    c = sysobj(name).chip
+    assert set(c.tensor.flop_per_s) == set(c.peak_flop_per_s) - {DType.FP32}
+    for d, r in c.tensor.flop_per_s.items():
+        assert r == c.peak(d)
+    for d, r in c.peak_sparse_flop_per_s.items():
+        assert r == pytest.approx(2 * c.peak(d), rel=0.005), f"{name}: sparse {d.value} is not 2x dense"
+    assert not c.supports(DType.FP32), "GPUs have no FP32 tensor-core path"
+
+
+def test_published_peaks_and_generation_ratios():
+    a100, h100, h200, b200, gb200 = (sysobj(n).chip for n in
+                                     ("p4d.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p6-b200.48xlarge",
+                                      "gb200-nvl72"))
+    T = units.TFLOPS
+    assert a100.peak(DType.BF16) == 312 * T and a100.peak(DType.TF32) == 156 * T
+    assert h100.peak(DType.BF16) == 989 * T and h100.peak(DType.FP8) == 1979 * T
+    assert b200.peak(DType.BF16) == 2250 * T and gb200.peak(DType.BF16) == 2500 * T
+    assert gb200.peak(DType.FP8) == 5000 * T and gb200.peak(DType.FP4) == 10000 * T
+    # no FP8 on Ampere, no FP4 before Blackwell
+    assert not a100.supports(DType.FP8) and not h100.supports(DType.FP4)
+    # H200 = H100 compute with more, faster HBM
+    assert dict(h200.peak_flop_per_s) == dict(h100.peak_flop_per_s)
+    assert h200.hbm_bandwidth_bytes_per_s > h100.hbm_bandwidth_bytes_per_s
+    for c in (h100, b200, gb200):
+        assert c.peak(DType.FP8) == pytest.approx(2 * c.peak(DType.BF16), rel=0.001)
+        assert c.peak(DType.TF32) == pytest.approx(c.peak(DType.BF16) / 2, rel=0.03)
+    for c in (b200, gb200):
+        assert c.peak(DType.FP4) == 2 * c.peak(DType.FP8)  # NVIDIA: FP4 = 2x FP8 on Blackwell
+        assert c.tensor.rate(DType.MXFP8) == c.tensor.rate(DType.FP8)
+        assert c.tensor.rate(DType.MXFP4) == c.tensor.rate(DType.FP4)
+    assert a100.peak(DType.BF16) / a100.peak(DType.TF32) == 2
+    # GB200's B200 runs ~11% above the HGX B200 (S50)
+    assert gb200.peak(DType.BF16) / b200.peak(DType.BF16) == pytest.approx(1.11, abs=0.01)
+
+
+@pytest.mark.parametrize("name,dtype,ridge", RIDGE_POINTS)
+def test_ridge_points_match_hardware_facts(name, dtype, ridge):
+    c = sysobj(name).chip
+    assert c.peak(dtype) / c.hbm_bandwidth_bytes_per_s == pytest.approx(ridge, rel=0.01)
+
+
+@pytest.mark.parametrize("name", sorted(GPU_SYSTEMS))
+def test_nvlink_tiers_are_half_the_bidirectional_figure(name):
+    s = sysobj(name)
+    published = NVLINK_BIDIR_GBPS[name] * units.GB
+    # the chip's link budget is held per direction, like the tiers
+    assert s.chip.link_bandwidth_bytes_per_s == published / 2
+    inner = [t for t in s.tiers if t.scope in (Scope.NODE, Scope.SCALEUP)]
+    assert inner
+    for t in inner:
+        assert t.direction == "bidirectional" and t.topology == Topology.SWITCH and not t.per_node
+        assert t.bandwidth_bytes_per_s == published / 2
+    assert s.tier(Scope.NODE).dims == (s.node.chips,)
+    if s.scaleup_nodes > 1:
+        assert s.tier(Scope.SCALEUP).dims == (s.scaleup_nodes,)
+        assert s.scaleup_chips == 72
+
+
+@pytest.mark.parametrize("name", sorted(GPU_SYSTEMS))
+def test_efa_scaleout_tier(name):
+    s = sysobj(name)
+    gbps = GPU_SYSTEMS[name][3]
+    t = s.tier(Scope.SCALEOUT)
+    assert t.per_node and t.direction == "per-direction" and t.dims == ()
+    assert t.bandwidth_bytes_per_s == gbps * units.GB / units.BITS_PER_BYTE
+    assert s.node.efa_bandwidth_bytes_per_s == t.bandwidth_bytes_per_s
+
+
+def test_prices_are_dated_and_p5e_has_none():
+    for name in GPU_SYSTEMS:
+        n = sysobj(name).node
+        if n.price_usd_per_hour is not None:
+            assert n.price_as_of
+    assert sysobj("p5.48xlarge").node.price_usd_per_hour == 98.32
+    post_cut = sysobj("p5.48xlarge").provenance["node.price"].alternative("post-cut")
+    assert post_cut.si < 98.32
+    assert sysobj("p5e.48xlarge").node.price_usd_per_hour is None
+    assert sysobj("gb200-nvl72").node.price_usd_per_hour is None
+
+
+def test_recorded_conflicts():
+    """hardware_facts conflicts 14, 17, 18, 19 are recorded where they apply."""
+    gb = sysobj("gb200-nvl72").provenance
+    efa = gb["scaleup.totals.efa_bandwidth"]
+    assert efa.si == 18 * 3200 * units.GB / units.BITS_PER_BYTE
+    assert efa.alternative("hyperpod-blog").si == pytest.approx(28.8e12 / units.BITS_PER_BYTE)
+    fp4 = gb["scaleup.totals.fp4"]
+    assert fp4.si == pytest.approx(720 * units.PFLOPS)
+    assert fp4.alternative("aws-quote").si == pytest.approx(2 * fp4.si, rel=0.03)
+    hbm = sysobj("p6-b200.48xlarge").provenance["chip.memory.hbm_capacity"]
+    assert hbm.si == 180 * units.GB
+    assert hbm.alternative("physical").si == 192 * units.GB
+    assert hbm.alternative("aws").si == 179 * units.GiB
+    for name, tag in (("p4d.24xlarge", 14), ("p5.48xlarge", 14), ("gb200-nvl72", 17), ("gb200-nvl72", 18),
+                      ("p6-b200.48xlarge", 19)):
+        text = (catalog.catalog_root() / "hardware_specs" / f"{name}.toml").read_text()
+        assert f"hardware_facts conflict {tag}" in text, (name, tag)
+
+
+def test_dgx_power_is_an_estimate_for_the_aws_instance():
+    for name, kw in (("p4d.24xlarge", 6.5), ("p5.48xlarge", 10.2), ("p6-b200.48xlarge", 14.3)):
+        s = sysobj(name)
+        assert s.node.power_w == kw * units.KW
+        assert s.provenance["node.power"].status == Status.ESTIMATED
+    gb = sysobj("gb200-nvl72")
+    assert gb.scaleup_power_w == 120 * units.KW
+    assert gb.provenance["scaleup.power"].status == Status.ESTIMATED
+
+
+def test_chip_tdps():
+    expected = {"p4d.24xlarge": 400, "p5.48xlarge": 700, "p5e.48xlarge": 700, "p6-b200.48xlarge": 1000,
+                "gb200-nvl72": 1200}
+    for name, w in expected.items():
+        assert sysobj(name).chip.tdp_w == w
+
+
+def test_blackwell_sm_counts_and_clocks_are_flagged_estimated():
+    for name in ("p6-b200.48xlarge", "gb200-nvl72"):
+        unc = sysobj(name).uncertain_fields()
+        for path in ("chip.cores", "chip.vector_engine.clock", "chip.scalar_engine.elements_per_cycle"):
+            assert path in unc, f"{name}: {path} should be marked estimated"
+    for name in ("p4d.24xlarge", "p5.48xlarge"):
+        assert "chip.cores" not in sysobj(name).uncertain_fields()
