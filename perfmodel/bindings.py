@@ -44,6 +44,7 @@ class Knobs:
     compute: object = DType.BF16
     activations: object = DType.BF16
     kv_cache: object = DType.BF16
+    expert_weights: object = None  # None: same as weights
     moe_imbalance: object = None
     optimizer: Optimizer = Optimizer.ADAM_MIXED
 
@@ -53,7 +54,7 @@ class Knobs:
         return cls(phase=s.phase, batch=s.batch, seq_len=s.seq_len, context=s.context, tp=p.tp, da=p.da, ep=p.ep,
                    cp=p.cp, pp=p.pp, dp=p.dp, microbatches=p.microbatches, zero=p.zero, weights=q.weights,
                    compute=q.compute, activations=q.activations, kv_cache=q.kv_cache,
-                   moe_imbalance=s.moe_imbalance, optimizer=s.optimizer)
+                   expert_weights=q.experts, moe_imbalance=s.moe_imbalance, optimizer=s.optimizer)
 
 
 def _arr(x) -> np.ndarray:
@@ -138,6 +139,13 @@ def conversion_values(system: System, cal: Calibration, weights, compute) -> dic
     return {fm.q_a: _dtype_map(compute, q_act), fm.q_w: qw}
 
 
+def expert_values(system: System, cal: Calibration, kn: "Knobs") -> dict:
+    """Bytes and dequantize passes for routed-expert weights (default: the weights' type)."""
+    ew = kn.weights if kn.expert_weights is None else kn.expert_weights
+    conv = conversion_values(system, cal, ew, kn.compute)
+    return {S.bwe: _dtype_map(ew, bytes_per_element), fm.q_we: conv[fm.q_w]}
+
+
 def scenario_values(kn: Knobs, cal: Calibration) -> dict:
     phase = Phase(kn.phase)
     T = _arr(1.0) if phase == Phase.DECODE else _arr(kn.seq_len)
@@ -162,5 +170,6 @@ def bind(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) -> dict:
     vals.update(model_values(arch, kn.pp))
     vals.update(hardware_values(system, cal, kn.compute))
     vals.update(conversion_values(system, cal, kn.weights, kn.compute))
+    vals.update(expert_values(system, cal, kn))
     vals.update(scenario_values(kn, cal))
     return vals

@@ -46,7 +46,11 @@ def _loaders(root: Path):
 
 def check_catalog(root: Path | None = None) -> list[Finding]:
     root = Path(root) if root else catalog.catalog_root()
+    from perfmodel import calibration, workload_files
+
     catalog.clear_caches()
+    workload_files.clear_cache()
+    calibration.clear_cache()
     findings: list[Finding] = []
     try:
         catalog.load_sources(root)

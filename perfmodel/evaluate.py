@@ -221,6 +221,7 @@ def scenario_columns(system: System, arch: ModelArch, s: Scenario) -> dict:
             "seq_len": s.seq_len, "context": s.context, "tp": p.tp, "pp": p.pp, "dp": p.dp, "ep": p.ep, "cp": p.cp,
             "da": p.da, "zero": p.zero, "microbatches": p.microbatches, "weights_dtype": q.weights.value,
             "compute_dtype": q.compute.value, "activations_dtype": q.activations.value, "kv_dtype": q.kv_cache.value,
+            "expert_weights_dtype": q.experts.value,
             "recompute": s.recompute.value, "optimizer": s.optimizer.value}
 
 

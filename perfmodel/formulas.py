@@ -31,6 +31,7 @@ ZERO = sp.Integer(0)
 # Calibration symbols used only inside formulas (values come from calibration files).
 q_a = sp.Symbol("q_a", nonnegative=True)  # vector passes per activation element to quantize it for the tensor engine
 q_w = sp.Symbol("q_w", nonnegative=True)  # vector passes per weight element to dequantize it (weight-only quantization)
+q_we = sp.Symbol("q_we", nonnegative=True)  # the same for routed-expert weights
 x_tr = sp.Symbol("x_tr", nonnegative=True)  # 1 if attention transposes occupy the tensor engine, 0 if hidden
 p_av = sp.Symbol("p_av", nonnegative=True)  # vector passes per attention score (row max, rescale)
 qb = sp.Symbol("qb", positive=True)  # flash-attention query block (tokens per KV sweep)
@@ -76,7 +77,8 @@ FIELDS = tuple(f.name for f in fields(Work))
 
 
 def matmul(M: sp.Expr, K: sp.Expr, N: sp.Expr, *, weights: bool = True, bias: bool = False,
-           b_in: sp.Expr = ba, b_out: sp.Expr = ba, b_w: sp.Expr = bw, weight_reads: sp.Expr = 1) -> Work:
+           b_in: sp.Expr = ba, b_out: sp.Expr = ba, b_w: sp.Expr = bw, weight_reads: sp.Expr = 1,
+           dequant: sp.Expr = q_w) -> Work:
     """C[M,N] = A[M,K] @ W[K,N] (+ bias).
 
     flop = 2 M K N;  tensor = 2 q(M,m_t) q(K,k_t) q(N,n_t);
@@ -87,7 +89,7 @@ def matmul(M: sp.Expr, K: sp.Expr, N: sp.Expr, *, weights: bool = True, bias: bo
     flop = 2 * M * K * N
     tensor = 2 * q(M, mt) * q(K, kt) * q(N, nt)
     read = M * K * b_in + (weight_reads * K * N * b_w if weights else K * N * b_in)
-    vector = q_a * M * K + (q_w * K * N if weights else q_a * K * N)
+    vector = q_a * M * K + (dequant * weight_reads * K * N if weights else q_a * K * N)
     params = K * N + (N if bias else 0) if weights else ZERO
     if bias:
         vector += M * N

@@ -25,8 +25,8 @@ import sympy as sp
 from perfmodel import formulas as fm
 from perfmodel.formulas import Work
 from perfmodel.scenario import Phase, Recompute
-from perfmodel.symbols import (B, C0, D, E, F, Fe, Fs, H, KV, T, V, W, ba, bkv, bw, cp, D as _D, dh, dn, dr, dv, ep,
-                               k, rkv, rq, t, u)
+from perfmodel.symbols import (B, C0, D, E, F, Fe, Fs, H, KV, T, V, W, ba, bkv, bw, bwe, cp, dh, dn, dr, dv, ep, k,
+                               rkv, rq, t, u)
 from perfmodel.workload import AttentionKind, ModelArch
 
 # layer-count and other structural symbols bound per model / scenario
@@ -120,6 +120,7 @@ class GraphKey:
     mla_q_lora: bool
     type_vocab: bool
     sinks: bool
+    qk_norm: bool
 
     @classmethod
     def of(cls, a: ModelArch) -> "GraphKey":
@@ -130,7 +131,7 @@ class GraphKey:
             norm=a.norm, learned_pos=a.position_embedding == "learned", encoder_only=a.encoder_only,
             attention_bias=a.attention_bias, mlp_bias=a.mlp_bias, tied=a.tie_word_embeddings,
             router_bias=a.router_bias, mla_q_lora=a.q_lora_rank > 0, type_vocab=a.type_vocab_size > 0,
-            sinks=a.attention_sinks)
+            sinks=a.attention_sinks, qk_norm=a.qk_norm)
 
 
 def _op(name, group, kind, count, work, comm=None, formula=""):
@@ -144,7 +145,6 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
     grp = f"attention{tag}"
     ops.append(_op(f"attn{tag}.norm", grp, OpKind.NORM, count, fm.norm(N_dev, D, g.norm), formula="norm"))
     infer = phase != Phase.TRAIN and not g.encoder_only
-    T_keys = T if g.encoder_only else None
     if g.encoder_only:
         s_avg, s_kv = T, T  # bidirectional: every token sees the whole sequence
     else:
@@ -189,6 +189,10 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
     else:
         ops.append(_op(f"attn{tag}.qkv", grp, OpKind.MATMUL, count,
                        fm.matmul(N_dev, D, (H + 2 * KV) * dh / t, bias=g.attention_bias), formula="matmul"))
+        if g.qk_norm:  # Qwen3: RMSNorm over d_h on every query and key head (weights d_h each)
+            ops.append(_op(f"attn{tag}.qk_norm", grp, OpKind.NORM, count,
+                           Work(**{**dict(fm.norm(N_dev * (H / t + KV_dev), dh, "rmsnorm", params=False).items()),
+                                   "params": 2 * dh}), formula="norm"))
         if not g.learned_pos:
             ops.append(_op(f"attn{tag}.rope", grp, OpKind.ELEMENTWISE, count,
                            fm.elementwise(N_dev * (H / t + KV_dev) * dh, vector=3), formula="elementwise"))
@@ -211,16 +215,17 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
 
 
 def _mlp(tokens: sp.Expr, width: sp.Expr, g: GraphKey, name: str, grp: str, count: sp.Expr,
-         instances: sp.Expr = 1, weight_reads: sp.Expr = 1) -> list[Op]:
+         instances: sp.Expr = 1, weight_reads: sp.Expr = 1, b_w: sp.Expr = bw, dequant: sp.Expr = fm.q_w) -> list[Op]:
     """Gated (SwiGLU: gate+up, act*mul, down) or plain (up, act, down) MLP of `width` per device."""
     c = count * instances
+    mm = dict(bias=g.mlp_bias, weight_reads=weight_reads, b_w=b_w, dequant=dequant)
     if g.gated_mlp:
-        up = fm.matmul(tokens, D, 2 * width, bias=g.mlp_bias, weight_reads=weight_reads)
+        up = fm.matmul(tokens, D, 2 * width, **mm)
         act = fm.elementwise(tokens * width, scalar=1, vector=1, reads=2)
     else:
-        up = fm.matmul(tokens, D, width, bias=g.mlp_bias, weight_reads=weight_reads)
+        up = fm.matmul(tokens, D, width, **mm)
         act = fm.elementwise(tokens * width, scalar=1)
-    down = fm.matmul(tokens, width, D, bias=g.mlp_bias, weight_reads=weight_reads)
+    down = fm.matmul(tokens, width, D, **mm)
     return [_op(f"{name}.up", grp, OpKind.MATMUL, c, up, formula="matmul"),
             _op(f"{name}.act", grp, OpKind.ELEMENTWISE, c, act, formula="elementwise"),
             _op(f"{name}.down", grp, OpKind.MATMUL, c, down, formula="matmul")]
@@ -249,7 +254,8 @@ def _moe_block(g: GraphKey) -> list[Op]:
                    Comm(Collective.ALL_TO_ALL, i_a2a * N_dev * k * D * ba, "ep")))
     tokens_e = u * N_rep * k / E
     touched = fm.experts_touched(N_rep, E, k) / E
-    ops += _mlp(tokens_e, Fe * ep / n_rep, g, "moe.expert", "moe", Lm, instances=E / ep, weight_reads=touched)
+    ops += _mlp(tokens_e, Fe * ep / n_rep, g, "moe.expert", "moe", Lm, instances=E / ep, weight_reads=touched,
+                b_w=bwe, dequant=fm.q_we)
     if g.shared_experts:
         ops += _mlp(N_dev, Fs / t, g, "moe.shared", "moe", Lm)
     ops.append(_op("moe.combine", "moe", OpKind.COLLECTIVE, Lm, Work(),
@@ -276,10 +282,13 @@ def _head(g: GraphKey, phase: Phase) -> list[Op]:
     if not g.encoder_only:
         ops.append(_op("head.final_norm", "head", OpKind.NORM, 1, fm.norm(N_dev, D, g.norm), formula="norm"))
     if g.encoder_only:
-        # BERT pooler (dense D x D + tanh on the [CLS] token) and, in training, the MLM head:
+        # BERT pooler (dense D x D + tanh on the [CLS] token) and, in training only, the MLM head:
         # transform (dense + GELU + LayerNorm) and the decoder tied to the embeddings (+ bias V).
+        # The pre-training head's parameters (D^2 + 3D + V) are not part of the published count.
         ops.append(_op("head.pooler", "head", OpKind.MATMUL, 1, fm.matmul(B / da, D, D, bias=True), formula="matmul"))
-        mlm_tokens = N_dev if phase == Phase.TRAIN else B / da
+        if phase != Phase.TRAIN:
+            return ops
+        mlm_tokens = N_dev
         ops.append(_op("head.mlm_transform", "head", OpKind.MATMUL, 1, fm.matmul(mlm_tokens, D, D, bias=True),
                        formula="matmul"))
         ops.append(_op("head.mlm_norm", "head", OpKind.NORM, 1, fm.norm(mlm_tokens, D, g.norm), formula="norm"))
@@ -372,6 +381,10 @@ def graph_for(arch: ModelArch, phase: Phase, recompute: Recompute = Recompute.NO
     return build_graph(GraphKey.of(arch), Phase(phase), Recompute(recompute))
 
 
-def parameter_expression(ops: tuple[Op, ...]) -> sp.Expr:
-    """Parameters held on one device: sum over forward ops of count x params (per micro-batch)."""
-    return sum(o.count * o.work.params for o in ops if o.pass_ == Pass.FORWARD).subs(nmb, 1)
+def parameter_expression(ops: tuple[Op, ...], experts: bool | None = None) -> sp.Expr:
+    """Parameters held on one device: sum over forward ops of count x params (per micro-batch).
+    experts=True: routed experts only; False: everything else; None: all."""
+    def keep(o: Op) -> bool:
+        return experts is None or (o.name.startswith("moe.expert")) == experts
+
+    return sp.sympify(sum(o.count * o.work.params for o in ops if o.pass_ == Pass.FORWARD and keep(o))).subs(nmb, 1)

@@ -62,10 +62,14 @@ class Footprint:
         return self.capacity_bytes - self.total_bytes
 
 
-def params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase = Phase.PREFILL) -> np.ndarray:
-    """Parameters on one device, from the operator graph (sharded by t, ep, d_a and p)."""
+def params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase = Phase.PREFILL,
+                      experts: bool | None = None) -> np.ndarray:
+    """Parameters on one device, from the operator graph (sharded by t, ep, d_a and p);
+    experts=True / False selects routed-expert / other parameters."""
     ops = gr.graph_for(arch, Phase.PREFILL if phase == Phase.DECODE else phase)
-    expr = gr.parameter_expression(ops)
+    expr = gr.parameter_expression(ops, experts)
+    if expr == 0:
+        return np.zeros(np.broadcast_shapes(np.shape(kn.tp), np.shape(kn.pp), np.shape(kn.ep)))
     vals = bd.model_values(arch, kn.pp)
     vals.update({t_sym: np.asarray(kn.tp, dtype=float), gr.da: np.asarray(kn.da, dtype=float),
                  bd.S.ep: np.asarray(kn.ep, dtype=float)})
@@ -132,12 +136,14 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
     phase = Phase(kn.phase)
     f = lambda x: np.asarray(x, dtype=float)  # noqa: E731
     P_dev = params_per_device(arch, kn, phase)
+    P_exp = params_per_device(arch, kn, phase, experts=True) if arch.is_moe else 0.0
     bw = bd._dtype_map(kn.weights, bytes_per_element)
+    bwe = bd._dtype_map(kn.weights if kn.expert_weights is None else kn.expert_weights, bytes_per_element)
     ba = float(np.max(bd._dtype_map(kn.activations, bytes_per_element)))
     bkv = bd._dtype_map(kn.kv_cache, bytes_per_element)
     zero, dp = f(kn.zero), f(kn.dp)
     comp: dict[str, np.ndarray] = {c: np.zeros(1) for c in COMPONENTS}
-    comp["weights"] = P_dev * bw / np.where(zero >= 3, dp, 1.0)
+    comp["weights"] = ((P_dev - P_exp) * bw + P_exp * bwe) / np.where(zero >= 3, dp, 1.0)
     notes = []
     B, T, C0 = f(kn.batch), f(kn.seq_len), f(kn.context)
     tp, da, cp, pp, ep = f(kn.tp), f(kn.da), f(kn.cp), f(kn.pp), f(kn.ep)

@@ -99,6 +99,11 @@ class Precision:
     compute: DType = DType.BF16
     activations: DType = DType.BF16
     kv_cache: DType = DType.BF16
+    expert_weights: DType | None = None  # routed-expert weights when stored differently (gpt-oss: MXFP4)
+
+    @property
+    def experts(self) -> DType:
+        return self.expert_weights or self.weights
 
     @classmethod
     def uniform(cls, dtype: DType | str) -> "Precision":

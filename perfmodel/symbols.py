@@ -62,6 +62,7 @@ cp = _s("cp", "c", "context/sequence-parallel degree")
 u = _s("u", "u", "MoE load imbalance: busiest expert's tokens / mean tokens per expert")
 bw = _s("bw", "b_w", "bytes per weight element (storage, incl. block scales)", "B")
 ba = _s("ba", "b_a", "bytes per activation element", "B")
+bwe = _s("bwe", "b_{we}", "bytes per routed-expert weight element (storage)", "B")
 bkv = _s("bkv", "b_{kv}", "bytes per KV-cache element", "B")
 bc = _s("bc", "b_c", "bytes per element fed to the tensor engine (compute data type)", "B")
 
