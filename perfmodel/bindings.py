@@ -85,6 +85,12 @@ def bf16_rate(system: System) -> float:
     raise ValueError(f"{system.name}: no 16-bit tensor rate")
 
 
+def _sram(system: System) -> float:
+    if not system.chip.sram_bytes:
+        raise ValueError(f"{system.name}: the spec sheet gives no on-chip SRAM (memory.sram_total or sram_per_core)")
+    return system.chip.sram_bytes
+
+
 def model_values(a: ModelArch, pp) -> dict:
     """Model symbols; features a model lacks get a harmless 1 (their ops are not in its graph)."""
     one = lambda v: float(v) if v else 1.0  # noqa: E731
@@ -107,13 +113,18 @@ def hardware_values(system: System, cal: Calibration, compute) -> dict:
     rt = _dtype_map(compute, lambda d: tensor_rate(system, d))
     rb = bf16_rate(system)
     vec_exp, sc_exp = chip.vector.exp_elems_per_s, chip.scalar.exp_elems_per_s
+    if not sc_exp > 0:
+        raise ValueError(f"{system.name}: the scalar engine needs an exp rate (activation functions)")
     return {
         S.Rt: rt, rl.Rb: rb, S.Rv: chip.vector.elems_per_s, S.Rs: chip.scalar.elems_per_s,
-        S.Rx: max(vec_exp, sc_exp), rl.xv: 1.0 if vec_exp > sc_exp else 0.0,
+        rl.Rxv: vec_exp, rl.Rxs: sc_exp, rl.hv: 1.0 if vec_exp > 0 else 0.0,
         S.Rg: chip.gpsimd.elems_per_s if chip.gpsimd else chip.vector.elems_per_s,
         S.Bhbm: chip.hbm_bandwidth_bytes_per_s,
+        S.Ssram: _sram(system),
         S.eta_t: cal["tensor_efficiency"], S.eta_m: cal["hbm_efficiency"], S.eta_v: cal["element_efficiency"],
-        S.mt: cal["tile_m"], S.nt: cal["tile_n"], S.kt: cal["tile_k"] * rt / rb, S.t_ovh: cal["op_overhead"],
+        # faster data types pack a whole number of elements per contraction lane (FP8 2x, MX 4x)
+        S.mt: cal["tile_m"], S.nt: cal["tile_n"], S.kt: cal["tile_k"] * np.maximum(1.0, np.round(rt / rb)),
+        S.kb: cal["tile_k"], S.t_ovh: cal["op_overhead"],
         fm.p_av: cal["attention_vector_passes"], fm.x_tr: cal["attention_transpose_on_tensor"],
         fm.qb: cal["attention_query_block"],
     }

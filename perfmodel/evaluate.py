@@ -191,7 +191,8 @@ def op_frame(ops, q: dict, comm: np.ndarray, col: int = 0) -> pd.DataFrame:
         r["comm_group"] = op.comm.group if op.comm else ""
         rows.append(r)
     df = pd.DataFrame(rows)
-    return df.rename(columns={"read": "hbm_read_bytes", "write": "hbm_write_bytes", "params": "params_elems",
+    return df.rename(columns={"read": "hbm_read_bytes", "write": "hbm_write_bytes", "sram": "sram_bytes",
+                              "params": "params_elems",
                               "vector": "vector_elems", "scalar": "scalar_elems", "exp": "exp_elems",
                               "gpsimd": "gpsimd_elems"})
 

@@ -18,6 +18,7 @@ import sympy as sp
 
 from perfmodel import formulas as fm
 from perfmodel import graph as gr
+from perfmodel import roofline as rl
 from perfmodel.roofline import Overlap, engine_times, op_time
 from perfmodel.scenario import Phase
 from perfmodel.symbols import LATEX_NAMES, latex, table
@@ -30,7 +31,7 @@ _EXTRA_LATEX = {fm.q_a: "q_a", fm.q_w: "q_w", fm.q_we: "q_{we}", fm.x_tr: "x_{tr
                 fm.qb: "q_b", gr.Lfa: "L_{full}", gr.Lsw: "L_{sw}", gr.Ld: "L_{dense}", gr.Lm: "L_{moe}",
                 gr.da: "d_a", gr.nmb: "m", gr.i_a2a: r"\mathbb{1}_{a2a}", gr.zs: "z", gr.bg: "b_g",
                 gr.bo_r: "b_{o,r}", gr.bo_w: "b_{o,w}", gr.dp_: "d_p", _S: r"\bar{S}", _Skv: "S_{kv}",
-                _dqk: "d_{qk}", _kvh: "h_{kv}"}
+                _dqk: "d_{qk}", _kvh: "h_{kv}", rl.Rb: "R_{b16}", rl.Rxv: "r_v", rl.Rxs: "r_s", rl.hv: "h_v"}
 
 
 def _tex(expr) -> str:

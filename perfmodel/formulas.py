@@ -9,7 +9,7 @@ symbols.py. We count FLOPs, never MACs (a multiply-add is 2 FLOP). Bytes are HBM
     attention   flash attention per layer: scores = B T h S_avg
                 flop = 2 scores (d_qk + d_v);  exp = scores;  vector = p_v scores
                 Trainium transposes P on the tensor engine unless it can do so in the
-                background (Trn3): + 2 scores k_t at the BF16 rate, weighted by x_tr
+                background (Trn3): + 2 scores k_b16 at the BF16 rate, weighted by x_tr
     elementwise n elements, p passes on an engine; bytes = n (reads + writes) b_a
     norm        RMSNorm 3 vector passes / LayerNorm 5 per element (+ 1 rsqrt per row)
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields
 
 import sympy as sp
 
-from perfmodel.symbols import ba, bc, bkv, bw, kt, mt, nt
+from perfmodel.symbols import Ssram, ba, bc, bkv, bw, kb, kt, mt, nt
 
 ZERO = sp.Integer(0)
 
@@ -55,6 +55,7 @@ class Work:
     gpsimd: sp.Expr = ZERO  # GpSimd element-ops
     read: sp.Expr = ZERO  # HBM bytes read
     write: sp.Expr = ZERO  # HBM bytes written
+    sram: sp.Expr = ZERO  # on-chip SRAM bytes re-read (reported; not a time term)
     params: sp.Expr = ZERO  # parameters (elements) this operator owns on this device
 
     def __add__(self, other: "Work") -> "Work":
@@ -122,34 +123,42 @@ def norm(rows: sp.Expr, width: sp.Expr, kind: str, *, params: bool = True) -> Wo
     return w + Work(scalar=rows)
 
 
-def attention(tokens_q: sp.Expr, heads: sp.Expr, kv_heads: sp.Expr, s_avg: sp.Expr, s_kv: sp.Expr,
+def attention(tokens_q: sp.Expr, heads: sp.Expr, kv_heads: sp.Expr, s_avg: sp.Expr, kv_tokens: sp.Expr,
               d_qk: sp.Expr, d_v: sp.Expr, *, b_q: sp.Expr = ba, b_kv_elem: sp.Expr = bkv,
-              kv_width: sp.Expr | None = None) -> Work:
+              kv_width: sp.Expr | None = None, hbm_passes: sp.Expr = 1, sram_passes: sp.Expr = 0) -> Work:
     """Flash attention for `tokens_q` query tokens (B T), `heads` query heads sharing `kv_heads`.
 
     scores = B T h S_avg (S_avg: mean keys per query; causal prefill ~ C_0 + (T+1)/2).
     flop  = 2 scores d_qk (Q K^T) + 2 scores d_v (P V)
     tensor: queries of a KV group are the M dimension: g = h / kv_heads rows per query token,
-            Q K^T = 2 q(B T g, m_t) q(d_qk, k_t) S_avg kv_heads,  P V = 2 q(B T g, m_t) S_avg q(d_v, n_t) kv_heads
+            Q K^T = 2 q(B T g, m_t) q(d_qk, k_t) S_avg h_kv,  P V = 2 q(B T g, m_t) S_avg q(d_v, n_t) h_kv
     exp = scores; vector = p_av scores; transposes of P at the BF16 rate x_tr (Trainium).
-    bytes: Q + O once; K,V (kv_width elements per token per KV head, default d_qk + d_v)
-           read ceil(B T / qb) / B... i.e. once per query block of qb tokens per sequence.
+    bytes: Q and O once; K,V (kv_width elements per token per KV head, default d_qk + d_v) for
+           `kv_tokens` tokens: `hbm_passes` sweeps from HBM, further `sram_passes` from on-chip SRAM.
     """
     scores = tokens_q * heads * s_avg
     g_rows = tokens_q * heads / kv_heads
     kv_width = (d_qk + d_v) if kv_width is None else kv_width
     flop = 2 * scores * (d_qk + d_v)
     tensor = 2 * q(g_rows, mt) * kv_heads * s_avg * (q(d_qk, kt) + q(d_v, nt))
-    transpose = 2 * q(g_rows, mt) * kv_heads * s_avg * kt * x_tr
+    transpose = 2 * q(g_rows, mt) * kv_heads * s_avg * kb * x_tr
     q_bytes = tokens_q * heads * d_qk * b_q
     o_bytes = tokens_q * heads * d_v * b_q
+    kv_bytes = kv_tokens * kv_heads * kv_width * b_kv_elem
     return Work(flop=flop, tensor_flop=tensor, tensor_b16_flop=transpose, exp=scores, vector=p_av * scores,
-                read=q_bytes + s_kv * kv_heads * kv_width * b_kv_elem, write=o_bytes)
+                read=q_bytes + hbm_passes * kv_bytes, write=o_bytes, sram=sram_passes * kv_bytes)
 
 
-def kv_reads_per_sequence(T: sp.Expr) -> sp.Expr:
-    """How many times a sequence's K/V are swept: once per query block of qb tokens."""
-    return sp.ceiling(T / qb)
+def kv_passes(tokens_q_seq: sp.Expr, group: sp.Expr, d_qk: sp.Expr, d_v: sp.Expr, b: sp.Expr) -> tuple:
+    """(HBM passes, SRAM passes) over one sequence's K/V for one KV head.
+
+    Flash attention sweeps K/V once per query block of q_b tokens. Queries of one KV head
+    (T g rows of d_qk + d_v accumulators) that fit in on-chip SRAM share a sweep from HBM;
+    the other sweeps hit SRAM: HBM passes = ceil(T g (d_qk + d_v) b / M_sram).
+    """
+    total = sp.ceiling(tokens_q_seq / qb)
+    hbm = sp.Min(total, sp.ceiling(tokens_q_seq * group * (d_qk + d_v) * b / Ssram))
+    return hbm, total - hbm
 
 
 def causal_mean_keys(T: sp.Expr, C0: sp.Expr, window: sp.Expr | None = None) -> sp.Expr:

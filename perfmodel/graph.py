@@ -149,8 +149,7 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
         s_avg, s_kv = T, T  # bidirectional: every token sees the whole sequence
     else:
         s_avg, s_kv = fm.causal_mean_keys(T, C0, window), fm.kv_length(T, C0, window)
-    s_kv_dev = s_kv / cp
-    kv_tokens_read = (B / da) * s_kv_dev * fm.kv_reads_per_sequence(T / cp)
+    kv_tokens = (B / da) * s_kv / cp  # K/V tokens held for this device's sequences
     if g.attention == AttentionKind.MLA:
         if g.mla_q_lora:
             ops.append(_op(f"attn{tag}.q_a", grp, OpKind.MATMUL, count, fm.matmul(N_dev, D, rq), formula="matmul"))
@@ -171,9 +170,10 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
                            fm.matmul(N_dev * H / t, dn, rkv), formula="matmul"))
             ops.append(_op(f"attn{tag}.kv_cache_write", grp, OpKind.MEMORY, count,
                            Work(write=N_dev * (rkv + dr) * bkv), formula="memory"))
+            hp, sp_ = fm.kv_passes(T / cp, H / t, rkv + dr, rkv, ba)
             ops.append(_op(f"attn{tag}.core", grp, OpKind.ATTENTION, count,
-                           fm.attention(N_dev, H / t, 1, s_avg, kv_tokens_read, rkv + dr, rkv, kv_width=rkv + dr),
-                           formula="attention"))
+                           fm.attention(N_dev, H / t, 1, s_avg, kv_tokens, rkv + dr, rkv, kv_width=rkv + dr,
+                                        hbm_passes=hp, sram_passes=sp_), formula="attention"))
             ops.append(_op(f"attn{tag}.v_absorb", grp, OpKind.MATMUL, count,
                            fm.matmul(N_dev * H / t, rkv, dv), formula="matmul"))
         else:
@@ -182,9 +182,10 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
             if infer:
                 ops.append(_op(f"attn{tag}.kv_cache_write", grp, OpKind.MEMORY, count,
                                Work(write=N_dev * (rkv + dr) * bkv), formula="memory"))
+            hp, sp_ = fm.kv_passes(T / cp, 1, dn + dr, dv, ba)
             ops.append(_op(f"attn{tag}.core", grp, OpKind.ATTENTION, count,
-                           fm.attention(N_dev, H / t, H / t, s_avg, kv_tokens_read, dn + dr, dv,
-                                        b_kv_elem=ba), formula="attention"))
+                           fm.attention(N_dev, H / t, H / t, s_avg, kv_tokens, dn + dr, dv, b_kv_elem=ba,
+                                        hbm_passes=hp, sram_passes=sp_), formula="attention"))
         o_in = H * dv / t
     else:
         ops.append(_op(f"attn{tag}.qkv", grp, OpKind.MATMUL, count,
@@ -200,7 +201,9 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
             ops.append(_op(f"attn{tag}.kv_cache_write", grp, OpKind.MEMORY, count,
                            Work(write=N_dev * KV_dev * 2 * dh * bkv), formula="memory"))
         kv_src = bkv if infer else ba
-        core = fm.attention(N_dev, H / t, KV_dev, s_avg, kv_tokens_read, dh, dh, b_kv_elem=kv_src)
+        hp, sp_ = fm.kv_passes(T / cp, H / t / KV_dev, dh, dh, ba)
+        core = fm.attention(N_dev, H / t, KV_dev, s_avg, kv_tokens, dh, dh, b_kv_elem=kv_src, hbm_passes=hp,
+                            sram_passes=sp_)
         if g.sinks:
             core = core + Work(params=H / t)  # gpt-oss: one learned sink logit per head
         ops.append(_op(f"attn{tag}.core", grp, OpKind.ATTENTION, count, core, formula="attention"))
@@ -254,8 +257,11 @@ def _moe_block(g: GraphKey) -> list[Op]:
                    Comm(Collective.ALL_TO_ALL, i_a2a * N_dev * k * D * ba, "ep")))
     tokens_e = u * N_rep * k / E
     touched = fm.experts_touched(N_rep, E, k) / E
-    ops += _mlp(tokens_e, Fe * ep / n_rep, g, "moe.expert", "moe", Lm, instances=E / ep, weight_reads=touched,
-                b_w=bwe, dequant=fm.q_we)
+    experts = _mlp(tokens_e, Fe * ep / n_rep, g, "moe.expert", "moe", Lm, instances=E / ep, weight_reads=touched,
+                   b_w=bwe, dequant=fm.q_we)
+    # useful (model) FLOPs use the mean tokens per expert; engine work and time use the busiest (x u)
+    ops += [Op(o.name, o.group, o.kind, o.pass_, o.count, Work(**{**dict(o.work.items()), "flop": o.work.flop / u}),
+               o.comm, o.formula) for o in experts]
     if g.shared_experts:
         ops += _mlp(N_dev, Fs / t, g, "moe.shared", "moe", Lm)
     ops.append(_op("moe.combine", "moe", OpKind.COLLECTIVE, Lm, Work(),

@@ -70,9 +70,9 @@ bc = _s("bc", "b_c", "bytes per element fed to the tensor engine (compute data t
 Rt = _s("Rt", "R_t", "tensor-engine rate for the compute data type", "FLOP/s")
 Rv = _s("Rv", "R_v", "vector-engine element rate", "elem/s")
 Rs = _s("Rs", "R_s", "scalar-engine element rate", "elem/s")
-Rx = _s("Rx", "R_{exp}", "exp (transcendental) rate of the engine that runs softmax exp", "elem/s")
 Rg = _s("Rg", "R_g", "GpSimd-engine element rate", "elem/s")
 Bhbm = _s("Bhbm", "BW_{hbm}", "HBM bandwidth", "B/s")
+Ssram = _s("Ssram", "M_{sram}", "on-chip SRAM per chip (SBUF / L2 + shared memory)", "B")
 
 # ---- calibration (named assumptions, hardware_specs/calibration/*.toml)
 eta_t = _s("eta_t", r"\eta_t", "sustained fraction of the tensor rate on large aligned matmuls")
@@ -80,6 +80,7 @@ eta_m = _s("eta_m", r"\eta_m", "achievable fraction of HBM bandwidth")
 eta_v = _s("eta_v", r"\eta_v", "sustained fraction of vector/scalar/GpSimd element rates")
 mt = _s("mt", "m_t", "tensor tile along the token (M) dimension", "elem")
 kt = _s("kt", "k_t", "tensor tile along the contraction (K) dimension", "elem")
+kb = _s("kb", "k_{b16}", "tensor tile along the contraction dimension at BF16 (transposes)", "elem")
 nt = _s("nt", "n_t", "tensor tile along the output (N) dimension", "elem")
 t_ovh = _s("t_ovh", r"t_{ovh}", "fixed overhead per operator instance", "s")
 

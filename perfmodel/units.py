@@ -111,6 +111,8 @@ def parse(text: str | int | float, kind: str) -> float:
         s = str(text).strip()
         if not s:
             raise UnitError(f"expected {k.description}, got an empty string")
+        if k.dimensionality and _is_bare_number(s):
+            raise UnitError(f"expected {k.description} with its unit, got the bare number {s!r}")
         try:
             q = ureg.Quantity(s)
         except Exception as exc:  # pint raises several error types for bad strings
@@ -121,8 +123,6 @@ def parse(text: str | int | float, kind: str) -> float:
             found = str(q.dimensionality) if str(q.dimensionality) != "dimensionless" else "a plain number"
             raise UnitError(f"expected {k.description}, got {s!r} whose dimension is {found}")
         value = float(q.to(k.internal_unit).magnitude) if k.internal_unit else float(q.to("count").magnitude)
-        if k.dimensionality and _is_bare_number(s):
-            raise UnitError(f"expected {k.description} with its unit, got {s!r}")
     if not math.isfinite(value):
         raise UnitError(f"value {text!r} is not finite")
     return value

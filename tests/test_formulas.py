@@ -1,0 +1,83 @@
+"""Each formula against a hand-computed case (numbers small enough to check on paper)."""
+
+import pytest
+import sympy as sp
+
+from perfmodel import formulas as fm
+from perfmodel import roofline as rl
+from perfmodel import symbols as S
+
+HW = {S.Rt: 100.0, rl.Rb: 100.0, S.Rv: 10.0, S.Rs: 5.0, rl.Rxv: 0.0, rl.Rxs: 5.0, rl.hv: 0.0, S.Rg: 10.0,
+      S.Bhbm: 50.0, S.eta_t: 1.0, S.eta_m: 1.0, S.eta_v: 1.0, S.t_ovh: 0.0, S.mt: 1.0, S.kt: 1.0, S.kb: 1.0,
+      S.nt: 1.0, S.ba: 2.0, S.bw: 1.0, S.bkv: 2.0, fm.q_a: 0.0, fm.q_w: 0.0, fm.x_tr: 0.0, fm.p_av: 1.0, fm.qb: 4.0}
+
+
+def ev(expr, **extra):
+    vals = {**HW, **{S.by_name(k) if k in S.table() else sp.Symbol(k): v for k, v in extra.items()}}
+    return float(sp.sympify(expr).subs(vals))
+
+
+def test_matmul_by_hand():
+    w = fm.matmul(4, 8, 16)  # C[4,16] = A[4,8] W[8,16]
+    assert ev(w.flop) == 2 * 4 * 8 * 16  # 1024 FLOP
+    assert ev(w.read) == 4 * 8 * 2 + 8 * 16 * 1  # activations bf16, weights 1 B
+    assert ev(w.write) == 4 * 16 * 2
+    assert ev(w.params) == 8 * 16
+    # pipelined time = max(1024 / 100, (64 + 128 + 128) / 50) = max(10.24, 6.4)
+    assert ev(rl.op_time(w)) == pytest.approx(10.24)
+    assert ev(rl.op_time(w, rl.Overlap.SERIAL)) == pytest.approx(10.24 + 6.4)
+
+
+def test_matmul_tile_padding_by_hand():
+    w = fm.matmul(3, 8, 16)
+    # with m_t = 4: the 3-row side pads to 4: 2 * 4 * 8 * 16 = 1024 issued for 768 useful
+    assert ev(w.tensor_flop.subs(S.mt, 4)) == 1024 and ev(w.flop) == 768
+
+
+def test_matmul_bias_and_dequantize():
+    w = fm.matmul(4, 8, 16, bias=True)
+    assert ev(w.params) == 8 * 16 + 16
+    assert ev(w.vector) == 4 * 16  # bias add
+    w = fm.matmul(4, 8, 16)
+    assert ev(w.vector.subs({fm.q_a: 2, fm.q_w: 1})) == 2 * 4 * 8 + 8 * 16
+
+
+def test_attention_by_hand():
+    # 2 query tokens, 4 heads sharing 2 KV heads, 3 keys on average, 5 keys held, d_qk = d_v = 8
+    w = fm.attention(2, 4, 2, 3, 5, 8, 8)
+    scores = 2 * 4 * 3
+    assert ev(w.flop) == 2 * scores * (8 + 8)  # 768
+    assert ev(w.exp) == scores and ev(w.vector) == scores  # p_av = 1
+    assert ev(w.read) == 2 * 4 * 8 * 2 + 5 * 2 * 16 * 2  # Q + K,V (5 tokens x 2 KV heads x 16 x 2 B)
+    assert ev(w.write) == 2 * 4 * 8 * 2
+    # the vector engine has no exp here: exp runs on the scalar engine (24 / 5 = 4.8)
+    assert ev(rl.vector_scalar_makespan(w)) == pytest.approx(max(24 / 10, 24 / 5))
+
+
+def test_exp_split_between_engines_by_hand():
+    w = fm.Work(vector=10, exp=30)  # a = 10/10 = 1, b = 0, r_v = 10, r_s = 5
+    vals = {rl.Rxv: 10.0, rl.hv: 1.0}
+    # optimal split: both finish at (a r_v + b r_s + E) / (r_v + r_s) = (10 + 0 + 30) / 15
+    assert ev(rl.vector_scalar_makespan(w).subs(vals)) == pytest.approx(40 / 15)
+
+
+def test_causal_mean_keys_and_window():
+    assert ev(fm.causal_mean_keys(S.T, S.C0), T=7, C0=0) == 4  # (T+1)/2
+    assert ev(fm.causal_mean_keys(S.T, S.C0, 10), T=1, C0=99) == 10  # decode capped by a window of 10
+    assert ev(fm.kv_length(S.T, S.C0), T=1, C0=99) == 100
+
+
+def test_norms_by_hand():
+    assert ev(fm.norm(4, 8, "rmsnorm").vector) == 3 * 32
+    assert ev(fm.norm(4, 8, "layernorm").vector) == 5 * 32
+    assert ev(fm.norm(4, 8, "layernorm").params) == 16
+
+
+def test_experts_touched():
+    assert ev(fm.experts_touched(1, 8, 2)) == pytest.approx(2.0)  # one token touches exactly k experts
+    assert ev(fm.experts_touched(10_000, 8, 2)) == pytest.approx(8.0)  # many tokens touch all
+
+
+def test_adam_step_bytes():
+    w = fm.adam_step(10, 14, 14)
+    assert ev(w.read) == 140 and ev(w.write) == 140 and ev(w.vector) == 120
