@@ -140,7 +140,11 @@ def conversion_values(system: System, cal: Calibration, weights, compute) -> dic
         return 0.0
 
     def q_weight(w: DType, c: DType) -> float:
-        return 0.0 if (w == c or system.chip.supports(w)) else cal["weight_dequantize_passes"]
+        # The tensor engine multiplies operands of one type; only block-scaled (MX / NVFP4) formats
+        # mix natively (MXFP4 x MXFP8 on Trainium3 and Blackwell). Anything else is dequantized.
+        native_mix = is_microscaled(w) or w == DType.FP4
+        native_mix = native_mix and (is_microscaled(c) or c == DType.FP4) and system.chip.supports(w)
+        return 0.0 if (w == c or native_mix) else cal["weight_dequantize_passes"]
 
     wa = np.asarray(weights, dtype=object)
     ca = np.asarray(compute, dtype=object)

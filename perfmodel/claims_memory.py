@@ -41,7 +41,7 @@ def _rows(mid: str, optimizer: Optimizer, quoted_tb: float, quoted_instances: in
                     f"optimizer '{optimizer.value}': {breakdown} bytes per parameter"),
         ClaimResult(f"{mid}.footprint", f"GPT-3 175B {text}: training-state footprint", "004", quoted_tb,
                     state / units.TB, "TB", TOL,
-                    f"{n / 1e9:.1f} B parameters (workloads/gpt3-175b.toml, closed-form count) x {per_param:g} B"),
+                    f"{n / units.BILLION:.1f} B parameters (workloads/gpt3-175b.toml, closed-form count) x {per_param:g} B"),
         ClaimResult(f"{mid}.instances", f"GPT-3 175B {text}: trn1.32xlarge instances it is placed on", "004",
                     float(quoted_instances), with_sp.instances, "instances", TOL,
                     f"Fewest instances on which state + activations fit (seq 2,048, micro-batch 1, ZeRO-1, 1F1B): "

@@ -87,7 +87,7 @@ class ElementEngine:
     elems_per_s: float
     exp_elems_per_s: float
     clock_hz: float | None = None
-    flop_per_s_fp32: float | None = None
+    fp32_flop_per_s: float | None = None
 
 
 @dataclass(frozen=True)

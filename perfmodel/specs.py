@@ -400,7 +400,7 @@ def build_chip(chip: ChipFile, vals: dict[str, SpecValue], path: str, variant: s
         n = per_unit[eng]
         flops = get(f"{eng}.flops_fp32", False)
         return ElementEngine(elems_per_s=clock * epc * n, exp_elems_per_s=clock * exp_epc * n, clock_hz=clock,
-                             flop_per_s_fp32=flops * n if flops else None)
+                             fp32_flop_per_s=flops * n if flops else None)
 
     sram_per_core = get("memory.sram_per_core", False)
     sram_total = get("memory.sram_total", False) or (sram_per_core * cores if sram_per_core else None)
