@@ -89,7 +89,11 @@ _GROUPS = {"tp": ("tp", ()), "ep": ("ep", ()), "cp": ("cp", ("tp", "da")), "pp":
 
 
 def _comm_times(system: System, cal: Calibration, ops, q: dict, kn: bd.Knobs) -> np.ndarray:
+    """Seconds per instance of each Comm op: the fastest algorithm for its bytes, group size and
+    placement (collectives.collective_cost). Expert all-to-alls move the busiest chip's share:
+    the mean bytes x the MoE load imbalance u (scenario moe_imbalance, else `moe_load_imbalance`)."""
     out = np.zeros_like(q["time"])
+    u = cal["moe_load_imbalance"] if kn.moe_imbalance is None else kn.moe_imbalance
     for i, op in enumerate(ops):
         if op.comm is None:
             continue
@@ -97,7 +101,10 @@ def _comm_times(system: System, cal: Calibration, ops, q: dict, kn: bd.Knobs) ->
         size = 2.0 if size_knob is None else np.asarray(getattr(kn, size_knob), dtype=float)
         stride = np.prod([np.asarray(getattr(kn, s), dtype=float) for s in stride_knobs], axis=0) if stride_knobs \
             else 1.0
-        out[i] = collectives.collective_time(system, cal, op.comm.collective, q["comm_bytes"][i], size, stride)
+        nbytes = q["comm_bytes"][i]
+        if op.comm.collective == gr.Collective.ALL_TO_ALL and op.comm.group == "ep":
+            nbytes = nbytes * np.asarray(u, dtype=float)
+        out[i] = collectives.collective_cost(system, cal, op.comm.collective, nbytes, size, stride).time_s
     return out
 
 

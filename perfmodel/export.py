@@ -63,11 +63,15 @@ def _fmt_cell(v) -> str:
         if v == 0:
             return "0"
         a = abs(v)
-        if a >= 1e5 or a < 1e-3:
+        if 1e5 <= a < units.PETA:
+            return f"{v:,.0f}"
+        if a >= units.PETA or a < 1e-3:
             return f"{v:.3g}"
         if a >= 100:
             return f"{v:,.0f}"
         return f"{v:.3g}" if a < 1 else f"{v:.3f}".rstrip("0").rstrip(".")
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return f"{v:,}"
     if isinstance(v, (list, tuple)):
         return ", ".join(map(str, v))
     return "" if v is None else str(v)
@@ -158,3 +162,172 @@ def config_name(parts: Iterable[tuple[str, object]]) -> str:
             continue
         bits.append(f"{k}{v}" if k else str(v))
     return safe_filename("_".join(bits))
+
+
+# ---------------------------------------------------------------- display names, sheets, reports (issue 6)
+
+# Readable names for common result columns (unit added from the suffix by display_name's scales).
+DISPLAY_NAMES = {
+    "tokens_per_s_per_user": "Tokens/s per user", "tokens_per_s_per_chip": "Tokens/s per chip",
+    "tokens_per_s_per_replica": "Tokens/s per replica", "tokens_per_mw": "Tokens/s per MW",
+    "usd_per_million_tokens": "$ per million tokens", "mfu_frac": "Sustained / peak (%)",
+    "tensor_util_frac": "Tensor-engine utilisation (%)", "achieved_flop_per_s": "Achieved (TFLOP/s)",
+    "peak_flop_per_s": "Peak (TFLOP/s)", "time_per_output_token_s": "TPOT (ms)", "ttft_s": "TTFT (ms)",
+    "step_time_s": "Step time (ms)", "memory_total_bytes": "Memory per chip (GiB)",
+    "capacity_bytes": "HBM capacity (GiB)", "min_chips": "Min chips", "min_instances": "Min instances",
+    "replica_chips": "Chips per replica", "compute_dtype": "Data type", "intensity_flop_per_byte": "FLOP/byte",
+    "power_per_chip_w": "Chip power (kW)", "price_per_chip_usd_per_hour": "Price per chip (USD/h)",
+    "tp": "TP", "pp": "PP", "dp": "DP", "ep": "EP", "da": "Attention DP", "bound": "Bound by", "plan": "Plan",
+    "output_tokens_per_s_per_mw": "Output tokens/s per MW", "output_tokens_per_s_per_chip": "Output tokens/s per chip",
+    "output_tokens_per_usd": "Output tokens per $", "concurrency_per_scaleup": "Users per UltraServer",
+    "usd_per_month": "$ per month", "usd_per_million_output_tokens": "$ per million output tokens",
+    "concurrency": "Concurrency", "expert_weights_dtype": "Expert weights", "facility_power_peak_w":
+    "Facility power at peak (kW)", "chips": "Chips", "instances": "Instances", "scaleups": "UltraServers",
+    "min_fit_plan": "Min-fit plan", "fits": "Fits", "label": "System", "footprint_bytes": "Memory (GiB)",
+    "share_frac": "Share (%)", "component": "Component", "headroom_bytes": "Headroom (GiB)",
+    "total_bytes": "Total (GiB)", "generation": "Generation", "chips_per_node": "Chips per node",
+    "scaleup_chips": "Scale-up chips", "peak_bf16_per_chip_flop_per_s": "Peak BF16 per chip (TFLOP/s)",
+    "hbm_per_chip_bytes": "HBM per chip (GiB)", "hbm_bw_per_chip_bytes_per_s": "HBM bandwidth per chip (GB/s)",
+    "price_per_node_usd_per_hour": "Price per node (USD/h)", "uncertain_fields": "Estimated / projected fields",
+}
+
+
+def pretty_name(col: str) -> tuple[str, float]:
+    """display_name with the readable names of DISPLAY_NAMES where one is defined."""
+    name, div = display_name(col)
+    return DISPLAY_NAMES.get(col, name), div
+
+
+def to_json_sheets(sheets: dict[str, pd.DataFrame], meta: dict | None = None) -> str:
+    """{"meta": {...}, "<sheet>": [records with SI values], ...} for multi-table results."""
+    out: dict = {"meta": meta or {}}
+    for name, frame in sheets.items():
+        out[name] = json.loads(frame.to_json(orient="records", double_precision=15, default_handler=str))
+    return json.dumps(out, indent=2)
+
+
+def emit_sheets(sheets: dict[str, pd.DataFrame], fmt: str, main: str, out: str | Path | None = None,
+                meta: dict | None = None, default_name: str = "perfmodel", title: str = "") -> str:
+    """Multi-sheet output: xlsx writes every sheet (plus meta); json holds every sheet; csv, md and
+    table give the `main` sheet (each of its rows carries its inputs)."""
+    if fmt == "xlsx":
+        path = Path(out) if out else Path(f"{safe_filename(default_name)}.xlsx")
+        all_sheets = dict(sheets)
+        if meta:
+            all_sheets["meta"] = pd.DataFrame({"key": list(meta), "value": [str(v) for v in meta.values()]})
+        write_xlsx(all_sheets, path)
+        return f"wrote {path} (sheets: {', '.join(all_sheets)})"
+    if fmt == "json":
+        text = to_json_sheets(sheets, meta)
+        if out:
+            Path(out).write_text(text)
+            return f"wrote {out}"
+        return text
+    return emit(sheets[main], fmt, title, out, meta, default_name=default_name)
+
+
+def _slug(text: str) -> str:
+    kept = "".join(c if c.isalnum() else "-" for c in text.lower())
+    return "-".join(p for p in kept.split("-") if p)[:60]
+
+
+def render_text_table(df: pd.DataFrame, title: str = "", width: int = 220) -> str:
+    """A rich table of already-formatted text (first column kept on one line)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title or None, header_style="bold")
+    for i, c in enumerate(df.columns):
+        table.add_column(str(c), no_wrap=i == 0, overflow="fold")
+    for row in df.itertuples(index=False):
+        table.add_row(*("" if v is None else str(v) for v in row))
+    buf = io.StringIO()
+    Console(file=buf, width=width, force_terminal=False, color_system=None).print(table)
+    return buf.getvalue()
+
+
+def report_text(report) -> str:
+    """Terminal rendering of a report.Report: rich tables of each section's display frames."""
+    parts = [report.title, "=" * min(len(report.title), 120), ""]
+    for sec in report.sections:
+        parts.append(f"## {sec.title}")
+        if sec.text:
+            parts.append(sec.text)
+        for name, frame in sec.display:
+            parts.append(render_text_table(frame))
+        if sec.charts:
+            parts.append(f"({len(sec.charts)} chart(s): write --out report.html or report.md to see them)")
+        parts.append("")
+    parts.append(report.legend)
+    return "\n".join(parts)
+
+
+def report_markdown(report, chart_dir: Path | None = None, link_base: str = "") -> str:
+    """Markdown; with chart_dir, each chart is written there as PNG and linked (link_base/NN-name.png)."""
+    from perfmodel.charts import to_png
+
+    parts = [f"# {report.title}", ""]
+    n = 0
+    for sec in report.sections:
+        parts += [f"## {sec.title}", ""]
+        if sec.text:
+            parts += [sec.text, ""]
+        for name, frame in sec.display:
+            parts += [to_markdown(frame, scale=False), ""]
+        for ctitle, chart in sec.charts if chart_dir is not None else ():
+            n += 1
+            fname = f"{n:02d}-{_slug(ctitle)}.png"
+            Path(chart_dir).mkdir(parents=True, exist_ok=True)
+            (Path(chart_dir) / fname).write_bytes(to_png(chart))
+            parts += [f"![{ctitle}]({link_base + '/' if link_base else ''}{fname})", ""]
+    parts += ["---", "", report.legend, ""]
+    return "\n".join(parts)
+
+
+_HTML_CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 8px}
+th{background:#f3f3f3}td{text-align:right}td:first-child{text-align:left}figure{margin:1em 0}
+figcaption{font-size:13px;color:#555}.legend{font-size:13px;color:#555}"""
+
+
+def report_html(report) -> str:
+    """Self-contained HTML: tables, and every chart inlined as SVG (no scripts, works offline)."""
+    import html
+
+    from perfmodel.charts import to_svg
+
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(report.title)}</title>"
+             f"<style>{_HTML_CSS}</style></head><body><h1>{html.escape(report.title)}</h1>"]
+    for sec in report.sections:
+        parts.append(f"<h2>{html.escape(sec.title)}</h2>")
+        if sec.text:
+            parts.append(f"<p>{html.escape(sec.text)}</p>")
+        for name, frame in sec.display:
+            parts.append(frame.to_html(index=False, escape=True, na_rep="", border=0))
+        for ctitle, chart in sec.charts:
+            parts.append(f"<figure>{to_svg(chart)}<figcaption>{html.escape(ctitle)}</figcaption></figure>")
+    parts.append(f"<p class='legend'>{html.escape(report.legend)}</p></body></html>")
+    return "\n".join(parts)
+
+
+def write_report(report, path: str | Path) -> Path:
+    """Write a report as .md (charts as PNG files in <stem>_charts/) or .html (charts inline)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix in (".html", ".htm"):
+        path.write_text(report_html(report))
+    elif suffix in (".md", ".markdown"):
+        chart_dir = path.parent / f"{path.stem}_charts"
+        path.write_text(report_markdown(report, chart_dir, chart_dir.name))
+    else:
+        raise ValueError(f"report output {path.name!r}: use a .md or .html file name (or --format csv|json|xlsx)")
+    return path
+
+
+def xlsx_bytes(sheets: dict[str, pd.DataFrame]) -> bytes:
+    """The workbook write_xlsx would write, as bytes (for download buttons)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = write_xlsx(sheets, Path(d) / "perfmodel.xlsx")
+        return path.read_bytes()

@@ -43,6 +43,7 @@ SECONDS_PER_DAY = 86400.0
 HOURS_PER_MONTH = 730.0  # 8,760 h per year / 12, the convention of cloud price sheets
 MILLION = 1e6
 BILLION = 1e9
+PETA = 1e15
 
 
 class UnitError(ValueError):

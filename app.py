@@ -1,0 +1,440 @@
+"""perfmodel explorer (Streamlit): widgets -> cached perfmodel calls -> perfmodel.charts.
+
+Run:  streamlit run app.py
+Pages: hardware, roofline, memory, collectives, serving, capacity planner, formulas. The
+sidebar holds the scenario and the what-if overrides; both live in the URL query parameters,
+so a view can be shared. Every number shown is computed in perfmodel (report.py and the
+model modules); this file only draws widgets, calls cached functions and lays out results.
+
+Does not: compute model quantities.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from perfmodel import catalog, charts, export, report, spec_tables, units
+from perfmodel import whatif as wi
+from perfmodel.provenance_frame import MARKER_LEGEND
+
+st.set_page_config(page_title="perfmodel explorer", page_icon=":bar_chart:", layout="wide")
+
+
+# ---------------------------------------------------------------- catalogue and cached computations
+
+
+@st.cache_resource
+def load_catalog() -> dict:
+    """Names in the catalogue (read-only, shared by every session)."""
+    return {"systems": catalog.list_systems(), "workloads": catalog.list_workloads()}
+
+
+@st.cache_data(show_spinner=False)
+def supported_dtypes(system: str) -> list[str]:
+    return [d.value for d in catalog.load_system(system).chip.tensor.flop_per_s]
+
+
+@st.cache_data(show_spinner="Evaluating...")
+def run(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf) -> dict:
+    """One scenario: summary, per-operator, engine, bound, memory, roofline and workbook frames."""
+    ld = report.load(system, workload, whatif)
+    r = report.run_scenario(ld, opts)
+    sheets = r.sheets()
+    roofs, ridges = report.roofline_frames(ld.system)
+    return {"summary": sheets["results"], "sheets": sheets, "ops": r.result.ops,
+            "engines": report.engine_frame(r.result.ops), "bounds": report.bound_shares(r.result.ops),
+            "components": r.components, "totals": r.totals, "roofs": roofs, "ridges": ridges,
+            "fit_error": r.fit_error, "display_name": ld.system.display_name}
+
+
+@st.cache_data(show_spinner=False)
+def spec_sheet(system: str, whatif: wi.WhatIf):
+    s = wi.apply_spec(catalog.load_system(system), whatif.spec)
+    return spec_tables.show_frame(s)
+
+
+@st.cache_data(show_spinner=False)
+def compare(systems: tuple[str, ...], level: str):
+    loaded = [catalog.load_system(s) for s in systems]
+    return (spec_tables.compare_display(spec_tables.compare_frame(loaded, level), loaded),
+            report.ratios_frame(loaded, level))
+
+
+@st.cache_data(show_spinner="Memory on each system...")
+def memory_compare(systems: tuple[str, ...], workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf):
+    return report.memory_comparison(systems, workload, opts, whatif)
+
+
+@st.cache_data(show_spinner="Collectives...")
+def collectives(systems: tuple[str, ...], names: tuple[str, ...], group: int, lo: float, hi: float,
+                algorithms: tuple[str, ...], whatif: wi.WhatIf):
+    from perfmodel import collectives as co
+
+    return report.collective_frame(systems, names, group, co.size_range(lo, hi), algorithms, whatif)
+
+
+@st.cache_data(show_spinner="Serving frontier (every plan, vectorised)...")
+def frontier(systems: tuple[str, ...], workload: str, whatif: wi.WhatIf, isl: int, osl: int, y: str, grid: str):
+    return report.serving_frontier(systems, workload, whatif, isl, osl, y, grid=grid)
+
+
+@st.cache_data(show_spinner="The seed claims' sweeps (Trn2 and Trn3 UltraServers, every plan)...")
+def claim_points(y_col: str):
+    return report.claim_points(y_col)
+
+
+@st.cache_data(show_spinner="Capacity plan (every plan of each system, then the SLA)...")
+def plan(systems: tuple[str, ...], workload: str, whatif: wi.WhatIf, isl: int, osl: int, rps: float, tpot_s: float,
+         ttft_s: float, peak: float, grid: str):
+    return report.capacity_plan(systems, workload, whatif, isl, osl, rps, tpot_s, ttft_s, peak, grid)
+
+
+@st.cache_data(show_spinner=False)
+def formulas(workload: str, phase: str):
+    from perfmodel import formula_catalog, workload_files
+
+    arch = workload_files.load_workload(workload)
+    return formula_catalog.op_formula_table(arch, phase), formula_catalog.symbol_table()
+
+
+@st.cache_data(show_spinner="Sensitivity (two evaluations per input)...")
+def sensitivity(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf, column: str):
+    return report.sensitivity_frame(report.load(system, workload, whatif), opts, column)
+
+
+@st.cache_data(show_spinner=False)
+def claims():
+    return report.claims_frame()
+
+
+# ---------------------------------------------------------------- sidebar: scenario and what-if (URL state)
+
+SCENARIO_KEYS = {"system": ("trn2-ultraserver", str), "workload": ("llama-3-70b", str), "phase": ("decode", str),
+                 "batch": (64, int), "seq": (2048, int), "context": (4096, int), "tp": (4, int), "pp": (1, int),
+                 "ep": (1, int), "dtype": ("bf16", str)}
+# sliders for the common what-ifs: spec knob -> label (value: percent change)
+QUICK_WHATIF = {"hbm_bandwidth": "HBM bandwidth change (%)", "tensor_rate": "Tensor-engine rate change (%)",
+                "hbm_capacity": "HBM capacity change (%)", "link_bandwidth": "Link bandwidth change (%)"}
+PAGE_KEY = "page"
+
+
+def _init_state() -> None:
+    """First run of a session: widget values from the URL query parameters."""
+    if st.session_state.get("_ready"):
+        return
+    qp = st.query_params.to_dict()
+    for key, (default, cast) in SCENARIO_KEYS.items():
+        try:
+            st.session_state[key] = cast(qp.get(key, default))
+        except ValueError:
+            st.session_state[key] = default
+    st.session_state[PAGE_KEY] = qp.get(PAGE_KEY, "Roofline") if qp.get(PAGE_KEY) in PAGES else "Roofline"
+    given = wi.from_query(qp)
+    for name in QUICK_WHATIF:
+        st.session_state[f"wi_{name}"] = 0.0
+    extra = []
+    for name, text in given.spec:
+        ch = wi.parse_change(text) if text else None
+        if name in QUICK_WHATIF and text.endswith("%") and ch is not None and ch.op == "scale":
+            st.session_state[f"wi_{name}"] = float(text.rstrip("%"))
+        else:
+            extra.append(f"{name}={text}")
+    extra += [f"cal.{n}={v}" for n, v in given.cal] + [f"workload.{n}={v}" for n, v in given.workload]
+    st.session_state["wi_text"] = "\n".join(extra)
+    st.session_state["_ready"] = True
+
+
+def scenario_controls(cat: dict) -> tuple[str, str, wi.ScenarioOptions]:
+    sb = st.sidebar
+    sb.header("Scenario")
+    for key, options in (("system", cat["systems"]), ("workload", cat["workloads"]),
+                         ("phase", ["prefill", "decode", "train"])):
+        if st.session_state.get(key) not in options:  # a stale or mistyped URL value
+            st.session_state[key] = SCENARIO_KEYS[key][0] if SCENARIO_KEYS[key][0] in options else options[0]
+    system = sb.selectbox("Hardware", cat["systems"], key="system")
+    workload = sb.selectbox("Workload", cat["workloads"], key="workload")
+    phase = sb.radio("Phase", ["prefill", "decode", "train"], key="phase", horizontal=True)
+    c1, c2 = sb.columns(2)
+    batch = c1.number_input("Batch", min_value=1, max_value=65536, step=1, key="batch")
+    seq = c2.number_input("Sequence (tokens)", min_value=1, max_value=1_048_576, step=256, key="seq",
+                          disabled=phase == "decode")
+    context = c1.number_input("Context (tokens)", min_value=0, max_value=4_194_304, step=1024, key="context")
+    dtypes = supported_dtypes(system)
+    if st.session_state.get("dtype") not in dtypes:
+        st.session_state["dtype"] = "bf16" if "bf16" in dtypes else dtypes[0]
+    dtype = c2.selectbox("Data type", dtypes, key="dtype")
+    tp = c1.number_input("TP", min_value=1, max_value=1024, key="tp")
+    ep = c2.number_input("EP", min_value=1, max_value=1024, key="ep")
+    pp = c1.number_input("PP", min_value=1, max_value=256, key="pp")
+    opts = wi.ScenarioOptions(phase=phase, batch=int(batch), seq_len=int(seq), context=int(context), tp=int(tp),
+                              pp=int(pp), ep=int(ep), dtype=dtype, zero=1 if phase == "train" else 0,
+                              microbatches=max(1, int(pp)) if phase == "train" else 1)
+    return system, workload, opts
+
+
+def whatif_controls() -> wi.WhatIf:
+    sb = st.sidebar
+    sb.header("What-if")
+    spec = []
+    for name, label in QUICK_WHATIF.items():
+        v = sb.number_input(label, min_value=-90.0, max_value=1000.0, step=10.0, key=f"wi_{name}")
+        if v:
+            spec.append(f"spec.{name}={v:+g}%")
+    text = sb.text_area("More overrides (NAME=VALUE per line)", key="wi_text", height=90,
+                        help="Spec values (hbm_bandwidth=6 TB/s, tensor_rate.fp8=x2, tdp=800 W, price=x0.7), "
+                             "calibration parameters (cal.hbm_efficiency=0.8) or workload fields "
+                             "(workload.num_hidden_layers=40). Scale with x1.5, +50% or -20%.")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    try:
+        return wi.parse_assignments(spec + lines, None if not lines else _cal())
+    except wi.WhatIfError as exc:
+        sb.error(str(exc))
+        return wi.parse_assignments(spec)
+
+
+def _cal():
+    from perfmodel.calibration import calibration_for
+
+    return calibration_for(catalog.load_system(st.session_state["system"]))
+
+
+def sync_url(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf, page: str) -> None:
+    """Write the scenario and the what-ifs to the URL (shareable view)."""
+    params = {PAGE_KEY: page, "system": system, "workload": workload, "phase": opts.phase, "batch": opts.batch,
+              "seq": opts.seq_len, "context": opts.context, "tp": opts.tp, "pp": opts.pp, "ep": opts.ep,
+              "dtype": opts.dtype, **wi.to_query(whatif)}
+    params = {k: str(v) for k, v in params.items()}
+    if st.query_params.to_dict() != params:
+        st.query_params.from_dict(params)
+
+
+# ---------------------------------------------------------------- shared bits
+
+
+def downloads(sheets: dict, name: str, key: str, main: str | None = None) -> None:
+    """CSV of the main table and an XLSX workbook of every sheet (built when clicked)."""
+    main = main or next(iter(sheets))
+    c1, c2, _ = st.columns([1, 1, 4])
+    c1.download_button("Download CSV", sheets[main].to_csv(index=False), file_name=f"{name}.csv",
+                       mime="text/csv", key=f"csv_{key}", on_click="ignore")
+    c2.download_button("Download XLSX", lambda: export.xlsx_bytes(sheets), file_name=f"{name}.xlsx",
+                       mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", key=f"xlsx_{key}",
+                       on_click="ignore")
+
+
+def chart(ch, key: str, name: str) -> None:
+    """An Altair chart (its menu saves PNG/SVG in the browser) plus server-side PNG/SVG downloads."""
+    st.altair_chart(ch, key=f"chart_{key}")
+    c1, c2, _ = st.columns([1, 1, 4])
+    c1.download_button("PNG", lambda: charts.to_png(ch), file_name=f"{name}.png", mime="image/png",
+                       key=f"png_{key}", on_click="ignore")
+    c2.download_button("SVG", lambda: charts.to_svg(ch), file_name=f"{name}.svg", mime="image/svg+xml",
+                       key=f"svg_{key}", on_click="ignore")
+
+
+def shown(df, columns=None):
+    """Human-scaled copy for st.dataframe (values formatted by perfmodel.report)."""
+    return report.display_table(df, columns if columns is not None else list(df.columns))
+
+
+# ---------------------------------------------------------------- pages
+
+
+def page_hardware(ctx: dict) -> None:
+    st.subheader(f"Spec sheet: {ctx['system']}")
+    st.caption("Every value as the source writes it, the SI value, its status (published, derived, estimated, "
+               "projected; 'assumed' marks a what-if override) and its source.")
+    sheet = spec_sheet(ctx["system"], ctx["whatif"])
+    st.dataframe(sheet, hide_index=True, key="spec_table")
+    st.subheader("Generation ratios")
+    default = [s for s in ("trn1.32xlarge", "trn2-ultraserver", "trn3-ultraserver", "trn4-projected")
+               if s in ctx["catalog"]["systems"]]
+    chosen = st.multiselect("Systems (ratios to the first)", ctx["catalog"]["systems"], default=default,
+                            key="hw_systems")
+    level = st.radio("Level", ["chip", "node", "scaleup"], horizontal=True, key="hw_level")
+    if len(chosen) < 2:
+        st.info("Choose two or more systems.")
+        return
+    table, ratios = compare(tuple(chosen), level)
+    st.dataframe(table, hide_index=True, key="ratio_table")
+    chart(charts.spec_ratios(ratios, title=f"Ratio to {chosen[0]} per {level}"), "ratios", f"ratios_{level}")
+    downloads({"spec_sheet": sheet, "ratios": ratios}, f"specs_{ctx['system']}", "hw")
+
+
+def _metrics(summary, phase: str) -> None:
+    items = report.headline(summary, phase)
+    per_row = 4
+    for start in range(0, len(items), per_row):
+        cols = st.columns(per_row)
+        for c, (label, text) in zip(cols, items[start:start + per_row]):
+            c.metric(label, text)
+
+
+def page_roofline(ctx: dict) -> None:
+    res = ctx["result"]()
+    st.subheader(f"Roofline: {res['display_name']}, {ctx['workload']} {ctx['opts'].phase}")
+    _metrics(res["summary"], ctx["opts"].phase)
+    ridge = shown(res["ridges"], ["dtype", "peak_flop_per_s", "hbm_bandwidth_bytes_per_s",
+                                  "ridge_intensity_flop_per_byte"])
+    st.caption("Ridge points (FLOP/byte where the data type's peak meets the HBM roof): " + "; ".join(
+        f"{r[0]} {r[3]}" for r in ridge.itertuples(index=False)))
+    chart(charts.roofline(res["ops"], res["roofs"], res["ridges"]), "roofline", ctx["name"] + "_roofline")
+    chart(charts.engine_breakdown(res["engines"]), "engines", ctx["name"] + "_engines")
+    st.dataframe(shown(res["bounds"]), hide_index=True, key="bounds_table")
+    st.dataframe(shown(res["ops"], ["op", "block", "pass", "count", "flop", "intensity_flop_per_byte",
+                                    "tensor_s", "vector_s", "scalar_s", "memory_s", "comm_s", "time_s",
+                                    "total_time_s", "bound", "achieved_flop_per_s"]), hide_index=True,
+                 key="ops_table")
+    downloads(res["sheets"], ctx["name"], "roofline", main="per_operator")
+
+
+def page_memory(ctx: dict) -> None:
+    res = ctx["result"]()
+    st.subheader(f"Memory per device: {ctx['workload']} {ctx['opts'].phase}")
+    others = st.multiselect("Compare on", ctx["catalog"]["systems"],
+                            default=[ctx["system"]] + [s for s in ("trn3-ultraserver", "p5.48xlarge")
+                                                       if s != ctx["system"]], key="mem_systems")
+    systems = tuple(dict.fromkeys([ctx["system"], *others]))
+    comps, totals = memory_compare(systems, ctx["workload"], ctx["opts"], ctx["whatif"])
+    chart(charts.memory_stack(comps, totals), "memory", ctx["name"] + "_memory")
+    st.dataframe(shown(totals, ["label", "total_bytes", "capacity_bytes", "headroom_bytes", "fits", "min_chips",
+                                "min_instances", "min_fit_plan"]), hide_index=True, key="mem_table")
+    if res["fit_error"]:
+        st.warning(res["fit_error"])
+    downloads({"totals": totals, "components": comps, **res["sheets"]}, ctx["name"] + "_memory", "memory")
+
+
+def page_collectives(ctx: dict) -> None:
+    from perfmodel import collectives as co
+    from perfmodel.graph import Collective
+
+    st.subheader("Collective time vs message size")
+    c1, c2, c3 = st.columns(3)
+    systems = c1.multiselect("Systems (topologies)", ctx["catalog"]["systems"],
+                             default=["trn2-ultraserver", "trn3-ultraserver"], key="coll_systems")
+    names = c2.multiselect("Collectives", [c.value for c in Collective],
+                           default=[Collective.ALL_REDUCE.value], key="coll_names")
+    group = c3.number_input("Group (chips)", min_value=2, max_value=65536, value=64, key="coll_group")
+    algs = st.multiselect("Algorithms", ["auto", *co.ALGORITHMS], default=["auto", "ring", "2d-ring", "direct"],
+                          key="coll_algs", help="auto: the fastest algorithm at each size")
+    if not systems or not names or not algs:
+        st.info("Choose at least one system, collective and algorithm.")
+        return
+    df = collectives(tuple(systems), tuple(names), int(group), units.KiB, units.GiB, tuple(algs), ctx["whatif"])
+    chart(charts.collective_times(df), "collectives", f"collectives_g{group}")
+    st.dataframe(shown(df, ["series", "collective", "size_bytes", "time_s", "chosen_algorithm", "crosses"]),
+                 hide_index=True, key="coll_table")
+    downloads({"collectives": df}, f"collectives_g{group}", "coll")
+
+
+def page_serving(ctx: dict) -> None:
+    st.subheader(f"Serving frontier: {ctx['workload']}")
+    st.caption("Each line is a system's Pareto frontier over serving plans (tensor x attention-data parallel, "
+               "expert parallel, data types) and concurrency: interactivity (tokens/s per user) against "
+               "throughput. Black crosses: the seed claims' reading points (S1-S3; gpt-oss-120b, 1k/1k).")
+    c1, c2, c3, c4, c5 = st.columns(5)
+    systems = c1.multiselect("Systems", ctx["catalog"]["systems"],
+                             default=["trn2-ultraserver", "trn3-ultraserver"], key="srv_systems")
+    isl = c2.number_input("Input tokens", min_value=1, value=1024, step=256, key="srv_isl")
+    osl = c3.number_input("Output tokens", min_value=1, value=1024, step=256, key="srv_osl")
+    y = c4.selectbox("Throughput", list(report.FRONTIER_Y), key="srv_y", format_func={
+        "mw": "per MW (facility)", "chip": "per chip", "usd": "per dollar", "users": "users per UltraServer"}.get)
+    grid = c5.selectbox("Plan grid", list(report.GRIDS), key="srv_grid",
+                        help="quick: tp <= 16, attention-DP <= 32, one stage, concurrency to 1024; "
+                             "full: every plan of the scale-up domain (as the claims use; a few seconds per system)")
+    if not systems:
+        st.info("Choose at least one system.")
+        return
+    df = frontier(tuple(systems), ctx["workload"], ctx["whatif"], int(isl), int(osl), y, grid)
+    ycol = report.FRONTIER_Y[y]
+    same = (ctx["workload"], int(isl), int(osl)) == tuple(report.CLAIM_SCENARIO.values())
+    points = claim_points(ycol) if same and not ctx["whatif"] else None
+    chart(charts.frontier(df, points, y=ycol, color="system"), "frontier", f"frontier_{ctx['workload']}_{y}")
+    if not same:
+        st.caption("The seed claims' points are drawn for gpt-oss-120b at 1024 input / 1024 output tokens.")
+    st.dataframe(shown(df, ["system", "tp", "da", "ep", "pp", "concurrency", "compute_dtype",
+                            "expert_weights_dtype", "tokens_per_s_per_user", ycol, "ttft_s"]),
+                 hide_index=True, key="srv_table")
+    for cav in sorted(set(df.get("power_caveat", []))):
+        st.caption(cav)
+    downloads({"frontier": df}, f"frontier_{ctx['workload']}_{y}", "srv")
+
+
+def page_planner(ctx: dict) -> None:
+    st.subheader(f"Capacity planner: {ctx['workload']}")
+    st.caption("Demand and SLA in; per system the cheapest plan that meets the SLA (or the lowest power where "
+               "no price exists), sized for the peak: fleet, facility power and $ per month (planner.py).")
+    c1, c2, c3, c4 = st.columns(4)
+    rps = c1.number_input("Requests per second", min_value=0.001, value=100.0, step=10.0, key="plan_rps")
+    peak = c1.number_input("Peak / average", min_value=1.0, value=1.5, step=0.1, key="plan_peak")
+    isl = c2.number_input("Input tokens", min_value=1, value=1024, step=256, key="plan_isl")
+    osl = c2.number_input("Output tokens", min_value=1, value=1024, step=256, key="plan_osl")
+    tpot = c3.number_input("SLA: TPOT at most (s)", min_value=0.001, value=0.02, step=0.005, format="%.3f",
+                           key="plan_tpot")
+    ttft = c3.number_input("SLA: TTFT at most (s)", min_value=0.01, value=2.0, step=0.5, key="plan_ttft")
+    systems = c4.multiselect("Systems", ctx["catalog"]["systems"],
+                             default=["trn2-ultraserver", "trn3-ultraserver"], key="plan_systems")
+    grid = c4.selectbox("Plan grid", list(report.GRIDS), key="plan_grid")
+    if not systems:
+        st.info("Choose at least one system.")
+        return
+    df = plan(tuple(systems), ctx["workload"], ctx["whatif"], int(isl), int(osl), float(rps), float(tpot),
+              float(ttft), float(peak), grid)
+    cols = ["system", "feasible", "mode", "tp", "da", "ep", "pp", "concurrency", "compute_dtype", "chips",
+            "instances", "scaleups", "facility_power_peak_w", "usd_per_month", "usd_per_million_output_tokens",
+            "tokens_per_s_per_user", "ttft_s", "note"]
+    st.dataframe(shown(df, [c for c in cols if c in df]), hide_index=True, key="plan_table")
+    for cav in sorted(set(df.get("power_caveat", []))):
+        st.caption(cav)
+    downloads({"plan": df}, f"plan_{ctx['workload']}", "plan")
+
+
+def page_formulas(ctx: dict) -> None:
+    st.subheader(f"Formulas: {ctx['workload']} {ctx['opts'].phase}")
+    ops, symbols = formulas(ctx["workload"], ctx["opts"].phase)
+    op = st.selectbox("Operator", list(ops["op"]), key="formula_op")
+    row = ops[ops["op"] == op].iloc[0]
+    for label, col in (("count", "count_latex"), ("FLOPs", "flop_latex"), ("HBM bytes", "hbm_bytes_latex"),
+                       ("time", "time_latex")):
+        st.markdown(f"**{label}**")
+        st.latex(row[col])
+    with st.expander("Symbols"):
+        st.dataframe(symbols, hide_index=True)
+    st.subheader("Sensitivity of the result")
+    column = st.selectbox("Result", ["step_time_s", "tokens_per_s_per_chip"], key="sens_col")
+    sens = sensitivity(ctx["system"], ctx["workload"], ctx["opts"], ctx["whatif"], column)
+    chart(charts.sensitivity(sens.head(15)[["parameter", "elasticity", "status"]]), "sensitivity",
+          ctx["name"] + "_sensitivity")
+    st.dataframe(sens, hide_index=True, key="sens_table")
+    downloads({"sensitivity": sens, "formulas": ops}, ctx["name"] + "_formulas", "formulas")
+
+
+PAGES = {"Hardware": page_hardware, "Roofline": page_roofline, "Memory": page_memory,
+         "Collectives": page_collectives, "Serving": page_serving, "Capacity planner": page_planner,
+         "Formulas": page_formulas}
+
+
+def main() -> None:
+    cat = load_catalog()
+    _init_state()
+    page = st.sidebar.radio("Page", list(PAGES), key=PAGE_KEY)
+    system, workload, opts = scenario_controls(cat)
+    whatif = whatif_controls()
+    sync_url(system, workload, opts, whatif, page)
+    st.title("perfmodel explorer")
+    if whatif:
+        st.info("What-if: " + ", ".join(whatif.assignments()))
+    name = export.config_name([("", system), ("", workload), ("", opts.phase), ("b", opts.batch),
+                               ("", report.plan_text(opts).replace(" ", "")), ("", opts.dtype),
+                               ("", whatif.label() or None)])
+    ctx = {"catalog": cat, "system": system, "workload": workload, "opts": opts, "whatif": whatif, "name": name,
+           "result": lambda: run(system, workload, opts, whatif)}
+    try:
+        PAGES[page](ctx)
+    except (ValueError, KeyError) as exc:  # model errors: one clear line, no traceback
+        st.error(f"{type(exc).__name__}: {str(exc).strip(chr(34) + chr(39))}")
+    st.caption(MARKER_LEGEND + ". " + f"Units: SI inside; rates decimal ({units.KINDS['flop_rate'].internal_unit}), "
+               "capacities binary (GiB).")
+
+
+main()

@@ -1,0 +1,63 @@
+"""Claims S1-S4: computed from the frontiers, read where stated, misses explained with a driver."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfmodel import claims, claims_serving as cs
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return {r.id: r for fn in (cs.s1_tokens_per_mw, cs.s2_concurrency, cs.s3_interactivity, cs.s4_chart) for r in fn()}
+
+
+def test_registered():
+    claims.load_claim_modules()
+    names = {fn.__name__ for fn in claims.CLAIMS}
+    assert {"s1_tokens_per_mw", "s2_concurrency", "s3_interactivity", "s4_chart"} <= names
+
+
+def test_every_row_is_computed(rows):
+    assert set(rows) == {"S1", "S2.000", "S2.003", "S3", "S4"}
+    for r in rows.values():
+        assert np.isfinite(r.modelled) and r.modelled > 0 and r.note
+    assert rows["S1"].quoted == 5.0 and rows["S3"].bound == "at_least"
+    assert rows["S4"].within
+
+
+def test_power_caveat_and_range_in_s1(rows):
+    note = rows["S1"].note
+    assert "NOT published" in note and "690-1000 W" in note and "Range the estimates allow" in note
+
+
+def test_misses_name_a_driver_and_a_value(rows):
+    for r in rows.values():
+        if not r.within:
+            assert "MISS" in r.note and ("largest elasticities" in r.note or "no parameter" in r.note), r.id
+    if not rows["S1"].within:
+        assert "Trainium3" in rows["S1"].note and "Trainium2 at" in rows["S1"].note
+
+
+def test_readings_agree_with_the_chart():
+    fr = cs.sweeps()
+    r = cs.readings(fr)
+    assert r["s1"] == pytest.approx(r["s1_new"] / r["s1_old"])
+    assert r["s2_old"] == pytest.approx(r["c_ref"])
+    chart = cs.chart_frame()
+    assert set(chart["system"]) == {cs.NEW, cs.OLD} and {"tokens_per_mw", "concurrency"} <= set(chart["curve"])
+    s1 = chart[chart["reading"] == "S1 reading (trn3, interpolated)"]
+    assert s1[cs.MW].iloc[0] == pytest.approx(r["s1_new"])
+    # the interpolated reading lies between its two neighbouring frontier points
+    nb = chart[(chart["system"] == cs.NEW) & chart["reading"].str.contains("S1 neighbour")]
+    assert nb[cs.MW].min() <= r["s1_new"] <= nb[cs.MW].max()
+    assert chart["power_caveat"].str.len().gt(0).all()
+
+
+def test_read_curve_is_the_drawn_curve():
+    df = pd.DataFrame({"eligible": True, "x": [1.0, 10.0, 100.0], "y": [100.0, 10.0, 1.0]})
+    assert cs.read_curve(df, "x", "y", [0.5, 1.0, 3.1623, 100.0, 200.0])[:4] == pytest.approx(
+        [100.0, 100.0, 31.623, 1.0], rel=1e-3)
+    assert np.isnan(cs.read_curve(df, "x", "y", 200.0))

@@ -1,0 +1,223 @@
+"""Collective cost model: hand-computed alpha-beta cases on small synthetic topologies.
+
+Synthetic systems keep the arithmetic easy: per-chip link rate B, per-hop latency a, per-call
+cost F, all efficiencies 1, so each expected time is the docstring formula in collectives.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from types import MappingProxyType
+
+import numpy as np
+import pytest
+
+from perfmodel import catalog
+from perfmodel import collectives as co
+from perfmodel.calibration import Calibration, Param
+from perfmodel.graph import Collective
+from perfmodel.hardware import LinkTier, Scope, Topology
+
+B = 100e9  # B/s per chip per direction (node tier)
+B_OUT = 80e9  # B/s per node (scale-out)
+A, A_OUT, F = 1e-6, 5e-6, 10e-6
+N = 2.0 ** 26  # 64 MiB
+
+
+def make_cal(**over) -> Calibration:
+    vals = dict(link_efficiency_node=1.0, link_efficiency_scaleup=1.0, link_efficiency_scaleout=1.0,
+                link_latency_node=A, link_latency_scaleup=2 * A, link_latency_scaleout=A_OUT,
+                collective_fixed_latency=F, unstated_link_direction_frac=0.5, hierarchical_pipelining=0.0)
+    vals.update(over)
+    return Calibration(chip="test", params=MappingProxyType(
+        {k: Param(k, float(v), str(v), "ratio", "assumed", "test", "", "test") for k, v in vals.items()}))
+
+
+def make_system(node_topology=Topology.SWITCH, dims=(8,), direction="per-direction", node_bw=B):
+    base = catalog.load_system("trn1.32xlarge")
+    chips = int(np.prod(dims))
+    tiers = (LinkTier("node", Scope.NODE, node_topology, tuple(dims), node_bw, direction),
+             LinkTier("efa", Scope.SCALEOUT, Topology.SWITCH, (), B_OUT, "per-direction", per_node=True))
+    return dataclasses.replace(base, node=dataclasses.replace(base.node, chips=chips), tiers=tiers, scaleup_nodes=1,
+                               provenance=MappingProxyType({}))
+
+
+SW = make_system()
+CAL = make_cal()
+ALL = list(Collective)
+
+
+def cost(c, n, g, stride=1, alg="auto", system=SW, cal=CAL):
+    return co.collective_cost(system, cal, c, n, g, stride, alg)
+
+
+@pytest.mark.parametrize("c", ALL)
+def test_group_of_one_costs_nothing(c):
+    r = cost(c, N, 1)
+    assert float(r.time_s) == 0.0 and r.algorithm.item() == "none"
+
+
+def test_two_chips_on_a_switch():
+    # ring all-reduce, g = 2: 2 (g-1) a + 2 (g-1)/g n / B = 2a + n/B
+    r = cost(Collective.ALL_REDUCE, N, 2, alg="ring")
+    assert float(r.time_s) == pytest.approx(F + 2 * A + N / B)
+    # send/recv: one hop
+    r = cost(Collective.SEND_RECV, N, 2)
+    assert float(r.time_s) == pytest.approx(F + A + N / B)
+
+
+def test_eight_chips_on_a_switch_each_algorithm():
+    g, bw_ar = 8, 2 * 7 / 8 * N / B
+    expect = {"ring": 14 * A, "bidir-ring": 14 * A, "2d-ring": 14 * A, "tree": 2 * 3 * A, "direct": 2 * A,
+              "hierarchical": 2 * A}
+    r = cost(Collective.ALL_REDUCE, N, g)
+    for alg, lat in expect.items():
+        t, la, bw = r.per_algorithm[alg]
+        assert float(la) == pytest.approx(lat), alg
+        assert float(bw) == pytest.approx(bw_ar), alg
+        assert float(t) == pytest.approx(F + lat + bw_ar), alg
+    assert r.algorithm.item() in ("direct", "hierarchical")
+    # all-gather / reduce-scatter are half an all-reduce; all-to-all direct is one step
+    for c in (Collective.ALL_GATHER, Collective.REDUCE_SCATTER, Collective.ALL_TO_ALL):
+        t, la, bw = cost(c, N, g).per_algorithm["direct"]
+        assert float(t) == pytest.approx(F + A + 7 / 8 * N / B)
+    # broadcast as a pipelined chain: (g-1) a + n / B
+    t, _, _ = cost(Collective.BROADCAST, N, g).per_algorithm["ring"]
+    assert float(t) == pytest.approx(F + 7 * A + N / B)
+
+
+def test_latency_and_bandwidth_limits():
+    tiny = cost(Collective.ALL_REDUCE, 1.0, 8, alg="ring")
+    assert float(tiny.time_s) == pytest.approx(F + 14 * A, rel=1e-6)
+    huge = cost(Collective.ALL_REDUCE, 1e15, 8, alg="ring")
+    assert float(huge.time_s) / 1e15 == pytest.approx(2 * 7 / 8 / B, rel=1e-6)
+    assert tiny.fixed_s + tiny.latency_s >= tiny.bandwidth_s
+    assert huge.bandwidth_s > huge.latency_s
+
+
+@pytest.mark.parametrize("c", ALL)
+def test_monotonic_in_size_and_auto_is_the_minimum(c):
+    sizes = co.size_range(1, 2.0 ** 34, 2)
+    g = 2 if c == Collective.SEND_RECV else 32
+    r = cost(c, sizes, g)
+    assert np.all(np.diff(r.time_s) >= -1e-15)
+    finite = np.stack([t for t, _, _ in r.per_algorithm.values()])
+    assert np.allclose(r.time_s, finite.min(axis=0))
+    for t, _, _ in r.per_algorithm.values():
+        t = np.where(np.isfinite(t), t, np.inf)
+        assert np.all(np.diff(t[np.isfinite(t)]) >= -1e-15)
+
+
+def test_ring_on_a_torus_uses_one_link_per_direction():
+    tor = make_system(Topology.TORUS2D, (4, 4))
+    port = B / 4  # per-chip rate over 4 ports (2 axes x 2 directions)
+    ring = cost(Collective.ALL_REDUCE, N, 4, alg="ring", system=tor)
+    assert float(ring.bandwidth_s) == pytest.approx(2 * 3 / 4 * N / port)
+    assert float(ring.latency_s) == pytest.approx(6 * A)
+    bidir = cost(Collective.ALL_REDUCE, N, 4, alg="bidir-ring", system=tor)
+    assert float(bidir.bandwidth_s) == pytest.approx(2 * 3 / 4 * N / (2 * port))
+    # the whole 4x4 torus, a bidirectional ring per axis: X on n, then Y on n/4
+    twod = cost(Collective.REDUCE_SCATTER, N, 16, alg="2d-ring", system=tor)
+    assert float(twod.bandwidth_s) == pytest.approx(3 / 4 * N / (2 * port) + 3 / 4 * (N / 4) / (2 * port))
+    assert float(twod.latency_s) == pytest.approx(6 * A)
+    # an unstated direction is read with unstated_link_direction_frac (0.5 here): half the rate
+    uns = make_system(Topology.TORUS2D, (4, 4), direction="unstated")
+    r = cost(Collective.ALL_REDUCE, N, 4, alg="ring", system=uns)
+    assert float(r.bandwidth_s) == pytest.approx(2 * float(ring.bandwidth_s))
+
+
+def test_placement_by_stride_on_a_torus():
+    tor = make_system(Topology.TORUS2D, (4, 4))
+    dims = co.topology_dims(tor, CAL)
+    assert [d.size for d in dims] == [4.0, 4.0, np.inf]
+    gds = co.place_group(dims, 4, 4)  # a column: the Y axis
+    assert [float(gd.m) for gd in gds] == [1.0, 4.0, 1.0]
+    gds = co.place_group(dims, 2, 8)  # two chips two rows apart: Y axis, 2 hops
+    assert [float(gd.m) for gd in gds] == [1.0, 2.0, 1.0] and float(gds[1].h) == 2.0
+    gds = co.place_group(dims, 4, 16)  # one chip per node: all over EFA
+    assert [float(gd.m) for gd in gds] == [1.0, 1.0, 4.0]
+    # vectorised over groups and strides
+    gds = co.place_group(dims, np.array([4, 4, 32]), np.array([1, 4, 1]))
+    assert np.allclose(gds[0].m, [4, 1, 4]) and np.allclose(gds[2].m, [1, 1, 2])
+
+
+def test_hierarchical_crosses_efa_only_for_the_inter_node_part():
+    per_chip_out = B_OUT / 8
+    r = cost(Collective.ALL_REDUCE, N, 16, alg="hierarchical")
+    inner = 7 / 8 * N / B  # direct reduce-scatter inside the node
+    outer = 1 / 2 * (N / 8) / per_chip_out  # 2 nodes, each chip's 1/8 shard, its NIC share
+    assert float(r.bandwidth_s) == pytest.approx(2 * (inner + outer))
+    assert float(r.latency_s) == pytest.approx(2 * (A + A_OUT))
+    assert r.crosses.item() == "scaleout"
+    # pipelined tiers: the max instead of the sum
+    rp = cost(Collective.ALL_REDUCE, N, 16, alg="hierarchical", cal=make_cal(hierarchical_pipelining=1.0))
+    assert float(rp.bandwidth_s) == pytest.approx(2 * max(inner, outer))
+    # a group inside one node never touches EFA: its time does not depend on the EFA rate
+    slow = dataclasses.replace(SW, tiers=(SW.tiers[0], dataclasses.replace(SW.tiers[1],
+                                                                           bandwidth_bytes_per_s=B_OUT / 100)))
+    a = cost(Collective.ALL_REDUCE, N, 8)
+    b = cost(Collective.ALL_REDUCE, N, 8, system=slow)
+    assert float(a.time_s) == float(b.time_s) and a.crosses.item() == "node"
+    # across nodes the EFA rate matters
+    assert float(cost(Collective.ALL_REDUCE, N, 16, system=slow).time_s) > float(r.time_s)
+
+
+def test_flat_ring_leaves_each_node_at_one_chip():
+    # 2 nodes x 8 chips, no NIC count in the provenance: one NIC per chip, so one chip reaches
+    # B_OUT / 8; the ring's EFA hop is the slowest and sets every step
+    r = cost(Collective.ALL_REDUCE, N, 16, alg="ring")
+    assert float(r.bandwidth_s) == pytest.approx(2 * 15 / 16 * N / (B_OUT / 8))
+    assert float(r.latency_s) == pytest.approx(30 * A_OUT)
+
+
+def test_collective_time_matches_cost_and_broadcasts():
+    n = np.array([1e3, 1e6, 1e9])
+    g = np.array([[2.0], [8.0], [16.0]])
+    t = co.collective_time(SW, CAL, Collective.ALL_REDUCE, n, g)
+    assert t.shape == (3, 3)
+    assert t[1, 2] == pytest.approx(float(cost(Collective.ALL_REDUCE, 1e9, 8).time_s))
+
+
+def test_sweep_frame_columns_and_regimes():
+    df = co.sweep(SW, CAL, "all-reduce", co.size_range(1, 2.0 ** 32, 1), [16])
+    for col in ("size_bytes", "algorithm", "time_s", "latency_s", "bandwidth_s", "busbw_bytes_per_s", "regime",
+                "time_ring_s", "time_hierarchical_s"):
+        assert col in df.columns
+    assert df["regime"].iloc[0] == "latency" and df["regime"].iloc[-1] == "bandwidth"
+
+
+def test_real_systems_price_every_collective():
+    for name in ("trn1.32xlarge", "trn2-ultraserver", "trn3-ultraserver", "p5.48xlarge", "gb200-nvl72"):
+        s = catalog.load_system(name)
+        from perfmodel.calibration import calibration_for
+        cal = calibration_for(s)
+        for c in ALL:
+            g = 2 if c == Collective.SEND_RECV else 2 * s.scaleup_chips
+            t = co.collective_time(s, cal, c, np.array([8.0, 2.0 ** 30]), g)
+            assert np.all(np.isfinite(t)) and np.all(t > 0) and t[1] > t[0]
+
+
+def test_one_switch_domain_split_at_the_node_boundary_shares_ports():
+    # GB200 NVL72: node [4] and rack [18] tiers are one NVLink Switch domain through the same ports,
+    # so no algorithm beats the per-GPU link rate on a 72-GPU all-reduce
+    from perfmodel.calibration import calibration_for
+    s = catalog.load_system("gb200-nvl72")
+    cal = calibration_for(s)
+    df = co.sweep(s, cal, "all-reduce", [2.0 ** 32], [72])
+    link = s.tier(Scope.NODE).bandwidth_bytes_per_s * cal["link_efficiency_node"]
+    assert df["busbw_bytes_per_s"].iloc[0] <= link * (1 + 1e-9)
+    dims = co.topology_dims(s, cal)
+    assert dims[0].ports == dims[1].ports != dims[2].ports
+
+
+def test_expert_all_to_all_carries_the_load_imbalance():
+    from perfmodel import bindings as bd
+    from perfmodel import evaluate as ev
+    from perfmodel import workload_files
+    from perfmodel.scenario import Phase
+    s = catalog.load_system("trn2.48xlarge")
+    arch = workload_files.load_workload("mixtral-8x7b")
+    kn = bd.Knobs(phase=Phase.PREFILL, batch=8, seq_len=1024, tp=1, da=8, ep=8, moe_imbalance=np.array([1.0, 2.0]))
+    ops, q, comm, _ = ev.run(s, arch, kn)
+    i = [k for k, op in enumerate(ops) if op.name == "moe.dispatch"][0]
+    assert comm[i, 1] > comm[i, 0] > 0

@@ -1,0 +1,109 @@
+"""Power model (idle + dynamic, overheads, PUE, ranges, caveats) and cost ($/h -> $/M tokens, $/month, $/run)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfmodel import catalog, cost, power, search, workload_files
+from perfmodel.calibration import calibration_for
+from perfmodel.serving import Grid, Mix
+
+ZERO = {e: 0.0 for e in ("tensor", "vector", "scalar", "gpsimd", "memory", "comm")}
+ONE = {e: 1.0 for e in ZERO}
+
+
+def sys_(name):
+    return catalog.load_system(name)
+
+
+def test_chip_power_spans_idle_to_tdp():
+    pm = power.power_model(sys_("trn2-ultraserver"))
+    assert pm.chip_w(ZERO) == pytest.approx(pm.idle_frac * 500)
+    assert pm.chip_w(ONE) == pytest.approx(500)
+    half = pm.chip_w({**ZERO, "tensor": 1.0})
+    w = pm.weights
+    assert half == pytest.approx(pm.idle_w + (500 - pm.idle_w) * w["tensor"] / sum(w.values()))
+    over = pm.chip_w({**ONE, "memory": 3.0})  # busy fractions are clipped to 1
+    assert over == pytest.approx(500)
+
+
+def test_tdp_ranges_follow_the_sources():
+    t3 = power.tdp_cases(sys_("trn3-ultraserver"))
+    assert (t3["low"].watts, t3["nominal"].watts, t3["high"].watts) == (690, 1000, 1000)
+    t2 = power.tdp_cases(sys_("trn2-ultraserver"))
+    assert (t2["low"].watts, t2["nominal"].watts, t2["high"].watts) == pytest.approx((400, 500, 600))
+    h = power.tdp_cases(sys_("p5.48xlarge"))
+    assert h["low"].watts == h["high"].watts == 700 and h["nominal"].status == "published"
+
+
+def test_caveats_say_what_is_published():
+    assert "NOT published" in power.caveat(sys_("trn2-ultraserver"))
+    assert "690-1000 W" in power.caveat(sys_("trn3-ultraserver"))
+    assert "is published" in power.caveat(sys_("p5.48xlarge"))
+
+
+def test_chip_without_tdp_raises_or_says_so():
+    s = sys_("trn1.32xlarge")
+    with pytest.raises(ValueError, match="assumed_tdp"):
+        power.power_model(s)
+    df = pd.DataFrame({f"activity_{e}_frac": [0.5] for e in ZERO} | {"chips_used_per_scaleup": [16.0],
+                                                                      "output_tokens_per_s_per_scaleup": [100.0]})
+    out = power.add_power_columns(df, s)
+    assert out["output_tokens_per_s_per_mw"].isna().all() and out["power_caveat"].iloc[0].startswith("NO POWER")
+    cal = calibration_for(s).with_overrides({"assumed_tdp": "300 W"})
+    assert power.power_model(s, cal).tdp_w == 300 and power.power_model(s, cal).tdp_status == "assumed"
+
+
+def test_node_overhead_sources():
+    assert power.power_model(sys_("p5.48xlarge")).node_overhead_w == pytest.approx(10200 - 8 * 700)
+    gb = sys_("gb200-nvl72")
+    assert power.power_model(gb).node_overhead_w == pytest.approx((120e3 - 72 * 1200) / gb.scaleup_nodes)
+    pm2 = power.power_model(sys_("trn2-ultraserver"))
+    assert pm2.node_overhead_w == 2000 and "calibration" in pm2.node_overhead_basis
+    assert power.power_model(sys_("trn3-ultraserver")).switch_w_per_chip == 30
+
+
+def test_it_and_facility_power_and_tokens_per_mw():
+    s = sys_("trn3-ultraserver")
+    pm = power.power_model(s, case="low")
+    assert pm.tdp_w == 690
+    it = pm.it_w(500.0, 128, 144, 36)
+    assert it == pytest.approx(128 * 500 + 16 * pm.idle_w + 36 * 800 + 144 * 30)
+    assert pm.facility_w(it) == pytest.approx(1.15 * it)
+    with pytest.raises(ValueError):
+        pm.it_w(500.0, 200, 144, 36)
+    arch = workload_files.load_workload("gpt-oss-120b")
+    df = search.frontier_sweep(s, arch, Mix(1024, 1024), grid=Grid.of(da=4, ep=4, concurrency=[64, 256],
+                                                                      compute="mxfp4"))
+    tpm = df["output_tokens_per_s_per_scaleup"] / (df["scaleup_facility_power_w"] / 1e6)
+    assert np.allclose(df["output_tokens_per_s_per_mw"], tpm)
+    assert np.all(df["output_tokens_per_s_per_mw_at_low_power"] > df["output_tokens_per_s_per_mw"])
+    assert np.all(df["chip_power_w"] <= 1000) and np.all(df["chip_power_w"] >= 300)
+
+
+def test_prices_and_status():
+    t2 = cost.price_for(sys_("trn2-ultraserver"))
+    assert t2.usd_per_node_hour == pytest.approx(85.964) and t2.status == "derived"
+    t3 = cost.price_for(sys_("trn3-ultraserver"))
+    assert t3.status == "assumed" and t3.usd_per_chip_hour == pytest.approx(8.06) and "NO LIST PRICE" in t3.label
+    assert cost.price_for(sys_("p5.48xlarge"), alternative="post-cut").usd_per_node_hour == pytest.approx(55.04)
+    assert cost.price_for(sys_("p5.48xlarge"), usd_per_node_hour=40).status == "override"
+    none = cost.price_for(sys_("trn3-ultraserver"), calibration_for(sys_("trn3-ultraserver")).with_overrides(
+        {"assumed_price_per_chip_hour": "0 USD/h"}))
+    assert not none.available and none.label == "no price"
+    with pytest.raises(ValueError, match="no price"):
+        none.require()
+    out = cost.add_cost_columns(pd.DataFrame({"output_tokens_per_s_per_chip": [100.0]}), none)
+    assert out["usd_per_million_output_tokens"].isna().all() and out["price_note"].iloc[0] == "no price"
+
+
+def test_cost_formulas():
+    p = cost.price_for(sys_("trn2-ultraserver"))
+    per_chip = 85.964 / 16
+    assert cost.usd_per_million_tokens(1000.0, p) == pytest.approx(per_chip / (1000 * 3600) * 1e6)
+    assert cost.monthly_usd(64, p) == pytest.approx(64 * per_chip * 730)
+    assert cost.training_run_usd(64, 10, p) == pytest.approx(64 * per_chip * 240)
+    with pytest.raises(ValueError):
+        cost.usd_per_million_tokens(0.0, p)

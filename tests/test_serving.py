@@ -1,0 +1,141 @@
+"""Serving model: steady-state identities, KV capacity, modes, touched-expert correction, errors, vectorisation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfmodel import bindings as bd
+from perfmodel import catalog, evaluate, serving, workload_files
+from perfmodel.dtypes import DType
+from perfmodel.scenario import Phase
+from perfmodel.serving import Grid, Mix, Mode, ServingOptions, serve
+
+MIX = Mix(1024, 512)
+
+
+@pytest.fixture(scope="module")
+def trn2():
+    return catalog.load_system("trn2.48xlarge")
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return workload_files.load_workload("llama-3-8b")
+
+
+@pytest.fixture(scope="module")
+def oss():
+    return workload_files.load_workload("gpt-oss-120b")
+
+
+@pytest.fixture(scope="module")
+def dense(trn2, llama):
+    g = Grid.of(tp=[[1], [2], [4]], pp=[[1], [1], [2]], concurrency=[[2, 8, 32, 128]], compute=DType.BF16)
+    return g, {m: serve(trn2, llama, g, MIX, ServingOptions(mode=m)) for m in Mode}
+
+
+def test_grid_broadcasts_and_validates():
+    g = Grid.of(tp=[1, 2, 4], concurrency=8, compute="fp8")
+    assert len(g) == 3 and all(d == DType.FP8 for d in g.compute) and all(d == DType.FP8 for d in g.kv_cache)
+    assert list(g.replica_chips) == [1, 2, 4]
+    with pytest.raises(ValueError, match="ep"):
+        Grid.of(tp=2, ep=4)
+    with pytest.raises(ValueError, match="whole number"):
+        Grid.of(tp=1.5)
+    with pytest.raises(ValueError, match="whole number"):
+        Grid.of(concurrency=0)
+
+
+def test_aggregated_identities(dense):
+    g, res = dense
+    df = res[Mode.AGGREGATED]
+    C, p, da = g.concurrency, g.pp, g.da
+    occ = df["prefill_step_s"] / da
+    tpot = p * df["decode_step_s"] + C / MIX.output_tokens * occ
+    assert np.allclose(df["time_per_output_token_s"], tpot)
+    assert np.allclose(df["tokens_per_s_per_user"], 1 / df["time_per_output_token_s"])
+    assert np.allclose(df["output_tokens_per_s_per_chip"], C / df["time_per_output_token_s"] / g.replica_chips)
+    assert np.allclose(df["e2e_latency_s"], df["ttft_s"] + (MIX.output_tokens - 1) * df["time_per_output_token_s"])
+    assert np.allclose(df["ttft_s"], 0.5 * df["decode_step_s"] + p * df["prefill_step_s"])
+    assert np.allclose(df["output_tokens_per_s_per_scaleup"],
+                       df["output_tokens_per_s_per_replica"] * np.floor(16 / g.replica_chips))
+    assert np.isfinite(df.select_dtypes("number").to_numpy(dtype=float)).all()
+
+
+def test_more_concurrency_more_throughput_less_interactivity(dense):
+    _, res = dense
+    df = res[Mode.AGGREGATED]
+    for _, grp in df.groupby(["tp", "pp"]):
+        grp = grp.sort_values("concurrency")
+        assert np.all(np.diff(grp["output_tokens_per_s_per_replica"]) > 0)
+        assert np.all(np.diff(grp["tokens_per_s_per_user"]) < 0)
+
+
+def test_disaggregated_and_chunked(dense):
+    g, res = dense
+    agg, dis, chk = res[Mode.AGGREGATED], res[Mode.DISAGGREGATED], res[Mode.CHUNKED]
+    assert np.allclose(dis["time_per_output_token_s"], g.pp * dis["decode_step_s"])
+    rate = g.concurrency / (MIX.output_tokens * dis["time_per_output_token_s"])
+    assert np.allclose(dis["prefill_chips_per_replica"], g.replica_chips * rate * dis["prefill_step_s"] / g.da)
+    assert np.all(dis["ttft_s"] >= g.pp * dis["prefill_step_s"])
+    assert np.all(dis["time_per_output_token_s"] < agg["time_per_output_token_s"])
+    n_chunks = np.ceil(MIX.input_tokens / 512)
+    assert np.allclose(chk["ttft_s"], n_chunks * chk["time_per_output_token_s"])
+    assert np.all(chk["stall_s"] < agg["stall_s"])  # a chunk blocks the batch for less than a whole prefill
+
+
+def test_kv_capacity_caps_concurrency(trn2, llama):
+    g = Grid.of(tp=1, concurrency=[64, 512, 4096, 32768])
+    df = serve(trn2, llama, g, Mix(4096, 4096))
+    cmax = df["max_concurrency_kv"].iloc[0]
+    assert 64 < cmax < 32768
+    assert list(df["kv_fits"]) == list(df["concurrency"] <= cmax)
+    edge = serve(trn2, llama, Grid.of(tp=1, concurrency=[int(cmax), int(cmax) + 1]), Mix(4096, 4096))
+    assert list(edge["kv_fits"]) == [True, False]
+
+
+def test_touched_experts_correction(oss):
+    s = catalog.load_system("trn3-ultraserver")
+    cal = serving.calibration_for(s)
+    kn = bd.Knobs(phase=Phase.DECODE, batch=np.array([1.0, 4096.0]), context=1024, tp=4, ep=4,
+                  weights=DType.MXFP8, compute=DType.MXFP8, kv_cache=DType.FP8, expert_weights=DType.MXFP4)
+    raw = evaluate.evaluate_sweep(s, oss, kn, cal)
+    fixed = serving.sweep(s, oss, kn, cal)
+    assert fixed["step_time_s"][0] < 0.5 * raw["step_time_s"][0]  # batch 1 touches 4 of 128 experts
+    assert fixed["step_time_s"][1] == pytest.approx(raw["step_time_s"][1], rel=1e-6)  # every expert touched
+    assert np.allclose(fixed["model_flop"], raw["model_flop"], rtol=1e-9)
+    assert np.allclose(fixed["hbm_bytes"], raw["hbm_bytes"], rtol=1e-9)
+
+
+def test_errors_are_clear(trn2, llama):
+    with pytest.raises(ValueError, match="mxfp8"):
+        serve(trn2, llama, Grid.of(compute="mxfp8"), MIX)
+    with pytest.raises(ValueError, match="encoder-only"):
+        serve(trn2, workload_files.load_workload("bert-large"), Grid.of(), MIX)
+    with pytest.raises(ValueError, match="multiple of pp"):
+        serve(trn2, llama, Grid.of(pp=2, concurrency=3), MIX)
+    with pytest.raises(ValueError, match="input_tokens"):
+        serve(trn2, llama, Grid.of(), Mix(0, 5))
+    with pytest.raises(ValueError, match="kv_reserve"):
+        serve(trn2, llama, Grid.of(), MIX, ServingOptions(kv_reserve="most"))
+
+
+def test_sweep_is_vectorised(monkeypatch, trn2, llama):
+    calls = []
+    real = serving.run
+
+    def counting(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(serving, "run", counting)
+    g = Grid.of(tp=[[1], [2], [4], [8], [16]], concurrency=np.arange(1, 401)[None, :], compute="fp8")
+    df = serve(trn2, llama, g, MIX)
+    assert len(df) == 2000 and len(calls) == 2  # one decode and one prefill evaluation for 2,000 configurations
+
+
+def test_serve_one_matches_serve(trn2, llama):
+    row = serving.serve_one(trn2, llama, tp=2, concurrency=16, mix=MIX)
+    df = serve(trn2, llama, Grid.of(tp=2, concurrency=16), MIX)
+    assert row["time_per_output_token_s"] == pytest.approx(df["time_per_output_token_s"].iloc[0])

@@ -1,0 +1,106 @@
+"""Training step: pipeline bubble, overlap bounds, scaling, ZeRO stages, plan checks."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from perfmodel import catalog, memory, plan, training, workload_files
+from perfmodel import bindings as bd
+from perfmodel.scenario import Optimizer, Parallelism, Phase, Recompute, Scenario
+
+TRN1 = catalog.load_system("trn1.32xlarge")
+P5 = catalog.load_system("p5.48xlarge")
+GPT = workload_files.load_workload("gpt3-6.7b")
+
+
+def scen(tp=4, pp=1, dp=4, m=16, zero=0, schedule="1f1b", v=1, batch=1, seq=2048, recompute=Recompute.NONE):
+    return Scenario(phase=Phase.TRAIN, batch=batch, seq_len=seq, recompute=recompute,
+                    parallel=Parallelism(tp=tp, pp=pp, dp=dp, zero=zero, microbatches=m, pp_schedule=schedule,
+                                         pp_virtual=v), optimizer=Optimizer.ADAM_BF16_SR)
+
+
+def test_bubble_formula():
+    assert training.bubble_fraction(4, 8) == pytest.approx(3 / 8)
+    assert training.bubble_fraction(4, 8, "gpipe") == pytest.approx(3 / 8)
+    assert training.bubble_fraction(4, 8, "interleaved", 2) == pytest.approx(3 / 16)
+    assert training.bubble_fraction(1, 8) == 0.0
+    assert np.allclose(training.bubble_fraction(np.array([2, 8]), 16), [1 / 16, 7 / 16])
+    with pytest.raises(ValueError):
+        training.bubble_fraction(2, 2, "zigzag")
+
+
+def test_pipeline_adds_bubble_and_send_recv():
+    r = training.train(TRN1, GPT, scen(tp=4, pp=4, dp=1, m=8), nodes=1)
+    assert r["bubble_frac"] == pytest.approx(3 / 8)
+    assert r["bubble_s"] > 0 and r["pp_send_recv_s"] > 0
+    ri = training.train(TRN1, GPT, scen(tp=4, pp=4, dp=1, m=8, schedule="interleaved", v=2), nodes=1)
+    assert ri["bubble_frac"] == pytest.approx(3 / 16)
+    assert ri["pp_send_recv_s"] == pytest.approx(2 * r["pp_send_recv_s"])
+
+
+@pytest.mark.parametrize("system,nodes", [(TRN1, 2), (P5, 4)])
+def test_overlap_bounds(system, nodes):
+    chips = system.node.chips * nodes
+    r = training.train(system, GPT, scen(tp=4, pp=1, dp=chips // 4, m=4), nodes=nodes)
+    assert 0 <= r["dp_comm_exposed_s"] <= r["dp_comm_s"] + 1e-12
+    assert r["comm_exposed_s"] <= r["comm_total_s"] + 1e-12
+    assert r["dp_comm_hidden_s"] + r["dp_comm_exposed_s"] == pytest.approx(r["dp_comm_s"])
+    assert r["overlapped_bound_s"] - 1e-12 <= r["step_time_s"] <= r["serial_bound_s"] + 1e-12
+    if system is P5:  # GPUs pay for overlap with SM contention, Trainium does not
+        assert r["contention_s"] > 0
+    else:
+        assert r["contention_s"] == 0
+    tl = r.timeline
+    assert set(tl["lane"]) == {"compute", "comm"} and tl["duration_s"].ge(0).all()
+    assert r.comm["exposed_s"].sum() == pytest.approx(r["comm_exposed_s"])
+
+
+def test_scaling_efficiency_at_most_one_and_falling():
+    df = training.scaling(TRN1, GPT, scen(tp=4, dp=4, m=16), [1, 2, 4, 8, 16])
+    eff = df["scaling_efficiency_frac"].to_numpy()
+    assert eff[0] == pytest.approx(1.0)
+    assert np.all(eff <= 1 + 1e-12) and np.all(np.diff(eff) <= 1e-12)
+    assert eff[-1] < 1.0
+    assert df["dp"].tolist() == [4, 8, 16, 32, 64]
+
+
+def test_zero_stages_trade_memory_for_communication():
+    sc = [scen(tp=4, dp=8, m=4, zero=z) for z in range(4)]
+    mem = [float(np.ravel(memory.footprint_for(TRN1, GPT, s).total_bytes)[0]) for s in sc]
+    assert mem[0] > mem[1] > mem[2] > mem[3]
+    kn = bd.Knobs(**{**bd.Knobs.of(sc[0]).__dict__, "zero": np.arange(4)})
+    s = training.step_arrays(TRN1, GPT, kn)
+    c = s["dp_comm_s"]
+    assert c[1] == pytest.approx(c[0], rel=0.35)  # reduce-scatter + all-gather ~ one all-reduce
+    assert c[2] > c[1]  # reduce-scatter every micro-batch
+    assert c[3] > c[2]  # + two weight all-gathers every micro-batch
+    assert s["optimizer_s"][1] < s["optimizer_s"][0]  # optimizer state sharded
+
+
+def test_vectorised_over_configurations():
+    base = bd.Knobs.of(scen(tp=4, dp=4, m=16))
+    kn = dataclasses.replace(base, dp=np.array([4.0, 8.0, 16.0]), microbatches=np.array([16.0, 8.0, 4.0]))
+    s = training.step_arrays(TRN1, GPT, kn)
+    assert s["step_time_s"].shape == (3,)
+    assert np.allclose(s["global_batch"], 64)
+
+
+def test_plan_checks_and_placement():
+    ok = plan.check(TRN1, GPT, scen(tp=4, dp=4, m=16), nodes=1, global_batch=64)
+    assert ok.ok and not ok.errors
+    pl = ok.placement.set_index("group")
+    assert pl.loc["tp", "members_in_node"] == 4 and pl.loc["dp", "stride_chips"] == 4
+    assert not pl.loc["dp", "crosses_efa"]
+    two = plan.placement(TRN1, Parallelism(tp=4, dp=8)).set_index("group")
+    assert two.loc["dp", "crosses_efa"] and two.loc["dp", "members_across_efa"] == 2
+    bad = plan.check(TRN1, GPT, scen(tp=3, dp=4, m=16), nodes=1)
+    assert any("attention heads" in e for e in bad.errors)
+    big = plan.check(TRN1, workload_files.load_workload("gpt3-175b"), scen(tp=1, dp=1, m=1), nodes=1)
+    assert any("does not fit" in e for e in big.errors)
+    wrong = plan.check(TRN1, GPT, scen(tp=4, dp=8, m=16), nodes=1)
+    assert any("needs 32 chips" in e for e in wrong.errors)
+    gb = plan.check(TRN1, GPT, scen(tp=4, dp=4, m=16), nodes=1, global_batch=100)
+    assert any("global batch" in e for e in gb.errors)
