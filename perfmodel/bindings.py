@@ -45,6 +45,7 @@ class Knobs:
     activations: object = DType.BF16
     kv_cache: object = DType.BF16
     expert_weights: object = None  # None: same as weights
+    pp_virtual: object = 1  # virtual pipeline stages per device (interleaved schedule)
     moe_imbalance: object = None
     optimizer: Optimizer = Optimizer.ADAM_MIXED
 
@@ -54,7 +55,8 @@ class Knobs:
         return cls(phase=s.phase, batch=s.batch, seq_len=s.seq_len, context=s.context, tp=p.tp, da=p.da, ep=p.ep,
                    cp=p.cp, pp=p.pp, dp=p.dp, microbatches=p.microbatches, zero=p.zero, weights=q.weights,
                    compute=q.compute, activations=q.activations, kv_cache=q.kv_cache,
-                   expert_weights=q.experts, moe_imbalance=s.moe_imbalance, optimizer=s.optimizer)
+                   expert_weights=q.experts, moe_imbalance=s.moe_imbalance, optimizer=s.optimizer,
+                   pp_virtual=p.pp_virtual if p.pp_schedule == "interleaved" else 1)
 
 
 def _arr(x) -> np.ndarray:
@@ -177,6 +179,10 @@ def scenario_values(kn: Knobs, cal: Calibration) -> dict:
         g.dp_: dp, g.zs: np.where(zero >= 1, dp, 1.0), g.bg: float(opt["gradients"]),
         g.bo_r: float(opt["gradients"] + opt["master"] + opt["optimizer"] + (opt["weights"] if not opt["master"] else 0)),
         g.bo_w: float(opt["master"] + opt["optimizer"] + opt["weights"]),
+        g.bwt: float(opt["weights"]),
+        **{sym: np.where(zero == z, 1.0, 0.0) for z, sym in enumerate((g.i_z0, g.i_z1, g.i_z2, g.i_z3))},
+        g.i_pp: np.where(_arr(kn.pp) > 1, 1.0, 0.0), g.i_cp: np.where(_arr(kn.cp) > 1, 1.0, 0.0),
+        g.vpp: _arr(kn.pp_virtual),
     }
 
 

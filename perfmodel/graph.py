@@ -44,6 +44,12 @@ zs = sp.Symbol("zs", positive=True)  # ZeRO shard count of optimizer state (dp f
 bo_r = sp.Symbol("bo_r", nonnegative=True)  # optimizer-state bytes read per parameter
 bo_w = sp.Symbol("bo_w", nonnegative=True)  # optimizer-state bytes written per parameter
 bg = sp.Symbol("bg", positive=True)  # bytes per gradient element
+bwt = sp.Symbol("bwt", positive=True)  # bytes per weight element in training (the optimizer's weight copy)
+# 0/1 indicators of the plan (bound from the scenario), so one graph serves every ZeRO stage and degree
+i_z0, i_z1, i_z2, i_z3 = (sp.Symbol(f"i_z{z}", nonnegative=True) for z in range(4))  # ZeRO stage == z
+i_pp = sp.Symbol("i_pp", nonnegative=True)  # 1 when pipeline stages > 1
+i_cp = sp.Symbol("i_cp", nonnegative=True)  # 1 when context parallel > 1
+vpp = sp.Symbol("vpp", positive=True)  # virtual pipeline stages per device (interleaved schedule)
 
 N_dev = B * T / (da * cp)  # tokens per device in attention / dense layers
 N_rep = B * T / cp  # tokens of the replica seen by the MoE layers
@@ -378,9 +384,37 @@ def build_graph(key: GraphKey, phase: Phase, recompute: Recompute = Recompute.NO
     n_params = sum((o.count / nmb) * o.work.params for o in step)
     ops.append(Op("optimizer.step", "optimizer", OpKind.OPTIMIZER, Pass.OPTIMIZER, sp.Integer(1),
                   fm.adam_step(n_params / zs, bo_r, bo_w), formula="adam_step"))
-    ops.append(Op("optimizer.grad_sync", "optimizer", OpKind.COLLECTIVE, Pass.OPTIMIZER, sp.Integer(1), Work(),
-                  Comm(Collective.ALL_REDUCE, n_params * bg, "dp"), formula="collective"))
+    ops += _training_plan_comm(key, n_params)
     return tuple(ops)
+
+
+def _training_plan_comm(key: GraphKey, n_params: sp.Expr) -> list[Op]:
+    """Collectives of the parallelism plan in a training step (counts per optimizer step).
+
+    data parallel (G = P_dev b_g gradient bytes, W = P_dev b_wt weight bytes per device):
+        ZeRO 0: all-reduce(G) once;  ZeRO 1: reduce-scatter(G) + all-gather(W) once;
+        ZeRO 2: reduce-scatter(G) per micro-batch + all-gather(W) once;
+        ZeRO 3 / FSDP: reduce-scatter(G) + 2 all-gather(W) (forward, backward) per micro-batch
+    pipeline: send/recv of one micro-batch's activations N D b_a, forward and backward, per
+        micro-batch and virtual stage (2 m v)
+    context parallel: all-gather of the sequence's K,V per attention layer (forward and
+        recompute in the backward) and reduce-scatter of dK,dV (backward)
+    """
+    def comm(name, coll, nbytes, group, count, pass_=Pass.OPTIMIZER):
+        return Op(name, "plan", OpKind.COLLECTIVE, pass_, count, Work(), Comm(coll, nbytes, group),
+                  formula="collective")
+
+    attn_layers = (Lfa if key.full else 0) + (Lsw if key.sliding else 0)
+    kv = 2 * (B / da) * T * KV_dev * dh * ba
+    return [
+        comm("dp.grad_all_reduce", Collective.ALL_REDUCE, n_params * bg, "dp", i_z0),
+        comm("dp.grad_reduce_scatter", Collective.REDUCE_SCATTER, n_params * bg, "dp", i_z1 + (i_z2 + i_z3) * nmb),
+        comm("dp.weight_all_gather", Collective.ALL_GATHER, n_params * bwt, "dp", i_z1 + i_z2 + 2 * nmb * i_z3),
+        comm("pp.send_recv", Collective.SEND_RECV, N_dev * D * ba, "pp", 2 * nmb * vpp * i_pp, Pass.FORWARD),
+        comm("cp.kv_all_gather", Collective.ALL_GATHER, kv, "cp", 2 * attn_layers * nmb * i_cp, Pass.FORWARD),
+        comm("cp.kv_grad_reduce_scatter", Collective.REDUCE_SCATTER, kv, "cp", attn_layers * nmb * i_cp,
+             Pass.BACKWARD),
+    ]
 
 
 def graph_for(arch: ModelArch, phase: Phase, recompute: Recompute = Recompute.NONE) -> tuple[Op, ...]:

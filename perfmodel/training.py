@@ -23,8 +23,9 @@ Metrics: tokens/s = B m d T / step; MFU = model FLOPs of all replicas (forward +
 graph with t = p = 1) / (step x chips x peak); scaling efficiency = tokens/s(N nodes) /
 (N x tokens/s(1 node)) at a fixed per-node plan (weak scaling).
 
-The graph's own `optimizer.grad_sync` (an all-reduce) is replaced by the ZeRO stage's
-collectives above; pipeline send/recv and context-parallel K,V gathers are added here.
+The plan's collectives (ZeRO data-parallel traffic, pipeline send/recv, context-parallel K,V
+gathers) are operators of the training graph (graph._training_plan_comm); this module prices
+how much of each hides under compute.
 
 Does not: model stragglers, data loading, host overheads, or HBM contention from collectives.
 """
@@ -82,12 +83,15 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     t_fwd = _by_pass(ops, q, per_op, lambda o: o.pass_ == Pass.FORWARD)
     t_bwd = _by_pass(ops, q, per_op, lambda o: o.pass_ in (Pass.BACKWARD, Pass.RECOMPUTE))
     t_opt = _by_pass(ops, q, per_op, lambda o: o.pass_ == Pass.OPTIMIZER)
-    t_block = _by_pass(ops, q, count * comm, lambda o: o.comm is not None and o.comm.group in ("tp", "ep", "cp"))
-    gs = [i for i, o in enumerate(ops) if o.name == "optimizer.grad_sync"][0]
+    # blocking collectives on the critical path: TP / EP / CP in the layers, plus pipeline send/recv
+    t_block = _by_pass(ops, q, count * comm, lambda o: o.comm is not None and o.comm.group in ("tp", "ep"))
+    t_cp = _by_pass(ops, q, count * comm, lambda o: o.comm is not None and o.comm.group == "cp")
+    t_p2p = _by_pass(ops, q, count * comm, lambda o: o.comm is not None and o.comm.group == "pp")
+    idx = {o.name: i for i, o in enumerate(ops)}
     opt = Optimizer(kn.optimizer).bytes_per_param
-    grad_bytes = q["comm_bytes"][gs]
+    grad_bytes = q["comm_bytes"][idx["dp.grad_all_reduce"]]
+    weight_bytes = q["comm_bytes"][idx["dp.weight_all_gather"]]
     params_dev = grad_bytes / opt["gradients"]
-    weight_bytes = params_dev * opt["weights"]
     shape = np.shape(t_fwd)
     tp, da, cp, pp, dp = (np.broadcast_to(_f(getattr(kn, k)), shape) for k in ("tp", "da", "cp", "pp", "dp"))
     m = np.broadcast_to(_f(kn.microbatches), shape)
@@ -98,25 +102,15 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     def cost(c, nbytes, group, stride):
         return co.collective_cost(system, cal, c, nbytes, group, stride)
 
+    # data-parallel collectives come from the graph's plan operators; their timing class
+    # (once at the end vs once per micro-batch) decides how much can hide under compute
     ar = cost(Collective.ALL_REDUCE, grad_bytes, dp, dp_stride)
     rs = cost(Collective.REDUCE_SCATTER, grad_bytes, dp, dp_stride)
     ag = cost(Collective.ALL_GATHER, weight_bytes, dp, dp_stride)
     c_last = np.select([zero == 0, zero == 1], [ar.time_s, rs.time_s], 0.0)
     c_mb = np.select([zero == 2, zero >= 3], [m * rs.time_s, m * (2 * ag.time_s + rs.time_s)], 0.0)
     c_end = np.where((zero == 1) | (zero == 2), ag.time_s, 0.0)
-
-    # pipeline send/recv: activations of one micro-batch (1/t of them with sequence parallelism)
-    ba = bd._dtype_map(kn.activations, bytes_per_element)
-    act = _f(kn.batch) * _f(kn.seq_len) / (cp * da) * arch.hidden_size * ba / (tp if sequence_parallel else 1.0)
-    p2p = cost(Collective.SEND_RECV, act, np.where(pp > 1, 2.0, 1.0), tp * da * cp)
-    t_p2p = np.where(pp > 1, 2 * m * v * p2p.time_s, 0.0)
-    # context parallel: K,V of the whole sequence gathered per layer (fwd + recompute), dK,dV scattered (bwd)
-    kv_dev = np.maximum(arch.num_key_value_heads / tp, 1.0)
-    kv_bytes = 2 * _f(kn.batch) / da * _f(kn.seq_len) * kv_dev * arch.head_dim * ba
     layers = arch.num_hidden_layers / pp
-    cp_ag = cost(Collective.ALL_GATHER, kv_bytes, cp, tp * da)
-    cp_rs = cost(Collective.REDUCE_SCATTER, kv_bytes, cp, tp * da)
-    t_cp = np.where(cp > 1, layers * m * (2 * cp_ag.time_s + cp_rs.time_s), 0.0)
 
     f_tp = cal["tp_comm_overlap_frac"]
     f = cal["comm_overlap_frac"]
@@ -132,16 +126,11 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     contention = cal["comm_compute_contention_frac"] * (hidden + f_tp * blocking)
     step = t_pipe + t_opt + exposed + contention
 
-    plan_ops = [("dp.grad_all_reduce", "dp", ar, grad_bytes, np.where(zero == 0, 1.0, 0.0)),
-                ("dp.grad_reduce_scatter", "dp", rs, grad_bytes, np.select([zero == 1, zero >= 2], [1.0, m], 0.0)),
-                ("dp.weight_all_gather", "dp", ag, weight_bytes, np.select([(zero == 1) | (zero == 2), zero >= 3],
-                                                                           [1.0, 2 * m], 0.0)),
-                ("pp.send_recv", "pp", p2p, act, np.where(pp > 1, 2 * m * v, 0.0)),
-                ("cp.kv_all_gather", "cp", cp_ag, kv_bytes, np.where(cp > 1, 2 * layers * m, 0.0)),
-                ("cp.kv_grad_reduce_scatter", "cp", cp_rs, kv_bytes, np.where(cp > 1, layers * m, 0.0))]
+    plan_ops = [(op.name, op.pass_.value, op.comm.group, op.comm.collective.value, q["comm_bytes"][i], count[i],
+                 comm[i]) for i, op in enumerate(ops) if op.group == "plan"]
     graph_comm = [(op.name, op.pass_.value, op.comm.group, op.comm.collective.value, q["comm_bytes"][i],
                    count[i], comm[i]) for i, op in enumerate(ops)
-                  if op.comm is not None and op.name != "optimizer.grad_sync"]
+                  if op.comm is not None and op.group != "plan"]
     summ = ev.summarize(system, arch, kn, ops, q, comm, values)
     whole = dataclasses.replace(kn, tp=1, da=1, cp=1, pp=1, ep=1, dp=1)
     ops1, q1, comm1, v1 = ev.run(system, arch, whole, cal, Recompute.NONE)
@@ -204,20 +193,18 @@ def _first(x):
 
 
 def comm_ops_frame(s: dict) -> pd.DataFrame:
-    """The step's communication operators, one row each: the graph's (tensor / expert parallel,
-    per pass) and those the plan inserts (pipeline send/recv, context-parallel K,V exchange, the
-    ZeRO stage's data-parallel collectives, which replace the graph's gradient all-reduce)."""
-    rows = [{"op": name, "pass": pas, "group": grp, "collective": coll, "bytes": float(_first(nb)),
-             "count": float(_first(cnt)), "time_each_s": float(_first(t)), "total_s": float(_first(cnt) * _first(t)),
-             "inserted_by_plan": False} for name, pas, grp, coll, nb, cnt, t in s["_graph_comm"]]
-    for name, grp, cost, nb, cnt in s["_plan_ops"]:
-        c = float(_first(cnt))
-        if c == 0:
-            continue
-        rows.append({"op": name, "pass": "step", "group": grp, "collective": cost.collective.value,
-                     "bytes": float(_first(nb)), "count": c, "time_each_s": float(_first(cost.time_s)),
-                     "total_s": c * float(_first(cost.time_s)), "inserted_by_plan": True,
-                     "algorithm": _first(cost.algorithm), "crosses": _first(cost.crosses)})
+    """The step's communication operators, one row each: the layers' (tensor / expert parallel,
+    per pass) and the plan's (ZeRO data-parallel collectives, pipeline send/recv, context-parallel
+    K,V exchange), all operators of the training graph; plan operators with count 0 are dropped."""
+    rows = []
+    for plan, ops in ((False, s["_graph_comm"]), (True, s["_plan_ops"])):
+        for name, pas, grp, coll, nb, cnt, t in ops:
+            c = float(_first(cnt))
+            if plan and c == 0:
+                continue
+            rows.append({"op": name, "pass": pas, "group": grp, "collective": coll, "bytes": float(_first(nb)),
+                         "count": c, "time_each_s": float(_first(t)), "total_s": c * float(_first(t)),
+                         "inserted_by_plan": plan})
     return pd.DataFrame(rows)
 
 
