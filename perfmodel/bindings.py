@@ -46,6 +46,7 @@ class Knobs:
     kv_cache: object = DType.BF16
     expert_weights: object = None  # None: same as weights
     pp_virtual: object = 1  # virtual pipeline stages per device (interleaved schedule)
+    flash_attention: object = True  # False: attention scores materialised in HBM
     moe_imbalance: object = None
     optimizer: Optimizer = Optimizer.ADAM_MIXED
 
@@ -56,7 +57,8 @@ class Knobs:
                    cp=p.cp, pp=p.pp, dp=p.dp, microbatches=p.microbatches, zero=p.zero, weights=q.weights,
                    compute=q.compute, activations=q.activations, kv_cache=q.kv_cache,
                    expert_weights=q.experts, moe_imbalance=s.moe_imbalance, optimizer=s.optimizer,
-                   pp_virtual=p.pp_virtual if p.pp_schedule == "interleaved" else 1)
+                   pp_virtual=p.pp_virtual if p.pp_schedule == "interleaved" else 1,
+                   flash_attention=s.flash_attention)
 
 
 def _arr(x) -> np.ndarray:
@@ -183,6 +185,7 @@ def scenario_values(kn: Knobs, cal: Calibration) -> dict:
         **{sym: np.where(zero == z, 1.0, 0.0) for z, sym in enumerate((g.i_z0, g.i_z1, g.i_z2, g.i_z3))},
         g.i_pp: np.where(_arr(kn.pp) > 1, 1.0, 0.0), g.i_cp: np.where(_arr(kn.cp) > 1, 1.0, 0.0),
         g.vpp: _arr(kn.pp_virtual),
+        fm.i_mat: np.where(np.asarray(kn.flash_attention, dtype=bool), 0.0, 1.0),
     }
 
 

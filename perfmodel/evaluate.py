@@ -230,7 +230,7 @@ def scenario_columns(system: System, arch: ModelArch, s: Scenario) -> dict:
             "da": p.da, "zero": p.zero, "microbatches": p.microbatches, "weights_dtype": q.weights.value,
             "compute_dtype": q.compute.value, "activations_dtype": q.activations.value, "kv_dtype": q.kv_cache.value,
             "expert_weights_dtype": q.experts.value,
-            "recompute": s.recompute.value, "optimizer": s.optimizer.value}
+            "recompute": s.recompute.value, "optimizer": s.optimizer.value, "flash_attention": s.flash_attention}
 
 
 def evaluate(system: System, arch: ModelArch, scenario: Scenario, cal: Calibration | None = None,

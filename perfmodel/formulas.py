@@ -35,6 +35,7 @@ q_we = sp.Symbol("q_we", nonnegative=True)  # the same for routed-expert weights
 x_tr = sp.Symbol("x_tr", nonnegative=True)  # 1 if attention transposes occupy the tensor engine, 0 if hidden
 p_av = sp.Symbol("p_av", nonnegative=True)  # vector passes per attention score (row max, rescale)
 qb = sp.Symbol("qb", positive=True)  # flash-attention query block (tokens per KV sweep)
+i_mat = sp.Symbol("i_mat", nonnegative=True)  # 1 if attention scores are materialised in HBM (no flash attention)
 
 
 def q(x: sp.Expr, tile: sp.Expr) -> sp.Expr:
@@ -134,7 +135,8 @@ def attention(tokens_q: sp.Expr, heads: sp.Expr, kv_heads: sp.Expr, s_avg: sp.Ex
             Q K^T = 2 q(B T g, m_t) q(d_qk, k_t) S_avg h_kv,  P V = 2 q(B T g, m_t) S_avg q(d_v, n_t) h_kv
     exp = scores; vector = p_av scores; transposes of P at the BF16 rate x_tr (Trainium).
     bytes: Q and O once; K,V (kv_width elements per token per KV head, default d_qk + d_v) for
-           `kv_tokens` tokens: `hbm_passes` sweeps from HBM, further `sram_passes` from on-chip SRAM.
+           `kv_tokens` tokens: `hbm_passes` sweeps from HBM, further `sram_passes` from on-chip SRAM;
+           materialised attention (i_mat = 1) adds 2 scores b_a read and 2 scores b_a written.
     """
     scores = tokens_q * heads * s_avg
     g_rows = tokens_q * heads / kv_heads
@@ -145,8 +147,12 @@ def attention(tokens_q: sp.Expr, heads: sp.Expr, kv_heads: sp.Expr, s_avg: sp.Ex
     q_bytes = tokens_q * heads * d_qk * b_q
     o_bytes = tokens_q * heads * d_v * b_q
     kv_bytes = kv_tokens * kv_heads * kv_width * b_kv_elem
+    # without flash attention the scores S and probabilities P go through HBM: write S, read S,
+    # write P, read P (b_a each), the pre-2022 implementations (Megatron-LM 2021)
+    materialised = i_mat * scores * 2 * b_q
     return Work(flop=flop, tensor_flop=tensor, tensor_b16_flop=transpose, exp=scores, vector=p_av * scores,
-                read=q_bytes + hbm_passes * kv_bytes, write=o_bytes, sram=sram_passes * kv_bytes)
+                read=q_bytes + hbm_passes * kv_bytes + materialised, write=o_bytes + materialised,
+                sram=sram_passes * kv_bytes)
 
 
 def kv_passes(tokens_q_seq: sp.Expr, group: sp.Expr, d_qk: sp.Expr, d_v: sp.Expr, b: sp.Expr) -> tuple:

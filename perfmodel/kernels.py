@@ -47,6 +47,7 @@ def kernel_values(system: System, cal: Calibration, compute, weights=None, activ
                  S.ba: bytes_per_element(DType.parse(activations)),
                  S.bkv: bytes_per_element(DType.parse(kv_cache))})
     vals[S.bwe] = vals[S.bw]
+    vals[fm.i_mat] = 0.0
     vals.setdefault(S.Ssram, bd._sram(system))
     vals[fm.q_we] = vals[fm.q_w]
     return vals

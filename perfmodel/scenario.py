@@ -135,6 +135,7 @@ class Scenario:
     recompute: Recompute = Recompute.NONE
     optimizer: Optimizer = Optimizer.ADAM_MIXED
     moe_imbalance: float | None = None  # None: the calibration default
+    flash_attention: bool = True  # False: scores and probabilities materialised in HBM (pre-2022 kernels)
 
     @property
     def new_tokens(self) -> int:
