@@ -9,7 +9,8 @@ from perfmodel import symbols as S
 
 HW = {S.Rt: 100.0, rl.Rb: 100.0, S.Rv: 10.0, S.Rs: 5.0, rl.Rxv: 0.0, rl.Rxs: 5.0, rl.hv: 0.0, S.Rg: 10.0,
       S.Bhbm: 50.0, S.eta_t: 1.0, S.eta_m: 1.0, S.eta_v: 1.0, S.t_ovh: 0.0, S.mt: 1.0, S.kt: 1.0, S.kb: 1.0,
-      S.nt: 1.0, S.ba: 2.0, S.bw: 1.0, S.bkv: 2.0, fm.q_a: 0.0, fm.q_w: 0.0, fm.x_tr: 0.0, fm.p_av: 1.0, fm.qb: 4.0}
+      S.nt: 1.0, S.ba: 2.0, S.bw: 1.0, S.bkv: 2.0, fm.q_a: 0.0, fm.q_w: 0.0, fm.x_tr: 0.0, fm.p_av: 1.0, fm.qb: 4.0,
+      fm.i_mat: 0.0}
 
 
 def ev(expr, **extra):
@@ -81,3 +82,10 @@ def test_experts_touched():
 def test_adam_step_bytes():
     w = fm.adam_step(10, 14, 14)
     assert ev(w.read) == 140 and ev(w.write) == 140 and ev(w.vector) == 120
+
+
+def test_materialised_attention_adds_score_traffic():
+    w = fm.attention(2, 4, 2, 3, 5, 8, 8)
+    scores = 2 * 4 * 3
+    flash = ev(w.read) + ev(w.write)
+    assert ev((w.read + w.write).subs(fm.i_mat, 1)) - flash == 4 * scores * 2  # S and P written and read, b_a = 2
