@@ -94,14 +94,14 @@ def _span(frames, col) -> tuple[float, float]:
     return lo, hi
 
 
-def ratio_curve(frames: dict[str, pd.DataFrame], y: str, n: int = 25) -> pd.DataFrame:
+def ratio_curve(frames: dict[str, pd.DataFrame], y: str, n: int = 60) -> pd.DataFrame:
     """Trn3 / Trn2 ratio of y read off both curves at interactivities both reach (geometric grid)."""
     xs = np.geomspace(*_span(frames, X), n)
     a, b = read_curve(frames[NEW], X, y, xs), read_curve(frames[OLD], X, y, xs)
     return pd.DataFrame({X: xs, f"{y}_trn3": a, f"{y}_trn2": b, "ratio": a / b})
 
 
-def conc_ratio_curve(frames: dict[str, pd.DataFrame], n: int = 25) -> pd.DataFrame:
+def conc_ratio_curve(frames: dict[str, pd.DataFrame], n: int = 60) -> pd.DataFrame:
     """Trn3 / Trn2 interactivity read off both curves at concurrencies (per UltraServer) both reach."""
     cs = np.geomspace(*_span(frames, CONC), n)
     a, b = read_curve(frames[NEW], CONC, X, cs), read_curve(frames[OLD], CONC, X, cs)
@@ -348,15 +348,20 @@ def _row(id_, text, quoted, modelled, note, bound="approx") -> ClaimResult:
 
 
 def _range_note(curve: pd.DataFrame, xcol: str, xname: str, quote: float) -> str:
+    """Where along the shared range the ratio sits, and where it crosses the quoted value
+    (log-linear interpolation between the curve's samples)."""
     c = curve[np.isfinite(curve["ratio"])].reset_index(drop=True)
     i, j = c["ratio"].idxmin(), c["ratio"].idxmax()
     out = (f"over {c[xcol].min():.4g}-{c[xcol].max():.4g} {xname} (both curves) the ratio runs {c['ratio'][i]:.2f}x "
            f"(at {c[xcol][i]:.4g}) to {c['ratio'][j]:.2f}x (at {c[xcol][j]:.4g})")
-    near = c[(c["ratio"] - quote).abs() <= TOL * quote]
-    if len(near):
-        out += f"; within 25% of {quote:g}x at {', '.join(f'{v:.4g}' for v in near[xcol].head(6))} {xname}"
+    lx, d = np.log(c[xcol].to_numpy()), np.log(c["ratio"].to_numpy() / quote)
+    k = np.flatnonzero(np.sign(d[:-1]) * np.sign(d[1:]) < 0)
+    cross = np.exp(lx[k] - d[k] * (lx[k + 1] - lx[k]) / (d[k + 1] - d[k]))
+    cross = np.concatenate([cross, np.exp(lx[d == 0])])
+    if len(cross):
+        out += f"; it equals {quote:g}x at ~{', '.join(f'{v:.3g}' for v in np.sort(cross)[:6])} {xname}"
     else:
-        out += f"; never within 25% of {quote:g}x"
+        out += f"; it never reaches {quote:g}x"
     return out
 
 
@@ -400,6 +405,10 @@ def s1_tokens_per_mw() -> list[ClaimResult]:
         perf = q / r["s1"]
         note += (f" MISS. Driver: chip power and per-chip throughput. {s3}; {s2}. At the nominal powers the "
                  f"Trn3 per-chip throughput at this interactivity would have to be {perf:.1f}x the modelled value. "
+                 f"AWS's own figures point the same way: 3x throughput per chip for GPT-OSS (S27, S45) together "
+                 f"with 5x tokens per MW imply a Trainium3 chip (with its share of the server) drawing ~0.6x a "
+                 f"Trainium2's, against a >= 1 kW-class part (S24) vs ~500 W (S22); the two published ratios can "
+                 f"only both hold at an operating point where Trn2 is far less efficient than on its frontier. "
                  f"Performance driver: {_driver_solve('s1', q, POWER_PARAMS)}.")
     return [_row("S1", "GPT-OSS 120B serving: Trn3 UltraServer 5x output tokens per MW vs Trn2 UltraServer, at "
                        "equal or better interactivity", q, r["s1"], note)]

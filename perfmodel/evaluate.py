@@ -99,8 +99,8 @@ def _comm_times(system: System, cal: Calibration, ops, q: dict, kn: bd.Knobs) ->
             continue
         size_knob, stride_knobs = _GROUPS[op.comm.group]
         size = 2.0 if size_knob is None else np.asarray(getattr(kn, size_knob), dtype=float)
-        stride = np.prod([np.asarray(getattr(kn, s), dtype=float) for s in stride_knobs], axis=0) if stride_knobs \
-            else 1.0
+        stride = np.prod(np.broadcast_arrays(*[np.asarray(getattr(kn, s), dtype=float) for s in stride_knobs]),
+                         axis=0) if stride_knobs else 1.0
         nbytes = q["comm_bytes"][i]
         if op.comm.collective == gr.Collective.ALL_TO_ALL and op.comm.group == "ep":
             nbytes = nbytes * np.asarray(u, dtype=float)

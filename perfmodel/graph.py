@@ -253,20 +253,24 @@ def _moe_block(g: GraphKey) -> list[Op]:
     """Router, top-k, dispatch, E/ep local experts of width F_e ep / n, shared experts, combine.
 
     Mean tokens per expert = N_r k / E; the busiest expert gets u times that (load imbalance),
-    and all experts of a device run at the busiest pace. Expert weights are read only for
-    experts that receive a token: E (1 - (1 - k/E)^{N_r}) of E.
+    and all experts of a device run at the busiest pace. Only experts that receive a token run
+    (and have their weights read): f E of E, f = 1 - (1 - k/E)^{N_r}, each on u N_r k / (E f)
+    tokens.
     """
     ops = [_op("moe.norm", "moe", OpKind.NORM, Lm, fm.norm(N_dev, D, g.norm), formula="norm")]
     ops.append(_op("moe.router", "moe", OpKind.MATMUL, Lm, fm.matmul(N_dev, D, E, bias=g.router_bias), formula="matmul"))
     ops.append(_op("moe.topk", "moe", OpKind.ELEMENTWISE, Lm, fm.elementwise(N_dev * E, vector=4, exp=1, writes=0)))
     ops.append(_op("moe.dispatch", "moe", OpKind.COLLECTIVE, Lm, Work(),
                    Comm(Collective.ALL_TO_ALL, i_a2a * N_dev * k * D * ba, "ep")))
-    tokens_e = u * N_rep * k / E
-    touched = fm.experts_touched(N_rep, E, k) / E
-    experts = _mlp(tokens_e, Fe * ep / n_rep, g, "moe.expert", "moe", Lm, instances=E / ep, weight_reads=touched,
+    touched = fm.experts_touched(N_rep, E, k) / E  # f: fraction of experts that receive a token
+    tokens_e = u * N_rep * k / (E * touched)  # tokens of a touched expert (busiest pace)
+    experts = _mlp(tokens_e, Fe * ep / n_rep, g, "moe.expert", "moe", Lm, instances=E / ep * touched,
                    b_w=bwe, dequant=fm.q_we)
-    # useful (model) FLOPs use the mean tokens per expert; engine work and time use the busiest (x u)
-    ops += [Op(o.name, o.group, o.kind, o.pass_, o.count, Work(**{**dict(o.work.items()), "flop": o.work.flop / u}),
+    # only the f E / e touched experts run (each padded to the tile and charged the per-op
+    # overhead); useful (model) FLOPs use the mean tokens per expert, engine work the busiest (x u);
+    # every expert's parameters stay on the device (params / f per touched instance)
+    ops += [Op(o.name, o.group, o.kind, o.pass_, o.count,
+               Work(**{**dict(o.work.items()), "flop": o.work.flop / u, "params": o.work.params / touched}),
                o.comm, o.formula) for o in experts]
     if g.shared_experts:
         ops += _mlp(N_dev, Fs / t, g, "moe.shared", "moe", Lm)

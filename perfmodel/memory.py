@@ -22,6 +22,7 @@ Does not: evaluate time.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,21 +63,31 @@ class Footprint:
         return self.capacity_bytes - self.total_bytes
 
 
+@functools.lru_cache(maxsize=256)
+def _params_fn(key: gr.GraphKey, phase: Phase, experts: bool | None):
+    """(symbols, numpy function) of the per-device parameter count of a graph structure (cached)."""
+    expr = gr.parameter_expression(gr.build_graph(key, phase), experts)
+    syms = sorted(expr.free_symbols, key=lambda s: s.name)
+    fn = sp.lambdify(syms, expr.replace(sp.Max, sp.Function("vmax")),
+                     modules=[{"vmax": lambda *a: np.maximum.reduce(np.broadcast_arrays(*a))}, "numpy"])
+    return tuple(syms), fn, expr == 0
+
+
 def params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase = Phase.PREFILL,
                       experts: bool | None = None) -> np.ndarray:
     """Parameters on one device, from the operator graph (sharded by t, ep, d_a and p);
     experts=True / False selects routed-expert / other parameters."""
-    ops = gr.graph_for(arch, Phase.PREFILL if phase == Phase.DECODE else phase)
-    expr = gr.parameter_expression(ops, experts)
-    if expr == 0:
-        return np.zeros(np.broadcast_shapes(np.shape(kn.tp), np.shape(kn.pp), np.shape(kn.ep)))
+    phase = Phase.PREFILL if Phase(phase) == Phase.DECODE else Phase(phase)
+    syms, fn, zero = _params_fn(gr.GraphKey.of(arch), phase, experts)
+    shape = np.broadcast_shapes(np.shape(kn.tp), np.shape(kn.pp), np.shape(kn.ep), np.shape(kn.da))
+    if zero:
+        return np.zeros(shape)
     vals = bd.model_values(arch, kn.pp)
     vals.update({t_sym: np.asarray(kn.tp, dtype=float), gr.da: np.asarray(kn.da, dtype=float),
                  bd.S.ep: np.asarray(kn.ep, dtype=float)})
-    syms = sorted(expr.free_symbols, key=lambda s: s.name)
-    fn = sp.lambdify(syms, expr.replace(sp.Max, sp.Function("vmax")),
-                     modules=[{"vmax": lambda *a: np.maximum.reduce(np.broadcast_arrays(*a))}, "numpy"])
-    return np.asarray(fn(*[vals[s] for s in syms]), dtype=float)
+    # the routed-expert instance count uses the touched fraction; parameters do not depend on it
+    vals.update({bd.S.B: 1.0, bd.S.T: 1.0, bd.S.cp: 1.0, bd.S.u: 1.0})
+    return np.broadcast_to(np.asarray(fn(*[vals[s] for s in syms]), dtype=float), shape)
 
 
 def activation_bytes_per_token_layer(arch: ModelArch, tp, ep, ba: float, moe_imbalance: float,

@@ -36,14 +36,6 @@ context I + O ("peak": every sequence may reach its full length; "mean": I + O/2
 Engine activity (busy time / wall time per engine, averaged over decode and prefill work and
 over the chips of both pools) is returned for the power model.
 
-Routed experts (correction on top of evaluate.run): the operator graph counts all E/e experts
-of a device per MoE layer, each padded to the token tile and charged the per-operator
-overhead, even when a decode batch touches only a few of them. `sweep` re-prices those ops
-with the touched experts only: a fraction f = 1 - (1 - k/E)^{N_r} of them run, each on
-u N_r k / (E f) tokens (count x f; per-instance work / f, tensor tile padding recomputed), so
-total FLOPs and bytes are unchanged and only padding and overhead shrink. Skipped if the graph
-already counts touched experts. At large batches f -> 1 and nothing changes.
-
 Not modelled: queueing delay (TTFT is at zero queue; planner.py adds the peak factor),
 speculative decoding, prefix caching, the weight reads a prefill chunk could share with the
 decode batch it rides with (chunked prefill is priced as a separate step: conservative).
@@ -61,14 +53,10 @@ import pandas as pd
 
 from perfmodel import bindings as bd
 from perfmodel import collectives, memory
-from perfmodel import graph as gr
-from perfmodel import symbols as S
 from perfmodel.calibration import Calibration, calibration_for
 from perfmodel.dtypes import DType, bytes_per_element
 from perfmodel.evaluate import run, summarize
-from perfmodel.formulas import FIELDS
-from perfmodel.graph import Collective, Pass
-from perfmodel.roofline import ENGINES
+from perfmodel.graph import Collective
 from perfmodel.hardware import Scope, System
 from perfmodel.scenario import Phase
 from perfmodel.workload import ModelArch
@@ -198,37 +186,10 @@ class Grid:
         return first, inverse.ravel()
 
 
-def _touched_experts_only(arch: ModelArch, ops, q: dict, values: dict) -> dict:
-    """Re-price routed-expert ops with only the experts that receive tokens (module doc)."""
-    if not arch.is_moe:
-        return q
-    E, k, u, mt = values[S.E], values[S.k], values[S.u], values[S.mt]
-    n_r = np.asarray(values[S.B] * values[S.T] / values[S.cp], dtype=float)
-    f = 1.0 - (1.0 - k / E) ** n_r
-    m = u * n_r * k / E
-    pad = np.ceil(m / f / mt) / np.ceil(m / mt)
-    expected = values[gr.Lm] * E / values[S.ep]
-    q = {key: np.array(v, dtype=float, copy=True) for key, v in q.items()}
-    for i, op in enumerate(ops):
-        if not op.name.startswith("moe.expert") or op.pass_ != Pass.FORWARD:
-            continue
-        if not np.allclose(q["count"][i], expected):
-            continue  # the graph already counts touched experts only
-        q["count"][i] = q["count"][i] * f
-        for fld in FIELDS:
-            q[fld][i] = q[fld][i] / f
-        for e in ENGINES:
-            q[f"t_{e}"][i] = q[f"t_{e}"][i] * (pad if e == "tensor" else 1.0 / f)
-        busiest = np.max(np.stack([q[f"t_{e}"][i] for e in ENGINES]), axis=0)
-        q["time"][i] = np.where(busiest > 0, busiest + values[S.t_ovh], 0.0)
-    return q
-
-
 def sweep(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration) -> pd.DataFrame:
-    """evaluate_sweep's summary columns (pipelined overlap) with routed experts counted as touched
-    (module doc); one vectorised evaluation of all configurations in `kn`."""
+    """evaluate_sweep's summary columns (pipelined overlap); one vectorised evaluation of all
+    configurations in `kn`."""
     ops, q, comm, values = run(system, arch, kn, cal)
-    q = _touched_experts_only(arch, ops, q, values)
     summ = summarize(system, arch, kn, ops, q, comm, values)
     shape = np.broadcast_shapes(*[np.shape(v) for v in summ.values()])
     return pd.DataFrame({key: np.broadcast_to(np.asarray(v, dtype=float), shape).ravel() for key, v in summ.items()})
