@@ -103,7 +103,7 @@ def pick_dtype(system: System, prefs: Iterable[str]) -> str:
 
 def fit_plan(ld: Loaded, opts: wi.ScenarioOptions) -> tuple[wi.ScenarioOptions, memory.FitResult]:
     """Options with the plan of memory.min_fit (fewest chips that hold this scenario)."""
-    fit = memory.min_fit(ld.system, ld.arch, wi.scenario_of(opts, ld.arch), ld.cal)
+    fit = memory.min_fit(ld.system, ld.arch, wi.scenario_of(opts, ld.arch, ld.system), ld.cal)
     p = fit.plan
     new = opts.replace(tp=p["tp"], pp=p["pp"], dp=p["dp"], ep=p["ep"],
                        microbatches=max(p["pp"], opts.microbatches) if opts.phase == "train" else opts.microbatches)
@@ -262,7 +262,7 @@ class Run:
 
 
 def run_scenario(ld: Loaded, opts: wi.ScenarioOptions, with_fit: bool = True) -> Run:
-    sc = wi.scenario_of(opts, ld.arch)
+    sc = wi.scenario_of(opts, ld.arch, ld.system)
     res = evaluate.evaluate(ld.system, ld.arch, sc, ld.cal)
     comp, tot = memory_frames(ld, sc)
     fit, err = None, ""
@@ -604,7 +604,7 @@ def memory_comparison(systems: Iterable[str], workload: str, opts: wi.ScenarioOp
     comps, tots = [], []
     for name in systems:
         ld = load(name, workload, whatif)
-        sc = wi.scenario_of(opts, ld.arch)
+        sc = wi.scenario_of(opts, ld.arch, ld.system)
         c, t = memory_frames(ld, sc, name)
         try:
             fit = memory.min_fit(ld.system, ld.arch, sc, ld.cal)
@@ -623,7 +623,7 @@ def sensitivity_frame(ld: Loaded, opts: wi.ScenarioOptions, column: str = "step_
     """Elasticity of one summary column to every spec value and assumption (sensitivity.py), ranked."""
     from perfmodel import sensitivity as se
 
-    sc = wi.scenario_of(opts, ld.arch)
+    sc = wi.scenario_of(opts, ld.arch, ld.system)
 
     def fn(inputs) -> float:
         s, c = inputs[ld.system.name]

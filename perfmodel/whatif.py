@@ -480,15 +480,21 @@ class ScenarioOptions:
 DEFAULT_CONTEXT = {"decode": 4096, "prefill": 0, "train": 0}  # tokens already cached before a decode step
 
 
-def scenario_of(opts: ScenarioOptions, arch: ModelArch) -> Scenario:
-    """The Scenario for plain options; decode without a context gets DEFAULT_CONTEXT."""
+def scenario_of(opts: ScenarioOptions, arch: ModelArch, system: System | None = None) -> Scenario:
+    """The Scenario for plain options; decode without a context gets DEFAULT_CONTEXT.
+
+    Routed experts keep the shipped data type (gpt-oss: MXFP4) when it is smaller than the
+    compute type and, given a `system`, its tensor engine consumes that type natively;
+    otherwise they are stored in the compute type (converted offline, as a deployment on
+    hardware without MX support does)."""
     from perfmodel.dtypes import bytes_per_element
 
     phase = Phase(opts.phase)
     d = DType.parse(opts.dtype)
     prec = Precision.uniform(d)
     ew = arch.expert_weight_dtype
-    if ew and arch.is_moe and bytes_per_element(ew) < bytes_per_element(d):
+    native = system is None or system.chip.supports(ew) if ew else False
+    if ew and arch.is_moe and bytes_per_element(ew) < bytes_per_element(d) and native:
         prec = dataclasses.replace(prec, expert_weights=ew)
     sc = Scenario(phase=phase, batch=int(opts.batch), seq_len=int(opts.seq_len), context=int(opts.resolved().context),
                   parallel=Parallelism(tp=int(opts.tp), pp=int(opts.pp), dp=int(opts.dp), ep=int(opts.ep),

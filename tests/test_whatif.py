@@ -162,3 +162,14 @@ def test_what_if_is_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         w.spec = ()
     assert not w and w.with_spec("tdp", "x2").spec == (("tdp", "x2"),)
+
+
+def test_shipped_expert_weights_kept_only_where_native():
+    from perfmodel import catalog, workload_files
+    from perfmodel.whatif import ScenarioOptions, scenario_of
+    oss = workload_files.load_workload("gpt-oss-120b")
+    opts = ScenarioOptions(phase="decode", batch=8, seq_len=1, context=1024, dtype="mxfp8")
+    trn3 = scenario_of(opts, oss, catalog.load_system("trn3-ultraserver"))
+    assert trn3.precision.experts.value == "mxfp4"  # Trainium3 multiplies MXFP4 x MXFP8 in hardware
+    trn2 = scenario_of(opts.replace(dtype="fp8"), oss, catalog.load_system("trn2-ultraserver"))
+    assert trn2.precision.experts.value == "fp8"  # no MX support: experts converted offline
