@@ -86,3 +86,24 @@ def latency_summary(df: pd.DataFrame) -> pd.DataFrame:
     g = df.assign(abs_err=df["error_frac"].abs()).groupby(["system", "metric"])
     return g.agg(rows=("case_id", "count"), median_abs_error_frac=("abs_err", "median"),
                  mean_error_frac=("error_frac", "mean"), worst_abs_error_frac=("abs_err", "max")).reset_index()
+
+
+def _register() -> None:
+    from perfmodel.validation import measurements, register_validation
+
+    @register_validation("neuron-latency")
+    def neuron_latency() -> pd.DataFrame:
+        """Trn1 / Inf2 TTFT and TPOT rows (Transformers NeuronX, SDK 2.18)."""
+        rows = measurements(("NRN-TRN1", "NRN-INF2"))
+        rows = rows.assign(value=rows["value_num"], batch=rows["batch"].astype(int),
+                           input_len=rows["input_len"].astype(int), output_len=rows["output_len"].astype(float))
+        df = predict_latency(rows)
+        hw = rows.set_index("case_id")["hardware"]
+        return pd.DataFrame({"case_id": df["case_id"], "hardware": df["case_id"].map(hw),
+                             "metric": df["metric"] + " " + df["model"] + " b" + df["batch"].astype(str) + " in"
+                             + df["input_len"].astype(str),
+                             "measured": df["measured"], "predicted": df["predicted"], "unit": "ms",
+                             "error_frac": df["error_frac"], "note": df["note"]})
+
+
+_register()

@@ -57,3 +57,24 @@ def test_hardware_fields_carry_si_unit_suffixes():
         for f in dataclasses.fields(cls):
             if f.type in ("float", "float | None") and f.name not in ("value",):
                 assert f.name.endswith(suffixes), f"{cls.__name__}.{f.name} has no SI unit suffix"
+
+
+def test_imports_follow_the_layers_of_the_architecture_doc():
+    """docs/ARCHITECTURE.md lists the modules by layer; a module imports only from its own layer or above."""
+    import re
+    doc = (PKG.parent / "docs" / "ARCHITECTURE.md").read_text()
+    layers = [re.findall(r"\| `(\w+)\.py` \|", block) for block in doc.split("\n### ")[1:]]
+    rank = {m: i for i, mods in enumerate(layers) for m in mods}
+    listed = {p.stem for p in MODULES} - {"__init__", "__main__"}
+    assert listed == set(rank), f"modules missing from the doc: {sorted(listed - set(rank))}; " \
+                                f"stale in the doc: {sorted(set(rank) - listed)}"
+    bad = []
+    for mod, i in rank.items():
+        for node in ast.walk(_tree(PKG / f"{mod}.py")):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("perfmodel"):
+                names = [a.name for a in node.names] if node.module == "perfmodel" else [node.module.split(".")[1]]
+            elif isinstance(node, ast.Import):
+                names = [a.name.split(".")[1] for a in node.names if a.name.startswith("perfmodel.")]
+            bad += [f"{mod} (layer {i}) imports {n} (layer {rank[n]})" for n in names if n in rank and rank[n] > i]
+    assert not bad, bad
