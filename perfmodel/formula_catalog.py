@@ -99,3 +99,26 @@ def symbol_table() -> pd.DataFrame:
              (gr.Ld, "dense-MLP layers per stage"), (gr.Lm, "MoE layers per stage")]
     rows += [{"symbol": s.name, "latex": _tex(s), "meaning": m, "unit": "1"} for s, m in extra]
     return pd.DataFrame(rows)
+
+
+def symbolic_elasticity(expr: sp.Expr, symbol: sp.Symbol) -> sp.Expr:
+    """d ln(expr) / d ln(symbol) = (symbol / expr) d expr / d symbol, from the sympy formula itself.
+
+    Piecewise regions of max() differentiate to the active term (sympy's Heaviside), so for an
+    operator bound by HBM the elasticity of its time to HBM bandwidth is -1 and to the tensor
+    rate 0, and the other way round when it is compute-bound.
+    """
+    return sp.simplify(sp.diff(expr, symbol) * symbol / expr)
+
+
+def op_time_elasticities(arch: ModelArch, phase: Phase, op_name: str, symbols: list[sp.Symbol],
+                         values: dict) -> dict[str, float]:
+    """Elasticity of one operator's time to each symbol, evaluated at `values` (symbol -> number)."""
+    op = next(o for o in gr.graph_for(arch, Phase(phase)) if o.name == op_name)
+    t = op_time(op.work)
+    out = {}
+    for s in symbols:
+        e = sp.diff(t, s) * s / t
+        out[s.name] = float(e.subs(values).replace(sp.Heaviside, lambda x, *a: sp.Piecewise((1, x > 0), (0, True)))
+                            .evalf(subs=values))
+    return out

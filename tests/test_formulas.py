@@ -89,3 +89,31 @@ def test_materialised_attention_adds_score_traffic():
     scores = 2 * 4 * 3
     flash = ev(w.read) + ev(w.write)
     assert ev((w.read + w.write).subs(fm.i_mat, 1)) - flash == 4 * scores * 2  # S and P written and read, b_a = 2
+
+
+def test_formulas_differentiate_symbolically():
+    """The same sympy formula gives the sensitivity: memory-bound time scales as 1 / BW_hbm."""
+    from perfmodel.formula_catalog import symbolic_elasticity
+    w = fm.matmul(4, 8, 16)
+    t_mem = rl.engine_times(w)["memory"]
+    assert symbolic_elasticity(t_mem, S.Bhbm) == -1
+    t_tensor = rl.engine_times(w)["tensor"]
+    assert symbolic_elasticity(t_tensor, S.Rt) == -1 and symbolic_elasticity(t_tensor, S.Bhbm) == 0
+
+
+def test_op_time_elasticity_follows_the_bound():
+    from perfmodel import bindings as bd
+    from perfmodel import catalog, workload_files
+    from perfmodel.calibration import calibration_for
+    from perfmodel.formula_catalog import op_time_elasticities
+    from perfmodel.scenario import Phase
+    arch = workload_files.load_workload("llama-3-8b")
+    system = catalog.load_system("p5.48xlarge")
+    cal = calibration_for(system)
+    for batch, bound_symbol in ((1, S.Bhbm), (4096, S.Rt)):
+        vals = bd.bind(system, arch, cal, bd.Knobs(phase=Phase.PREFILL, batch=batch, seq_len=1 if batch == 1 else 1))
+        vals = {k: float(v) for k, v in vals.items()}
+        vals[S.t_ovh] = 0.0
+        el = op_time_elasticities(arch, Phase.PREFILL, "mlp.up", [S.Bhbm, S.Rt], vals)
+        other = S.Rt if bound_symbol == S.Bhbm else S.Bhbm
+        assert el[bound_symbol.name] == pytest.approx(-1.0) and el[other.name] == pytest.approx(0.0)
