@@ -104,7 +104,7 @@ def monthly_usd(chips, price: Price) -> np.ndarray:
 
 def training_run_usd(chips, days, price: Price) -> np.ndarray:
     """$ for `chips` chips over `days` days at the node price."""
-    return np.asarray(chips, dtype=float) * price.usd_per_chip_hour * 24.0 * np.asarray(days, dtype=float)
+    return np.asarray(chips, dtype=float) * price.usd_per_chip_hour * units.HOURS_PER_DAY * np.asarray(days, dtype=float)
 
 
 def add_cost_columns(df: pd.DataFrame, price: Price,

@@ -361,7 +361,7 @@ def plan_training(system: System, arch: ModelArch, tokens: float, chips: int | N
                                                                "comm")}
     nodes = np.ceil(df["chips"] / n)
     df["facility_power_w"] = pm.facility_w(pm.it_w(pm.chip_w(act), df["chips"], nodes * n, nodes))
-    df["energy_mwh"] = df["facility_power_w"] * df["days"] * 24 / units.MW
+    df["energy_mwh"] = df["facility_power_w"] * df["days"] * units.HOURS_PER_DAY / units.MW
     df["usd_per_run"] = cost.training_run_usd(nodes * n, df["days"], price) if price.available else np.nan
     df["price_note"] = price.label
     df["power_caveat"] = power.caveat(system, cal)

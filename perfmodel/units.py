@@ -40,6 +40,7 @@ KW = 1e3
 MW = 1e6
 SECONDS_PER_HOUR = 3600.0
 SECONDS_PER_DAY = 86400.0
+HOURS_PER_DAY = 24.0
 HOURS_PER_MONTH = 730.0  # 8,760 h per year / 12, the convention of cloud price sheets
 MILLION = 1e6
 BILLION = 1e9
