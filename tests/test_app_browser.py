@@ -86,6 +86,23 @@ def _metric(page, label: str) -> str:
     return box.locator('[data-testid="stMetricValue"]').inner_text().strip()
 
 
+def _chart_shot(page, timeout_s: float = 60) -> bytes:
+    """Screenshot of the first chart, locating it afresh on each try (Streamlit re-renders elements,
+    so a located element can detach from the DOM between calls)."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    deadline = time.time() + timeout_s
+    while True:
+        try:
+            chart = page.locator('[data-testid="stVegaLiteChart"]').first
+            chart.scroll_into_view_if_needed(timeout=5000)
+            return chart.screenshot(timeout=5000)
+        except PlaywrightError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def _number(text: str) -> float:
     return float(text.rstrip(MARKS).replace(",", ""))
 
@@ -110,9 +127,7 @@ def test_what_if_knob_updates_numbers_and_chart(server, browser):
               "&context=4096&tp=4&dtype=bf16")
     _wait_ready(page)
     before = _metric(page, "TPOT (ms)")
-    chart = page.locator('[data-testid="stVegaLiteChart"]').first
-    chart.scroll_into_view_if_needed()
-    chart_before = chart.screenshot()
+    chart_before = _chart_shot(page)
     page.screenshot(path=str(ARTIFACTS / "app_roofline_before.png"), full_page=True)
 
     knob = page.get_by_label("HBM bandwidth change (%)")
@@ -130,12 +145,10 @@ def test_what_if_knob_updates_numbers_and_chart(server, browser):
     assert after.endswith("‡")  # figures resting on the override are marked
     assert _number(after) < 0.9 * _number(before)  # HBM-bound decode gets faster
     assert "What-if: spec.hbm_bandwidth=+50%" in page.locator('[data-testid="stAlert"]').first.inner_text()
-    chart = page.locator('[data-testid="stVegaLiteChart"]').first
-    chart.scroll_into_view_if_needed()
     deadline = time.time() + 30  # vega may still be transitioning on a loaded machine
-    while chart.screenshot() == chart_before and time.time() < deadline:
+    while _chart_shot(page) == chart_before and time.time() < deadline:
         time.sleep(0.5)
-    assert chart.screenshot() != chart_before  # the roofline points moved
+    assert _chart_shot(page) != chart_before  # the roofline points moved
     page.screenshot(path=str(ARTIFACTS / "app_roofline_hbm_plus50.png"), full_page=True)
     (ARTIFACTS / "app_redraw_seconds.txt").write_text(f"{redraw_s:.3f}\n")
     # measured and recorded above; the bound only catches a hang (CI runs the suite on 2 busy cores)
