@@ -130,7 +130,7 @@ def test_what_if_moves_a_memory_bound_result():
                                                                                              "+50%"),))),
                                opts, with_fit=False)
     ratio = fast.result["step_time_s"] / base.result["step_time_s"]
-    assert 1 / 1.5 - 1e-9 <= ratio < 0.95
+    assert ratio >= 1 / 1.5 - 1e-9 and ratio < 0.95  # at most the bandwidth gain, and a real gain
     # the figures that rest on the override are marked as what-if
     assert fast.summary().iloc[0]["basis_performance"] == "what-if"
     assert base.summary().iloc[0]["basis_performance"] in ("published", "derived")
