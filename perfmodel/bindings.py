@@ -47,6 +47,7 @@ class Knobs:
     expert_weights: object = None  # None: same as weights
     pp_virtual: object = 1  # virtual pipeline stages per device (interleaved schedule)
     flash_attention: object = True  # False: attention scores materialised in HBM
+    sequence_parallel: object = False  # Megatron sequence parallelism (pipeline activations split t ways)
     moe_imbalance: object = None
     optimizer: Optimizer = Optimizer.ADAM_MIXED
 
@@ -58,7 +59,7 @@ class Knobs:
                    compute=q.compute, activations=q.activations, kv_cache=q.kv_cache,
                    expert_weights=q.experts, moe_imbalance=s.moe_imbalance, optimizer=s.optimizer,
                    pp_virtual=p.pp_virtual if p.pp_schedule == "interleaved" else 1,
-                   flash_attention=s.flash_attention)
+                   flash_attention=s.flash_attention, sequence_parallel=p.sequence_parallel)
 
 
 def _arr(x) -> np.ndarray:
@@ -185,6 +186,7 @@ def scenario_values(kn: Knobs, cal: Calibration) -> dict:
         **{sym: np.where(zero == z, 1.0, 0.0) for z, sym in enumerate((g.i_z0, g.i_z1, g.i_z2, g.i_z3))},
         g.i_pp: np.where(_arr(kn.pp) > 1, 1.0, 0.0), g.i_cp: np.where(_arr(kn.cp) > 1, 1.0, 0.0),
         g.vpp: _arr(kn.pp_virtual),
+        g.i_sp: np.where(np.asarray(kn.sequence_parallel, dtype=bool), 1.0, 0.0),
         fm.i_mat: np.where(np.asarray(kn.flash_attention, dtype=bool), 0.0, 1.0),
     }
 

@@ -31,7 +31,10 @@ _EXTRA_LATEX = {fm.q_a: "q_a", fm.q_w: "q_w", fm.q_we: "q_{we}", fm.x_tr: "x_{tr
                 fm.qb: "q_b", gr.Lfa: "L_{full}", gr.Lsw: "L_{sw}", gr.Ld: "L_{dense}", gr.Lm: "L_{moe}",
                 gr.da: "d_a", gr.nmb: "m", gr.i_a2a: r"\mathbb{1}_{a2a}", gr.zs: "z", gr.bg: "b_g",
                 gr.bo_r: "b_{o,r}", gr.bo_w: "b_{o,w}", gr.dp_: "d_p", _S: r"\bar{S}", _Skv: "S_{kv}",
-                _dqk: "d_{qk}", _kvh: "h_{kv}", rl.Rb: "R_{b16}", rl.Rxv: "r_v", rl.Rxs: "r_s", rl.hv: "h_v"}
+                _dqk: "d_{qk}", _kvh: "h_{kv}", rl.Rb: "R_{b16}", rl.Rxv: "r_v", rl.Rxs: "r_s", rl.hv: "h_v",
+                fm.i_mat: r"\mathbb{1}_{mat}", gr.i_sp: r"\mathbb{1}_{sp}", gr.i_pp: r"\mathbb{1}_{pp}",
+                gr.i_cp: r"\mathbb{1}_{cp}", gr.vpp: "v", gr.bwt: "b_{wt}",
+                **{z: rf"\mathbb{{1}}_{{z{k}}}" for k, z in enumerate((gr.i_z0, gr.i_z1, gr.i_z2, gr.i_z3))}}
 
 
 def _tex(expr) -> str:

@@ -50,6 +50,7 @@ i_z0, i_z1, i_z2, i_z3 = (sp.Symbol(f"i_z{z}", nonnegative=True) for z in range(
 i_pp = sp.Symbol("i_pp", nonnegative=True)  # 1 when pipeline stages > 1
 i_cp = sp.Symbol("i_cp", nonnegative=True)  # 1 when context parallel > 1
 vpp = sp.Symbol("vpp", positive=True)  # virtual pipeline stages per device (interleaved schedule)
+i_sp = sp.Symbol("i_sp", nonnegative=True)  # 1 with Megatron sequence parallelism (activations split t ways)
 
 N_dev = B * T / (da * cp)  # tokens per device in attention / dense layers
 N_rep = B * T / cp  # tokens of the replica seen by the MoE layers
@@ -399,8 +400,8 @@ def _training_plan_comm(key: GraphKey, n_params: sp.Expr) -> list[Op]:
         ZeRO 0: all-reduce(G) once;  ZeRO 1: reduce-scatter(G) + all-gather(W) once;
         ZeRO 2: reduce-scatter(G) per micro-batch + all-gather(W) once;
         ZeRO 3 / FSDP: reduce-scatter(G) + 2 all-gather(W) (forward, backward) per micro-batch
-    pipeline: send/recv of one micro-batch's activations N D b_a, forward and backward, per
-        micro-batch and virtual stage (2 m v)
+    pipeline: send/recv of one micro-batch's activations N D b_a (/ t with sequence
+        parallelism), forward and backward, per micro-batch and virtual stage (2 m v)
     context parallel: all-gather of the sequence's K,V per attention layer (forward and
         recompute in the backward) and reduce-scatter of dK,dV (backward)
     """
@@ -414,7 +415,8 @@ def _training_plan_comm(key: GraphKey, n_params: sp.Expr) -> list[Op]:
         comm("dp.grad_all_reduce", Collective.ALL_REDUCE, n_params * bg, "dp", i_z0),
         comm("dp.grad_reduce_scatter", Collective.REDUCE_SCATTER, n_params * bg, "dp", i_z1 + (i_z2 + i_z3) * nmb),
         comm("dp.weight_all_gather", Collective.ALL_GATHER, n_params * bwt, "dp", i_z1 + i_z2 + 2 * nmb * i_z3),
-        comm("pp.send_recv", Collective.SEND_RECV, N_dev * D * ba, "pp", 2 * nmb * vpp * i_pp, Pass.FORWARD),
+        comm("pp.send_recv", Collective.SEND_RECV, N_dev * D * ba * (1 - i_sp + i_sp / t), "pp", 2 * nmb * vpp * i_pp,
+             Pass.FORWARD),
         comm("cp.kv_all_gather", Collective.ALL_GATHER, kv, "cp", 2 * attn_layers * nmb * i_cp, Pass.FORWARD),
         comm("cp.kv_grad_reduce_scatter", Collective.REDUCE_SCATTER, kv, "cp", attn_layers * nmb * i_cp,
              Pass.BACKWARD),

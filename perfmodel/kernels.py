@@ -30,7 +30,9 @@ _vmax = sp.Function("vmax")
 _NS = {"vmax": lambda *a: functools.reduce(np.maximum, a)}
 
 
+@functools.lru_cache(maxsize=512)
 def _lambdify(expr: sp.Expr):
+    """(symbols, numpy function) of an expression, compiled once per expression."""
     e = sp.sympify(expr).replace(sp.Max, _vmax)
     syms = sorted(e.free_symbols, key=lambda s: s.name)
     return syms, sp.lambdify(syms, e, modules=[_NS, "numpy"])

@@ -74,6 +74,9 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
                 recompute: Recompute = Recompute.NONE, pp_schedule: str = "1f1b", pp_virtual=1,
                 sequence_parallel: bool = False) -> dict[str, np.ndarray]:
     """Every term of the module doc as arrays over the configurations in `kn` (no loop per config)."""
+    # the graph's plan collectives and the bubble below read the same plan fields
+    kn = dataclasses.replace(kn, pp_virtual=pp_virtual if pp_schedule == "interleaved" else 1,
+                             sequence_parallel=sequence_parallel)
     cal = cal or calibration_for(system)
     if Phase(kn.phase) != Phase.TRAIN:
         raise ValueError("training step needs phase=train knobs")
@@ -96,7 +99,7 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     tp, da, cp, pp, dp = (np.broadcast_to(_f(getattr(kn, k)), shape) for k in ("tp", "da", "cp", "pp", "dp"))
     m = np.broadcast_to(_f(kn.microbatches), shape)
     zero = np.broadcast_to(_f(kn.zero), shape)
-    v = np.broadcast_to(_f(pp_virtual) if pp_schedule == "interleaved" else _f(1.0), shape)
+    v = np.broadcast_to(_f(kn.pp_virtual), shape)
     dp_stride = tp * da * cp * pp
 
     def cost(c, nbytes, group, stride):

@@ -104,3 +104,21 @@ def test_plan_checks_and_placement():
     assert any("needs 32 chips" in e for e in wrong.errors)
     gb = plan.check(TRN1, GPT, scen(tp=4, dp=4, m=16), nodes=1, global_batch=100)
     assert any("global batch" in e for e in gb.errors)
+
+
+def test_plan_collectives_follow_the_plan_fields():
+    """The graph's pipeline send/recv count uses the same virtual stages as the bubble, and
+    sequence parallelism splits the pipeline activations t ways."""
+    from perfmodel import bindings as bd, catalog, workload_files
+    from perfmodel.scenario import Phase
+    from perfmodel.training import step_arrays
+    s = catalog.load_system("trn2-ultraserver")
+    arch = workload_files.load_workload("llama-3-8b")
+    kn = bd.Knobs(phase=Phase.TRAIN, batch=1, seq_len=2048, tp=4, pp=4, dp=1, microbatches=8)
+    plain = step_arrays(s, arch, kn, pp_schedule="interleaved", pp_virtual=2)
+    p2p = {n: (b, c) for n, _, _, _, b, c, _ in plain["_plan_ops"]}["pp.send_recv"]
+    assert float(p2p[1]) == 2 * 8 * 2  # forward + backward, per micro-batch and virtual stage
+    assert float(plain["bubble_frac"]) == pytest.approx(3 / (8 * 2))
+    sp = step_arrays(s, arch, kn, sequence_parallel=True)
+    b_sp = {n: b for n, _, _, _, b, _, _ in sp["_plan_ops"]}["pp.send_recv"]
+    assert float(b_sp) == pytest.approx(float(p2p[0]) / 4)
