@@ -1,7 +1,7 @@
 """perfmodel explorer (Streamlit): widgets -> cached perfmodel calls -> perfmodel.charts.
 
 Run:  streamlit run app.py
-Pages: hardware, roofline, memory, collectives, serving, capacity planner, formulas. The
+Pages: hardware, roofline, memory, collectives, serving, capacity planner, formulas, validation. The
 sidebar holds the scenario and the what-if overrides; both live in the URL query parameters,
 so a view can be shared. Every number shown is computed in perfmodel (report.py and the
 model modules); this file only draws widgets, calls cached functions and lays out results.
@@ -37,14 +37,7 @@ def supported_dtypes(system: str) -> list[str]:
 @st.cache_data(show_spinner="Evaluating...")
 def run(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf) -> dict:
     """One scenario: summary, per-operator, engine, bound, memory, roofline and workbook frames."""
-    ld = report.load(system, workload, whatif)
-    r = report.run_scenario(ld, opts)
-    sheets = r.sheets()
-    roofs, ridges = report.roofline_frames(ld.system)
-    return {"summary": sheets["results"], "sheets": sheets, "ops": r.result.ops,
-            "engines": report.engine_frame(r.result.ops), "bounds": report.bound_shares(r.result.ops),
-            "components": r.components, "totals": r.totals, "roofs": roofs, "ridges": ridges,
-            "fit_error": r.fit_error, "display_name": ld.system.display_name}
+    return report.scenario_page(system, workload, opts, whatif)
 
 
 @st.cache_data(show_spinner=False)
@@ -105,6 +98,20 @@ def sensitivity(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi
 @st.cache_data(show_spinner=False)
 def claims():
     return report.claims_frame()
+
+
+@st.cache_data(show_spinner="Running every case through the model...")
+def validation_sheets(csv_text: str | None) -> dict:
+    """Validation sheets for the vendored cases (None) or an uploaded file's text."""
+    import tempfile
+
+    from perfmodel import validation
+
+    if csv_text is None:
+        return validation.sheets()
+    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as fh:
+        fh.write(csv_text)
+    return validation.sheets(fh.name)
 
 
 # ---------------------------------------------------------------- sidebar: scenario and what-if (URL state)
@@ -409,9 +416,34 @@ def page_formulas(ctx: dict) -> None:
     downloads({"sensitivity": sens, "formulas": ops}, ctx["name"] + "_formulas", "formulas")
 
 
+def page_validation(ctx: dict) -> None:
+    st.subheader("Predicted vs measured (published measurements, uncalibrated)")
+    up = st.file_uploader("Measurements CSV (same columns as reference/published_measurements.csv)", type="csv",
+                          key="val_upload", help="leave empty for the development cases")
+    sheets = validation_sheets(up.getvalue().decode() if up else None)
+    cases = sheets["cases"]
+    phases = sorted(cases["phase"].dropna().unique())
+    pick = st.multiselect("Phases", phases, default=phases, key="val_phases")
+    shown_cases = cases[cases["phase"].isin(pick)]
+    chart(charts.validation_scatter(shown_cases), "validation", "validation_scatter")
+    st.markdown("**By phase** (target: median |error| <= 15%, p90 <= 40%)")
+    st.dataframe(shown(sheets["by_phase"]), hide_index=True, key="val_phase")
+    c1, c2 = st.columns(2)
+    c1.markdown("**By hardware family**")
+    c1.dataframe(shown(sheets["by_hardware_family"]), hide_index=True, key="val_hw")
+    c2.markdown("**By metric**")
+    c2.dataframe(shown(sheets["by_metric"]), hide_index=True, key="val_metric")
+    st.markdown("**Cases**")
+    st.dataframe(shown(shown_cases), hide_index=True, key="val_cases")
+    if len(sheets["not_expressed"]):
+        st.markdown("**Cases the model cannot express yet**")
+        st.dataframe(sheets["not_expressed"], hide_index=True, key="val_missing")
+    downloads(sheets, "validation", "val", main="cases")
+
+
 PAGES = {"Hardware": page_hardware, "Roofline": page_roofline, "Memory": page_memory,
          "Collectives": page_collectives, "Serving": page_serving, "Capacity planner": page_planner,
-         "Formulas": page_formulas}
+         "Formulas": page_formulas, "Validation": page_validation}
 
 
 def main() -> None:

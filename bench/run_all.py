@@ -1,10 +1,23 @@
-"""Run every benchmark in bench/ (one command: python bench/run_all.py)."""
+"""Run every benchmark in bench/ (one command: python bench/run_all.py).
+
+Every bench/bench_*.py runs, in name order; among them bench_app.py (the app's what-if recompute
+time), bench_peers.py (perfmodel vs llm-analysis and genz-llm on one sweep; its first run installs
+the peers into bench/.peers/, a few minutes) and bench_startup.py (`perfmodel --help` and
+`perfmodel report` wall time). bench/peer_worker.py is not a benchmark: bench_peers.py runs it
+inside each peer's virtual environment.
+"""
 
 import runpy
 import sys
 from pathlib import Path
 
-for path in sorted(Path(__file__).parent.glob("bench_*.py")):
-    print(f"== {path.name}", flush=True)
-    sys.argv = [str(path)]
-    runpy.run_path(str(path), run_name="__main__")
+
+def main() -> None:
+    for path in sorted(Path(__file__).parent.glob("bench_*.py")):
+        print(f"== {path.name}", flush=True)
+        sys.argv = [str(path)]
+        runpy.run_path(str(path), run_name="__main__")
+
+
+if __name__ == "__main__":  # Dask's worker processes import this module again: they must not run the benchmarks
+    main()

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from perfmodel import graph as g
 from perfmodel import formulas as fm
@@ -50,6 +51,10 @@ class Knobs:
     sequence_parallel: object = False  # Megatron sequence parallelism (pipeline activations split t ways)
     moe_imbalance: object = None
     optimizer: Optimizer = Optimizer.ADAM_MIXED
+    # Software ranks: 0 = heads split over `tp` devices as the model defines them; n > 0 = the
+    # attention heads are sharded whole over n ranks (sharded_heads: padded / replicated to n)
+    head_shards: object = 0
+    ranks_per_chip: object = 1  # ranks of a TP group on one chip (Neuron runtimes: one per NeuronCore)
 
     @classmethod
     def of(cls, s: Scenario) -> "Knobs":
@@ -66,10 +71,27 @@ def _arr(x) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
 
-def _dtype_map(values, fn) -> np.ndarray:
+def _parse_dtype(v) -> DType:
+    return DType.parse(v) if isinstance(v, str) else DType(v)
+
+
+def dtype_codes(values) -> tuple[np.ndarray, list]:
+    """(codes, distinct values) of a data-type field: a scalar, a sequence or object array, or a
+    pd.Categorical (a sweep's codes, no per-configuration hashing); values[i] = distinct[codes[i]]."""
+    if isinstance(values, pd.Categorical):
+        return np.asarray(values.codes), list(values.categories)
     arr = np.asarray(values, dtype=object)
-    flat = [fn(DType.parse(v) if isinstance(v, str) else DType(v)) for v in arr.ravel()]
-    return np.asarray(flat, dtype=float).reshape(arr.shape)
+    if arr.ndim == 0:
+        return np.zeros((), dtype=np.intp), [arr.item()]
+    codes, distinct = pd.factorize(arr.ravel(), use_na_sentinel=False)
+    return codes.reshape(arr.shape), list(distinct)
+
+
+def _dtype_map(values, fn) -> np.ndarray:
+    """fn(DType) for every entry of a data-type field, called once per distinct type."""
+    codes, distinct = dtype_codes(values)
+    table = np.asarray([fn(_parse_dtype(v)) for v in distinct], dtype=float)
+    return np.asarray(table[codes])
 
 
 def tensor_rate(system: System, dtype) -> float:
@@ -132,6 +154,9 @@ def hardware_values(system: System, cal: Calibration, compute) -> dict:
         S.kb: cal["tile_k"], S.t_ovh: cal["op_overhead"],
         fm.p_av: cal["attention_vector_passes"], fm.x_tr: cal["attention_transpose_on_tensor"],
         fm.qb: cal["attention_query_block"],
+        # attention kernels' tensor-core efficiency relative to GEMMs' (a family without the
+        # parameter runs attention at the GEMM efficiency)
+        fm.r_att: cal["attention_tensor_efficiency"] / cal["tensor_efficiency"],
     }
 
 
@@ -149,13 +174,16 @@ def conversion_values(system: System, cal: Calibration, weights, compute) -> dic
         # mix natively (MXFP4 x MXFP8 on Trainium3 and Blackwell). Anything else is dequantized.
         native_mix = is_microscaled(w) or w == DType.FP4
         native_mix = native_mix and (is_microscaled(c) or c == DType.FP4) and system.chip.supports(w)
-        return 0.0 if (w == c or native_mix) else cal["weight_dequantize_passes"]
+        if w == c or native_mix:
+            return 0.0
+        if w == DType.INT8:  # per-channel int8 storage: a plain cast (a family without the parameter
+            return cal.get("int8_weight_dequantize_passes", cal["weight_dequantize_passes"])  # dequantizes it)
+        return cal["weight_dequantize_passes"]
 
-    wa = np.asarray(weights, dtype=object)
-    ca = np.asarray(compute, dtype=object)
-    wa, ca = np.broadcast_arrays(wa, ca)
-    parse = lambda v: DType.parse(v) if isinstance(v, str) else DType(v)  # noqa: E731
-    qw = np.asarray([q_weight(parse(w), parse(c)) for w, c in zip(wa.ravel(), ca.ravel())]).reshape(wa.shape)
+    (wc, wu), (cc, cu) = dtype_codes(weights), dtype_codes(compute)
+    table = np.asarray([[q_weight(_parse_dtype(w), _parse_dtype(c)) for c in cu] for w in wu], dtype=float)
+    wc, cc = np.broadcast_arrays(wc, cc)  # one entry per (weights, compute) pair present
+    qw = np.asarray(table[wc, cc])
     return {fm.q_a: _dtype_map(compute, q_act), fm.q_w: qw}
 
 
@@ -191,9 +219,35 @@ def scenario_values(kn: Knobs, cal: Calibration) -> dict:
     }
 
 
+def sharded_heads(H, KV, shards) -> tuple[np.ndarray, np.ndarray]:
+    """(query heads, KV heads) after sharding whole heads over `shards` ranks, as Transformers
+    NeuronX does (utils.get_qkv_padding, GQA.REPLICATED_HEADS, the fallback whenever KV % ranks != 0):
+      H_p  = n ceil(H / n)                      zero-padded query heads (every rank holds H_p / n)
+      MHA (KV = H):  KV_p = H_p
+      GQA: KV_p = KV r,  r = n / KV  if KV < n, n % KV = 0 and (H % n = 0 or (H_p - H) % KV = 0 and H_p > H)
+                         r = 1       if H_p / n = H / KV (one KV head per rank already)
+                         r = H / KV  otherwise (full replication, as MHA);  KV_p = max(KV_p, n)
+                   (KV_p = H_p when the replication reaches H)
+    Padded heads cost what real heads cost (their weights, K/V cache and work are all there).
+    shards = 0: (H, KV) unchanged."""
+    H, KV, n = np.broadcast_arrays(_arr(H), _arr(KV), _arr(shards))
+    on = n > 0
+    nn = np.where(on, n, 1.0)
+    Hp = nn * np.ceil(H / nn)
+    mha = KV == H
+    partial = (KV < nn) & (np.mod(nn, KV) == 0) & ((np.mod(H, nn) == 0) | ((np.mod(Hp - H, KV) == 0) & (Hp > H)))
+    ratio = np.where(partial, nn / KV, np.where(Hp / nn == H / KV, 1.0, H / KV))
+    kv = np.maximum(KV * ratio, nn)
+    kv = np.where(kv == H, Hp, kv)
+    KVp = np.where(mha, Hp, kv)
+    return np.where(on, Hp, H), np.where(on, KVp, KV)
+
+
 def bind(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) -> dict:
     vals = {}
     vals.update(model_values(arch, kn.pp))
+    if np.any(_arr(kn.head_shards) > 0):
+        vals[S.H], vals[S.KV] = sharded_heads(vals[S.H], vals[S.KV], kn.head_shards)
     vals.update(hardware_values(system, cal, kn.compute))
     vals.update(conversion_values(system, cal, kn.weights, kn.compute))
     vals.update(expert_values(system, cal, kn))

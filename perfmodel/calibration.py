@@ -13,19 +13,36 @@ and optional per-chip overrides under [chips.<chip>.params.<name>] (same fields)
 parameter the model uses must exist in the family file (no hidden defaults in code), and
 users override any of them at run time (`Calibration.with_overrides`).
 
-Does not: hold datasheet facts (hardware_specs/*.toml) or compute anything.
+Calibrated parameter sets (written by `perfmodel calibrate`, see calibrate.py) are separate
+files, used only when asked for: `load_calibrated_set(path)` reads one (strict: errors name the
+file and the field), and
+
+    with applied(load_calibrated_set("hardware_specs/calibration/fitted/neuron-2025-01-01.toml")):
+        ...   # every calibration_for() of that family sees the fitted values
+
+activates it for everything inside the block (CLI: `perfmodel --calibration FILE COMMAND`).
+An applied parameter keeps its provenance: status "calibrated", origin = the set's file, reason
+"fitted by perfmodel calibrate on <cases file> (<n> cases, <date>)". Outside the block nothing
+changes. Results cached elsewhere (lru_cache on computed results) do not see a change of the
+active set; `active_key()` is a hashable token of the active sets for such cache keys.
+
+Does not: hold datasheet facts (hardware_specs/*.toml), fit anything (calibrate.py) or compute anything.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import datetime as _dt
+import math
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal, Mapping
+from typing import Iterator, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from perfmodel import units
 from perfmodel.catalog import catalog_root, read_toml
@@ -58,13 +75,18 @@ class CalibrationFile(BaseModel):
     chips: dict[str, _ChipOverrides] = {}
 
 
+# 'calibrated': fitted to measurements by `perfmodel calibrate` (only from a calibrated-set file, never
+# written in a family file; see applied()).
+ParamStatus = Literal["assumed", "measured", "calibrated"]
+
+
 @dataclass(frozen=True)
 class Param:
     name: str
     value: float
     raw: str
     kind: str
-    status: str
+    status: str  # a ParamStatus
     reason: str
     source: str
     origin: str  # file (and chip override) it came from, or "user override"
@@ -146,13 +168,28 @@ def _family_file(family: str, root: Path) -> tuple[CalibrationFile, str]:
 
 
 def calibration_for(system: System, root: Path | None = None) -> Calibration:
-    """The resolved assumptions for a system's chip (family file + chip overrides)."""
+    """The resolved assumptions for a system's chip (family file + chip overrides), with the values of an
+    applied calibrated set of its family (see applied())."""
     root = root or catalog_root()
     fam = "neuron" if system.chip.family.is_neuron else system.chip.family.value
+    params = dict(_resolved(fam, root, system.chip.name))
+    active = _ACTIVE.get(fam)
+    if active is not None:
+        for name, val in active.values.items():
+            old = params[name]  # names were checked against the family file when the set was loaded
+            params[name] = dataclasses.replace(old, value=val, raw=_as_written(val, old.kind), status="calibrated",
+                                               reason=f"{active.reason} (was {old.raw})", source=active.source,
+                                               origin=active.origin)
+    return Calibration(chip=system.chip.name, params=MappingProxyType(params))
+
+
+@lru_cache(maxsize=256)
+def _resolved(fam: str, root: Path, chip: str) -> Mapping[str, Param]:
+    """Family-file values with the chip's overrides, parsed once per chip (the file is cached by _family_file)."""
     cal, path = _family_file(fam, root)
     params: dict[str, Param] = {}
-    chip_name = system.chip.name.removesuffix("-projected")
-    overrides = cal.chips.get(chip_name) or cal.chips.get(system.chip.name)
+    chip_name = chip.removesuffix("-projected")
+    overrides = cal.chips.get(chip_name) or cal.chips.get(chip)
     for name, p in cal.params.items():
         src, origin = p, path
         if overrides and name in overrides.params:
@@ -160,8 +197,232 @@ def calibration_for(system: System, root: Path | None = None) -> Calibration:
         val = 1.0 if src.value is True else 0.0 if src.value is False else _value(src.value, src.kind, f"{path}: {name}")
         params[name] = Param(name=name, value=val, raw=str(src.value), kind=src.kind, status=src.status,
                              reason=src.reason, source=src.source, origin=origin)
-    return Calibration(chip=system.chip.name, params=MappingProxyType(params))
+    return MappingProxyType(params)
 
 
 def clear_cache() -> None:
     _family_file.cache_clear()
+    _resolved.cache_clear()
+
+
+# ---------------------------------------------------------------- calibrated parameter sets (perfmodel calibrate)
+#
+# A calibrated-set file (hardware_specs/calibration/fitted/<family>-<date>.toml or any path):
+#
+#     schema_version = 1
+#     family = "neuron"                       # neuron (Trainium + Inferentia) | nvidia
+#     created = "2025-01-31T12:00:00"         # ISO date or date-time
+#     method = "scipy.optimize.least_squares ..."
+#     [fitted_on]      cases_file, sha256, cases, hardware_families, validation_families
+#     [params.<name>]  value, initial, lower, upper (absent: unbounded), kind, std_error
+#     [not_identified] <name> = "why the data could not fix it (held at its family-file value)"
+#     [cross_validation] folds, grouping, seed, cases, (un)calibrated_{median,p90}_abs_error, [[cross_validation.fold]]
+#     [in_sample]      cases, (un)calibrated_{median,p90}_abs_error (final fit on every case)
+#
+# Values are written like the family files: strings with units for dimensional kinds ('2.4 us'),
+# plain numbers for ratios and counts.
+
+FIT_FAMILIES = ("neuron", "nvidia")
+_Number = str | int | float
+
+
+class _FittedParam(BaseModel):
+    model_config = STRICT
+    value: _Number
+    initial: _Number
+    lower: _Number
+    upper: _Number | None = None
+    kind: str
+    std_error: _Number | None = None
+
+
+class _FittedOn(BaseModel):
+    model_config = STRICT
+    cases_file: str = Field(min_length=1)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    cases: int = Field(gt=0)
+    hardware_families: list[str] = []
+    validation_families: list[str] = []
+
+
+class _ErrorStats(BaseModel):
+    model_config = STRICT
+    cases: int = Field(ge=0)
+    uncalibrated_median_abs_error: float
+    uncalibrated_p90_abs_error: float
+    calibrated_median_abs_error: float
+    calibrated_p90_abs_error: float
+
+
+class _Fold(_ErrorStats):
+    fold: int = Field(ge=1)
+    held_out_groups: list[str] = []
+    params: dict[str, float] = {}  # values fitted on the other folds (SI)
+
+
+class _CrossValidation(_ErrorStats):
+    folds: int = Field(ge=2)
+    grouping: str
+    seed: int
+    fold: list[_Fold] = []
+
+
+class CalibratedSetFile(BaseModel):
+    model_config = STRICT
+    schema_version: Literal[1]
+    family: Literal["neuron", "nvidia"]
+    created: str
+    method: str = Field(min_length=1)
+    description: str = ""
+    fitted_on: _FittedOn
+    params: dict[str, _FittedParam] = Field(min_length=1)
+    not_identified: dict[str, str] = {}
+    cross_validation: _CrossValidation | None = None
+    in_sample: _ErrorStats | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class CalibratedSet:
+    """Values (SI) that replace family-file parameters while applied(), with their provenance."""
+
+    family: str  # neuron | nvidia
+    values: Mapping[str, float]
+    origin: str  # the file it came from (or what made it)
+    reason: str
+    source: str = ""
+    file: CalibratedSetFile | None = None
+
+    def key(self) -> tuple:
+        return (self.family, self.origin, tuple(sorted(self.values.items())))
+
+
+_ACTIVE: dict[str, CalibratedSet] = {}
+
+
+def _as_written(value: float, kind: str) -> str:
+    """A value as a calibration file writes it: '2.4 us' for dimensional kinds, '0.82' for ratios and counts."""
+    if kind in ("ratio", "count", "flag") or not units.KINDS.get(kind) or not units.KINDS[kind].dimensionality:
+        return f"{value:.6g}"
+    return units.format_quantity(value, kind, 6)
+
+
+def file_value(value: float, kind: str) -> str | float:
+    """The TOML value for a fitted number: a string with units, or a plain float for ratios and counts."""
+    text = _as_written(value, kind)
+    return float(text) if kind in ("ratio", "count") or not units.KINDS[kind].dimensionality else text
+
+
+def load_calibrated_set(path: Path | str, root: Path | None = None) -> CalibratedSet:
+    """Read and check a calibrated-set file: schema, ISO date, every parameter known to the family file
+    with the same kind, values with units, lower <= value <= upper. Errors name the file and the field."""
+    path = Path(path)
+    if not path.exists():
+        raise CatalogError(f"{path}: no such calibrated-set file")
+    data = read_toml(path)
+    f = validate_file(CalibratedSetFile, data, str(path), None)
+    try:
+        _dt.datetime.fromisoformat(f.created)
+    except ValueError:
+        raise CatalogError(f"{path}: field created: {f.created!r} is not an ISO date (YYYY-MM-DD[THH:MM:SS])") from None
+    fam_file, fam_path = _family_file(f.family, root or catalog_root())
+    values = {}
+    for name, p in f.params.items():
+        where = f"{path}: field params.{name}"
+        if name not in fam_file.params:
+            raise CatalogError(f"{where}: not a parameter of {fam_path} (a calibrated set can only replace "
+                               "parameters the family file defines)")
+        want = fam_file.params[name].kind
+        if p.kind != want:
+            raise CatalogError(f"{where}.kind: {p.kind!r}, but {fam_path} gives {name} the kind {want!r}")
+        num = {k: _value(getattr(p, k), p.kind, f"{where}.{k}") for k in ("value", "initial", "lower")}
+        upper = _value(p.upper, p.kind, f"{where}.upper") if p.upper is not None else math.inf
+        if p.std_error is not None:
+            _value(p.std_error, p.kind, f"{where}.std_error")
+        if not num["lower"] <= num["value"] <= upper:
+            raise CatalogError(f"{where}.value: {p.value!r} is outside its bounds [{p.lower!r}, "
+                               f"{p.upper if p.upper is not None else 'unbounded'!r}]")
+        values[name] = num["value"]
+    for name in f.not_identified:
+        if name not in fam_file.params:
+            raise CatalogError(f"{path}: field not_identified.{name}: not a parameter of {fam_path}")
+    on = f.fitted_on
+    return CalibratedSet(
+        family=f.family, values=MappingProxyType(values), origin=str(path), file=f,
+        reason=f"fitted by perfmodel calibrate on {on.cases_file} ({on.cases} cases, {f.created[:10]})",
+        source=f"{on.cases_file} (sha256 {on.sha256[:12]}); {f.method}")
+
+
+@contextlib.contextmanager
+def applied(*sets: CalibratedSet | Path | str) -> Iterator[list[CalibratedSet]]:
+    """Activate calibrated sets (objects or file paths) for every calibration_for() inside the block.
+
+    At most one set per family; an inner block replaces an outer block's set of the same family."""
+    global _ACTIVE
+    loaded = [s if isinstance(s, CalibratedSet) else load_calibrated_set(s) for s in sets]
+    fams = [s.family for s in loaded]
+    dup = sorted({f for f in fams if fams.count(f) > 1})
+    if dup:
+        raise CatalogError(f"two calibrated sets for family {dup[0]!r}: "
+                           + ", ".join(s.origin for s in loaded if s.family == dup[0]))
+    for s in loaded:
+        if s.family not in FIT_FAMILIES:
+            raise CatalogError(f"{s.origin}: calibrated set for unknown family {s.family!r} "
+                               f"(known: {', '.join(FIT_FAMILIES)})")
+    saved = _ACTIVE
+    _ACTIVE = {**saved, **{s.family: s for s in loaded}}
+    try:
+        yield loaded
+    finally:
+        _ACTIVE = saved
+
+
+def active() -> Mapping[str, CalibratedSet]:
+    """The calibrated sets in force now, by family (empty unless inside applied())."""
+    return MappingProxyType(dict(_ACTIVE))
+
+
+def active_key() -> tuple:
+    """Hashable token of the active calibrated sets (for cache keys of results that depend on them)."""
+    return tuple(_ACTIVE[f].key() for f in sorted(_ACTIVE))
+
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _toml_scalar(v) -> str:
+    import json
+
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) else repr(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_scalar(x) for x in v) + "]"
+    raise TypeError(f"cannot write {type(v).__name__} to TOML")
+
+
+def _toml_lines(data: Mapping, prefix: str = "") -> list[str]:
+    key = (lambda k: k if _BARE_KEY.match(k) else _toml_scalar(k))
+    is_tables = (lambda v: isinstance(v, list) and v and all(isinstance(x, Mapping) for x in v))
+    lines = [f"{key(k)} = {_toml_scalar(v)}" for k, v in data.items()
+             if v is not None and not isinstance(v, Mapping) and not is_tables(v)]
+    for k, v in data.items():
+        if isinstance(v, Mapping) and v:
+            inner = _toml_lines(v, f"{prefix}{key(k)}.")
+            has_keys = any(not isinstance(x, Mapping) and not is_tables(x) for x in v.values())
+            lines += (["", f"[{prefix}{key(k)}]"] if has_keys else []) + inner
+    for k, v in data.items():
+        if is_tables(v):
+            for item in v:
+                lines += ["", f"[[{prefix}{key(k)}]]"] + _toml_lines(item, f"{prefix}{key(k)}.")
+    return lines
+
+
+def dump_calibrated_set(f: CalibratedSetFile, header: str = "") -> str:
+    """TOML text of a calibrated-set file (load_calibrated_set reads it back)."""
+    head = [f"# {line}".rstrip() for line in header.splitlines()]
+    return "\n".join(head + _toml_lines(f.model_dump(exclude_none=True))) + "\n"

@@ -8,10 +8,14 @@
     spec_ratios(df)                     generation ratios per spec metric
     metric_bars(df, column)             one result column per system, faceted by case
     sensitivity(df)                     ranking of inputs by elasticity
+    validation_scatter(cases)           predicted vs measured per case (log-log, +-40% lines)
     to_svg(chart), to_png(chart)        static images (vl-convert), for reports and downloads
 
 Values stay SI in the data; axes show display units through `export.display_name` (the
-scaling happens in a Vega-Lite calculate transform, not in Python).
+scaling happens in a Vega-Lite calculate transform, not in Python). Encodings on the app's
+hot path (roofline, engine_breakdown) are channel objects (alt.X("f:Q"), alt.Tooltip("f:N")),
+not shorthand strings: altair turns each string through from_dict, ~8 ms a channel; the
+Vega-Lite spec is the same.
 
 Does not: compute model quantities.
 """
@@ -55,21 +59,22 @@ def roofline(ops: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFrame, title
         x=alt.X("intensity_flop_per_byte:Q", scale=xs, title=x_title),
         y=alt.Y(f"{y_name}:Q", scale=ys, title=y_title.replace("Attainable", "Attainable / achieved")),
         color=alt.Color("dtype:N", title="roof (data type)"),
-        tooltip=["dtype:N", alt.Tooltip(f"{y_name}:Q", title=y_title, format=".4g")])
+        tooltip=[alt.Tooltip("dtype:N"), alt.Tooltip(f"{y_name}:Q", title=y_title, format=".4g")])
     ridge, m = _with_display(alt.Chart(ridges), "peak_flop_per_s")
     p_name, p_title = m["peak_flop_per_s"]
     ridge = ridge.mark_point(shape="diamond", size=90, filled=True).encode(
-        x="ridge_intensity_flop_per_byte:Q", y=f"{p_name}:Q", color="dtype:N",
-        tooltip=["dtype:N", alt.Tooltip("ridge_intensity_flop_per_byte:Q", title="ridge (FLOP/byte)", format=".4g"),
+        x=alt.X("ridge_intensity_flop_per_byte:Q"), y=alt.Y(f"{p_name}:Q"), color=alt.Color("dtype:N"),
+        tooltip=[alt.Tooltip("dtype:N"),
+                 alt.Tooltip("ridge_intensity_flop_per_byte:Q", title="ridge (FLOP/byte)", format=".4g"),
                  alt.Tooltip(f"{p_name}:Q", title=p_title, format=".4g")])
     pts = ops[(ops["flop"] > 0) & (ops["time_s"] > 0)].copy() if len(ops) else ops
     dots, m = _with_display(alt.Chart(pts), "achieved_flop_per_s", "total_time_s")
     a_name, a_title = m["achieved_flop_per_s"]
     t_name, t_title = m["total_time_s"]
     dots = dots.mark_circle(opacity=0.8).encode(
-        x="intensity_flop_per_byte:Q", y=f"{a_name}:Q",
+        x=alt.X("intensity_flop_per_byte:Q"), y=alt.Y(f"{a_name}:Q"),
         shape=alt.Shape("bound:N", title="bound by"), size=alt.Size(f"{t_name}:Q", title=t_title, legend=None),
-        tooltip=["op:N", "block:N", "bound:N",
+        tooltip=[alt.Tooltip("op:N"), alt.Tooltip("block:N"), alt.Tooltip("bound:N"),
                  alt.Tooltip("intensity_flop_per_byte:Q", title="intensity (FLOP/byte)", format=".4g"),
                  alt.Tooltip(f"{a_name}:Q", title=a_title, format=".4g"),
                  alt.Tooltip(f"{t_name}:Q", title=t_title, format=".4g")])
@@ -83,7 +88,8 @@ def engine_breakdown(engines: pd.DataFrame, title: str = "") -> alt.Chart:
     return ch.mark_bar().encode(
         y=alt.Y("block:N", title="block", sort="-x"), x=alt.X(f"sum({name}):Q", title=t, stack="zero"),
         color=alt.Color("engine:N", title="engine"),
-        tooltip=["block:N", "engine:N", alt.Tooltip(f"sum({name}):Q", title=t, format=".4g")],
+        tooltip=[alt.Tooltip("block:N"), alt.Tooltip("engine:N"),
+                 alt.Tooltip(f"sum({name}):Q", title=t, format=".4g")],
     ).properties(width=WIDTH, height=alt.Step(28), title=title or "Time per engine (busy time; engines overlap)")
 
 
@@ -189,3 +195,25 @@ def to_png(chart: alt.TopLevelMixin, scale: float = 2.0) -> bytes:
     import vl_convert as vlc
 
     return vlc.vegalite_to_png(chart.to_dict(), scale=scale)
+
+
+def validation_scatter(cases: pd.DataFrame, title: str = "") -> alt.LayerChart:
+    """Predicted vs measured, one point per case (log-log: cases of every unit on one chart, so
+    distance from the diagonal is the error ratio); dashed lines at +-40%, the p90 target."""
+    df = cases.dropna(subset=["predicted"])
+    lo, hi = float(min(df["measured"].min(), df["predicted"].min())), float(
+        max(df["measured"].max(), df["predicted"].max()))
+    diag = pd.DataFrame({"measured": [lo, hi, lo, hi, lo, hi], "predicted": [lo, hi, 1.4 * lo, 1.4 * hi, 0.6 * lo,
+                                                                               0.6 * hi],
+                         "line": ["exact", "exact", "+40%", "+40%", "-40%", "-40%"]})
+    axis = dict(scale=alt.Scale(type="log"))
+    lines = alt.Chart(diag).mark_line(color="gray").encode(
+        x=alt.X("measured:Q", **axis), y=alt.Y("predicted:Q", **axis), detail="line:N",
+        strokeDash=alt.condition(alt.datum.line == "exact", alt.value([1, 0]), alt.value([4, 4])))
+    pts = alt.Chart(df).mark_point(filled=True, size=45, opacity=0.75).encode(
+        x=alt.X("measured:Q", title="measured (case's unit)", **axis),
+        y=alt.Y("predicted:Q", title="predicted (same unit)", **axis),
+        color=alt.Color("phase:N", title="phase"), shape=alt.Shape("hardware_family:N", title="hardware family"),
+        tooltip=["case_id:N", "phase:N", "system:N", "metric:N", "unit:N", alt.Tooltip("measured:Q", format=".4g"),
+                 alt.Tooltip("predicted:Q", format=".4g"), alt.Tooltip("error_frac:Q", format="+.1%"), "note:N"])
+    return (lines + pts).properties(width=WIDTH, height=HEIGHT, title=title or "Predicted vs measured")

@@ -93,6 +93,11 @@ def _fixed_us() -> float:
     return calibration_for(catalog.load_system("trn2-ultraserver"))["collective_fixed_latency"] / units.US
 
 
+def _hop_us() -> str:
+    cal = calibration_for(catalog.load_system("trn2-ultraserver"))
+    return f"{cal['link_latency_node'] / units.US:g}-{cal['link_latency_scaleup'] / units.US:g} us"
+
+
 @claim
 def c2_neuronswitch() -> list[ClaimResult]:
     """C2: NeuronSwitch (Trn3) vs NeuronLink torus (Trn2): all-gather latency up to 6x lower, all-reduce 2x."""
@@ -106,7 +111,7 @@ def c2_neuronswitch() -> list[ClaimResult]:
         why = "" if ok else (
             f" MISS: in the latency-bound regime both systems pay the per-call cost collective_fixed_latency = "
             f"{_fixed_us():g} us (calibration/neuron.toml), so the step count that the switch saves (one switch hop "
-            f"per phase on Trn3 vs several hops along each axis of the 4x4x4 torus, at 3-5 us per hop) is a "
+            f"per phase on Trn3 vs several hops along each axis of the 4x4x4 torus, at {_hop_us()} per hop) is a "
             f"small part of the call; with no per-call cost the model's peak "
             f"ratio is {zero['peak']:.1f}x. The model also gives all-gather and all-reduce a similar advantage "
             f"(all-reduce = reduce-scatter + all-gather with the same algorithms), so it cannot make one 6x and "

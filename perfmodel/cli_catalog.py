@@ -6,10 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-import pandas as pd
-
-from perfmodel import catalog, export, spec_tables
 from perfmodel.cli import add_output_options, print_result
+
+# the catalogue and the writers (pandas) are imported inside the command functions: see cli.py
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -57,16 +56,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _systems(names: list[str]):
+    from perfmodel import catalog
+
     return [catalog.load_system(n) for n in names]
 
 
 def cmd_specs_list(args) -> int:
+    from perfmodel import catalog, export, spec_tables
+
     df = spec_tables.systems_frame(_systems(catalog.list_systems()))
     print_result(export.emit(df, args.format, "Systems in the catalogue", args.out, default_name="specs_list"))
     return 0
 
 
 def cmd_specs_show(args) -> int:
+    from perfmodel import catalog, export, spec_tables
+
     system = catalog.load_system(args.name, variant=args.variant)
     df = spec_tables.show_frame(system)
     meta = {"system": system.name, "display_name": system.display_name, "chip": system.chip.name,
@@ -81,6 +86,8 @@ def cmd_specs_show(args) -> int:
 
 
 def cmd_specs_compare(args) -> int:
+    from perfmodel import export, spec_tables
+
     if len(args.names) < 2:
         raise ValueError("compare needs at least two systems")
     systems = _systems(args.names)
@@ -106,7 +113,7 @@ def _uncertain_caption(systems) -> str:
 
 
 def cmd_workloads_list(args) -> int:
-    from perfmodel import workload_tables
+    from perfmodel import export, workload_tables
 
     df = workload_tables.workloads_frame()
     print_result(export.emit(df, args.format, "Workloads in the catalogue", args.out, default_name="workloads_list"))
@@ -114,7 +121,7 @@ def cmd_workloads_list(args) -> int:
 
 
 def cmd_workloads_show(args) -> int:
-    from perfmodel import workload_tables
+    from perfmodel import export, workload_tables
 
     df = workload_tables.workload_show_frame(args.name)
     print_result(export.emit(df, args.format, f"Workload {args.name}", args.out, default_name=f"workload_{args.name}"))
@@ -122,7 +129,7 @@ def cmd_workloads_show(args) -> int:
 
 
 def cmd_workloads_import(args) -> int:
-    from perfmodel import workload_files
+    from perfmodel import catalog, workload_files
 
     text = workload_files.import_hf_config(Path(args.path), name=args.name)
     if args.write:
@@ -136,6 +143,9 @@ def cmd_workloads_import(args) -> int:
 
 
 def cmd_check(args) -> int:
+    import pandas as pd
+
+    from perfmodel import catalog
     from perfmodel.check import check_catalog
 
     findings = check_catalog()

@@ -1,10 +1,9 @@
-"""CLI: `collective` (cost and algorithm per message size), `train` (training step), `validate`.
+"""CLI: `collective` (cost and algorithm per message size), `train` (training step).
 
     perfmodel collective --hardware trn1.32xlarge --op all-reduce --chips 512 --size 1GiB
     perfmodel collective --hardware trn2-ultraserver --op all-gather --chips 64 --size-range 1B:4GiB
     perfmodel train --hardware trn1.32xlarge --nodes 16 --workload gpt3-6.7b --seq 2048 \
         --global-batch 1024 --micro-batch 1 --tp 4 --pp 1 [--dp 64] [--zero 1] [--show comm]
-    perfmodel validate [nccl megatron ...]
 
 Every command builds a DataFrame with library calls and hands it to export.emit.
 Does not: compute anything itself.
@@ -14,15 +13,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from typing import TYPE_CHECKING
 
-import pandas as pd
+from perfmodel.cli import add_output_options, defer, print_result
 
-from perfmodel import catalog, collectives as co, export, training, units, validation, workload_files
-from perfmodel.calibration import calibration_for
-from perfmodel.cli import add_output_options, print_result
-from perfmodel.dtypes import DType
-from perfmodel.graph import Collective
-from perfmodel.scenario import Optimizer, Parallelism, Phase, Precision, Recompute, Scenario
+if TYPE_CHECKING:  # the model is imported inside the functions (start-up time: see cli.py)
+    from perfmodel.scenario import Scenario
 
 _SET_HELP = "override a calibration parameter, e.g. --set collective_fixed_latency='10 us' (repeatable)"
 
@@ -31,6 +27,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("collective", help="collective time, chosen algorithm and every algorithm's time vs size",
                        description="Alpha-beta cost of one collective over the system's topology, for one size or "
                                    "a size sweep; the fastest algorithm is chosen per size unless --algorithm.")
+    p.set_defaults(func=cmd_collective)
+    defer(p, _collective_args)
+
+    p = sub.add_parser("train", help="training step: time, tokens/s, MFU, exposed vs hidden communication",
+                       description="One training step of a parallelism plan (per chip: forward, backward, "
+                                   "optimizer, pipeline bubble, communication exposed and hidden).")
+    p.set_defaults(func=cmd_train)
+    defer(p, _train_args)
+
+
+def _collective_args(p: argparse.ArgumentParser) -> None:
+    from perfmodel import collectives as co
+    from perfmodel.graph import Collective
+
     p.add_argument("--hardware", required=True, metavar="NAME", help="system key (perfmodel specs list)")
     p.add_argument("--op", required=True, choices=[c.value for c in Collective], help="collective")
     p.add_argument("--chips", required=True, metavar="N[,N...]", help="group size(s) in chips")
@@ -44,11 +54,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="per-call cost inside a compiled graph (default) or host-launched like nccom-test/nccl-tests")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=_SET_HELP)
     add_output_options(p)
-    p.set_defaults(func=cmd_collective)
 
-    p = sub.add_parser("train", help="training step: time, tokens/s, MFU, exposed vs hidden communication",
-                       description="One training step of a parallelism plan (per chip: forward, backward, "
-                                   "optimizer, pipeline bubble, communication exposed and hidden).")
+
+def _train_args(p: argparse.ArgumentParser) -> None:
+    from perfmodel import training
+    from perfmodel.scenario import Optimizer, Recompute
+
     p.add_argument("--hardware", required=True, metavar="NAME")
     p.add_argument("--nodes", required=True, type=int, metavar="N", help="instances")
     p.add_argument("--workload", required=True, metavar="NAME")
@@ -72,15 +83,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="what to print (scaling: 1..nodes in powers of two at this per-node plan)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=_SET_HELP)
     add_output_options(p)
-    p.set_defaults(func=cmd_train)
-
-    p = sub.add_parser("validate", help="predicted vs published measurements, with error statistics",
-                       description="Development checks: each family's predicted vs measured table and the summary "
-                                   "error statistics (nothing is fitted to these rows).")
-    p.add_argument("families", nargs="*", metavar="FAMILY", help="families to run (default: all registered)")
-    p.add_argument("--summary-only", action="store_true", help="print only the error statistics")
-    add_output_options(p)
-    p.set_defaults(func=cmd_validate)
 
 
 def _overrides(items: list[str]) -> dict:
@@ -97,10 +99,16 @@ def _overrides(items: list[str]) -> dict:
 
 
 def _size(text: str) -> float:
+    from perfmodel import units
+
     return units.parse(text, "capacity")
 
 
 def cmd_collective(args) -> int:
+    from perfmodel import catalog, export
+    from perfmodel import collectives as co
+    from perfmodel.calibration import calibration_for
+
     s = catalog.load_system(args.hardware)
     cal = calibration_for(s).with_overrides(_overrides(args.overrides))
     chips = [int(c) for c in str(args.chips).split(",")]
@@ -124,6 +132,8 @@ def cmd_collective(args) -> int:
 
 
 def _human(n: float) -> str:
+    from perfmodel import units
+
     for name, div in (("GiB", units.GiB), ("MiB", units.MiB), ("KiB", units.KiB)):
         if n >= div:
             return f"{n / div:g} {name}"
@@ -131,6 +141,9 @@ def _human(n: float) -> str:
 
 
 def _train_scenario(args, s) -> Scenario:
+    from perfmodel.dtypes import DType
+    from perfmodel.scenario import Optimizer, Parallelism, Phase, Precision, Recompute, Scenario
+
     chips = args.nodes * s.node.chips
     dp = args.dp or chips // (args.tp * args.pp * args.cp)
     if args.global_batch % (args.micro_batch * dp):
@@ -147,6 +160,11 @@ def _train_scenario(args, s) -> Scenario:
 
 
 def cmd_train(args) -> int:
+    import pandas as pd
+
+    from perfmodel import catalog, export, training, workload_files
+    from perfmodel.calibration import calibration_for
+
     s = catalog.load_system(args.hardware)
     arch = workload_files.load_workload(args.workload)
     cal = calibration_for(s).with_overrides(_overrides(args.overrides))
@@ -174,32 +192,3 @@ def _cell(v) -> str:
     if isinstance(v, float):
         return f"{v:.6g}"
     return str(v)
-
-
-def cmd_validate(args) -> int:
-    validation.load_validation_modules()
-    names = args.families or sorted(validation.VALIDATIONS)
-    frames, summaries = [], []
-    for name in names:
-        df = validation.run_validation(name)
-        frames.append(df.assign(family=name))
-        summaries.append(validation.summary(df, name))
-    summ = pd.concat(summaries, ignore_index=True)
-    if args.format in ("table", "md"):
-        text = []
-        if not args.summary_only:
-            for name, df in zip(names, frames):
-                show = df[["case_id", "metric", "measured", "predicted", "unit", "error_frac", "note"]]
-                text.append(export.emit(show, args.format, f"validation: {name}"))
-        text.append(export.emit(summ, args.format, "validation summary (|error| = |predicted - measured| / measured)"))
-        out = "\n\n".join(text)
-        if args.out:
-            with open(args.out, "w") as fh:
-                fh.write(out)
-            out = f"wrote {args.out}"
-        print_result(out)
-        return 0
-    df = summ if args.summary_only else pd.concat(frames, ignore_index=True)
-    print_result(export.emit(df, args.format, "validation", args.out, extra_sheets={"summary": summ},
-                             default_name="validation"))
-    return 0

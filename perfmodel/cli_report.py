@@ -15,13 +15,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+from perfmodel.cli import add_output_options, defer, print_result
 
-from perfmodel import export, provenance_frame, report
-from perfmodel import whatif as wi
-from perfmodel.cli import add_output_options, print_result
-from perfmodel.dtypes import DType
+if TYPE_CHECKING:  # the model (report, whatif, export, pandas) is imported inside the functions: see cli.py
+    import pandas as pd
+
+    from perfmodel import report
+    from perfmodel import whatif as wi
 
 SET_HELP = ("what-if override, repeatable: a spec value (hbm_bandwidth, hbm_capacity, tensor_rate, "
             "tensor_rate.<dtype>, vector_rate, exp_rate, link_bandwidth, scaleout_bandwidth, tdp, price, ...), a "
@@ -42,16 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                "--out report.xlsx; perfmodel report --systems trn2-ultraserver trn3-ultraserver --cases "
                "gpt-oss-120b-decode --set hbm_bandwidth=+50%%",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--systems", nargs="+", metavar="NAME", default=list(report.SYSTEMS),
-                   help=f"systems to compare (default: {' '.join(report.SYSTEMS)})")
-    p.add_argument("--cases", nargs="+", metavar="CASE", choices=[c.key for c in report.CASES],
-                   default=[c.key for c in report.CASES],
-                   help=f"cases to run (default: all: {', '.join(c.key for c in report.CASES)})")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=SET_HELP)
-    p.add_argument("--no-claims", action="store_true", help="leave out the seed-claims section (faster)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    add_output_options(p)
     p.set_defaults(func=cmd_report)
+    defer(p, _report_args)
 
     p = sub.add_parser(
         "claims", help="every seed claim: quoted value, modelled value, within tolerance, reason for a miss",
@@ -69,11 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "tokens/s) and the time by bounding engine.",
         epilog="Example: perfmodel roofline --hardware trn2-ultraserver --workload llama-3-70b --phase decode "
                "--batch 64 --context 4096 --tp 4 --set hbm_bandwidth=+50%%")
-    _scenario_args(p)
-    p.add_argument("--overlap", choices=("pipelined", "serial"), default="pipelined",
-                   help="engines overlap (max of engine times, default) or run serially (sum)")
-    add_output_options(p)
     p.set_defaults(func=cmd_roofline)
+    defer(p, _roofline_args)
 
     p = sub.add_parser(
         "memory", help="per-chip memory footprint of one scenario, whether it fits, and the minimum chips",
@@ -82,9 +73,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "and memory.min_fit: the fewest chips (and instances) and the plan that hold the scenario.",
         epilog="Example: perfmodel memory --hardware trn1.32xlarge --workload gpt3-175b --phase train --seq 2048 "
                "--zero 1 --format xlsx --out gpt3.xlsx")
-    _scenario_args(p)
-    add_output_options(p)
     p.set_defaults(func=cmd_memory)
+    defer(p, _memory_args)
 
     p = sub.add_parser("knobs", help="list what --set can change: spec values, calibration parameters, "
                                      "workload fields, with current values",
@@ -95,7 +85,35 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_knobs)
 
 
+def _report_args(p: argparse.ArgumentParser) -> None:
+    from perfmodel import report
+
+    p.add_argument("--systems", nargs="+", metavar="NAME", default=list(report.SYSTEMS),
+                   help=f"systems to compare (default: {' '.join(report.SYSTEMS)})")
+    p.add_argument("--cases", nargs="+", metavar="CASE", choices=[c.key for c in report.CASES],
+                   default=[c.key for c in report.CASES],
+                   help=f"cases to run (default: all: {', '.join(c.key for c in report.CASES)})")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=SET_HELP)
+    p.add_argument("--no-claims", action="store_true", help="leave out the seed-claims section (faster)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_output_options(p)
+
+
+def _roofline_args(p: argparse.ArgumentParser) -> None:
+    _scenario_args(p)
+    p.add_argument("--overlap", choices=("pipelined", "serial"), default="pipelined",
+                   help="engines overlap (max of engine times, default) or run serially (sum)")
+    add_output_options(p)
+
+
+def _memory_args(p: argparse.ArgumentParser) -> None:
+    _scenario_args(p)
+    add_output_options(p)
+
+
 def _scenario_args(p: argparse.ArgumentParser) -> None:
+    from perfmodel import whatif as wi
+
     g = p.add_argument_group("scenario")
     g.add_argument("--hardware", required=True, metavar="NAME", help="system key, e.g. trn2-ultraserver "
                    "(perfmodel specs list)")
@@ -124,6 +142,8 @@ def _scenario_args(p: argparse.ArgumentParser) -> None:
 
 
 def _dtype(text: str) -> str:
+    from perfmodel.dtypes import DType
+
     try:
         return DType.parse(text).value
     except ValueError as exc:
@@ -131,7 +151,8 @@ def _dtype(text: str) -> str:
 
 
 def _load(args) -> tuple[report.Loaded, wi.ScenarioOptions]:
-    from perfmodel import catalog
+    from perfmodel import catalog, report
+    from perfmodel import whatif as wi
     from perfmodel.calibration import calibration_for
 
     cal = calibration_for(catalog.load_system(args.hardware))
@@ -144,6 +165,8 @@ def _load(args) -> tuple[report.Loaded, wi.ScenarioOptions]:
 
 
 def _name(kind: str, ld: report.Loaded, opts: wi.ScenarioOptions) -> str:
+    from perfmodel import export, report
+
     return export.config_name([("", kind), ("", ld.system.name), ("", ld.arch.name), ("", opts.phase),
                                ("b", opts.batch), ("s", opts.seq_len if opts.phase != "decode" else None),
                                ("c", opts.context or None), ("", report.plan_text(opts).replace(" ", "")),
@@ -163,8 +186,9 @@ OP_COLUMNS = ("op", "pass", "count", "flop", "hbm_read_bytes", "hbm_write_bytes"
 
 
 def cmd_roofline(args) -> int:
+    from perfmodel import evaluate, export, provenance_frame, report
+
     ld, opts = _load(args)
-    from perfmodel import evaluate
 
     run = report.run_scenario(ld, opts, with_fit=False)
     if args.overlap != "pipelined":
@@ -188,6 +212,10 @@ def cmd_roofline(args) -> int:
 
 
 def cmd_memory(args) -> int:
+    import pandas as pd
+
+    from perfmodel import export, report
+
     ld, opts = _load(args)
     run = report.run_scenario(ld, opts, with_fit=True)
     sheets = run.sheets()
@@ -217,6 +245,8 @@ def cmd_memory(args) -> int:
 
 
 def _text(df: pd.DataFrame, fmt: str, title: str) -> str:
+    from perfmodel import export
+
     if fmt == "md":
         return f"## {title}\n\n" + export.to_markdown(df, scale=False)
     return export.render_text_table(df, title)
@@ -232,6 +262,8 @@ def _write(text: str, out: str | None) -> int:
 
 
 def cmd_claims(args) -> int:
+    from perfmodel import export, report
+
     df = report.claims_frame(args.id)
     if args.misses:
         df = df[~df["within"]].reset_index(drop=True)
@@ -251,6 +283,9 @@ def cmd_claims(args) -> int:
 
 
 def cmd_report(args) -> int:
+    from perfmodel import export, report
+    from perfmodel import whatif as wi
+
     whatif = wi.parse_assignments(args.overrides)  # calibration names are checked per system
     cases = [c for c in report.CASES if c.key in args.cases]
     with _progress(not args.no_progress) as progress:
@@ -312,7 +347,10 @@ class _progress:
 
 
 def cmd_knobs(args) -> int:
-    from perfmodel import catalog
+    import pandas as pd
+
+    from perfmodel import catalog, export
+    from perfmodel import whatif as wi
     from perfmodel.calibration import calibration_for
 
     system = catalog.load_system(args.hardware)

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import argparse
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from perfmodel import export
 from perfmodel.cli import add_output_options, print_result
+
+if TYPE_CHECKING:  # pandas and the model are imported inside the functions (start-up time: see cli.py)
+    import pandas as pd
 
 SET_HELP = ("what-if override, repeatable: a spec value (hbm_bandwidth, tensor_rate, link_bandwidth, tdp, price, "
             "...) or a calibration parameter (hbm_efficiency, power_idle_frac, pue, node_overhead_power, ...); VALUE "
@@ -217,6 +218,8 @@ def _caption(df: pd.DataFrame) -> str:
 def _emit(df: pd.DataFrame, args, title: str, name: str, meta: dict | None = None, full: pd.DataFrame | None = None,
           cols: tuple[str, ...] = SUMMARY_COLS):
     """Tables and Markdown show `cols` (and reading / curve / note); csv, json and xlsx every column."""
+    from perfmodel import export
+
     cap = _caption(full if full is not None else df)
     meta = {**(meta or {}), "caveats": cap.splitlines(), "units": "SI (s, bytes, W, USD); tokens/s per MW of facility "
             "power"}
@@ -231,7 +234,7 @@ def _emit(df: pd.DataFrame, args, title: str, name: str, meta: dict | None = Non
 
 
 def cmd_serve(args) -> int:
-    from perfmodel import cost, search
+    from perfmodel import cost, export, search
     from perfmodel.serving import Grid, Mix
 
     system, arch, cal = _load(args.hardware, args.workload, args.overrides, args.variant)
@@ -249,7 +252,9 @@ def cmd_serve(args) -> int:
 
 
 def cmd_pareto(args) -> int:
-    from perfmodel import cost, search
+    import pandas as pd
+
+    from perfmodel import cost, export, search
 
     if args.claims_chart:
         from perfmodel import claims_serving
@@ -326,7 +331,7 @@ def cmd_plan(args) -> int:
 
 
 def cmd_sensitivity(args) -> int:
-    from perfmodel import cost, search, sensitivity
+    from perfmodel import cost, export, search, sensitivity
     from perfmodel.serving import Grid, Mix
 
     if args.claim:

@@ -55,8 +55,16 @@ on the full n). Broadcast: ring / bidir-ring (pipelined chain: (g-1) alpha + n/b
 hierarchical. Send/recv: direct, alpha h + n/b2.
 
 `collective_cost(..., algorithm="auto")` evaluates every algorithm (vectorised over sizes,
-groups and strides) and takes the fastest, as libraries pick by size and group; the
-breakdown keeps every algorithm's time.
+groups and strides) and takes the fastest the runtime offers, as libraries pick by size and
+group; the breakdown keeps every algorithm's time. Inside one node a family may offer fewer:
+`intranode_direct_max_ranks` caps the one-step 'direct' pattern at that many ranks and
+`intranode_multistep_algorithms` = 0 leaves the ring family only (Trn1/Inf2 runtime of Neuron
+SDK 2.18: ring, plus the all-to-all all-reduce for 16-rank groups).
+
+Ranks: a group is g chips; with ranks_per_chip r > 1 (the Neuron runtime counts every
+NeuronCore as a rank) each chip adds an innermost dimension of r ranks one hop apart (latency
+`link_latency_node`, a copy through the chip's HBM: b = B_hbm eta_m / 2), so a flat ring over
+the g r ranks has g r - 1 steps; sizes stay per rank.
 
 Does not: model in-switch reduction (NVLS/SHARP), per-peer message costs, congestion between
 different groups beyond the per-chip NIC share, or choose parallelism plans (plan.py).
@@ -443,6 +451,7 @@ class CollectiveCost:
     nbytes: np.ndarray
     crosses: np.ndarray  # outermost tier the group spans: "none" | "node" | "scaleup" | "scaleout"
     per_algorithm: dict = field(default_factory=dict)
+    ranks: np.ndarray | None = None  # software ranks in the group (group x ranks_per_chip)
 
 
 def _outermost(gds: list[GroupDim], shape) -> np.ndarray:
@@ -464,15 +473,49 @@ def fixed_latency(cal: Calibration, launch: str = "in-graph") -> float:
     return cal["collective_fixed_latency"] if launch == "in-graph" else cal["collective_host_launch_latency"]
 
 
+def core_dim(system: System, cal: Calibration, ranks_per_chip: int) -> Dim:
+    """The ranks of one chip (NeuronCores) as the innermost dimension: any two one hop apart, a hop
+    costing the node tier's per-step latency; a core-to-core copy moves through the chip's HBM (read
+    and write): b = B_hbm eta_m / 2."""
+    rate = system.chip.hbm_bandwidth_bytes_per_s * cal["hbm_efficiency"] / 2
+    return Dim(Scope.NODE, "cores of a chip", float(ranks_per_chip), False, rate, cal["link_latency_node"],
+               ports=-1)
+
+
+def _unavailable(alg: str, ranks: np.ndarray, crosses: np.ndarray, cal: Calibration) -> np.ndarray:
+    """Where the runtime does not offer `alg` for a group inside one node (True = not offered).
+
+    `intranode_direct_max_ranks` (0: no limit) caps the one-step all-to-all pattern ('direct') at that
+    many ranks; `intranode_multistep_algorithms` = 0 leaves only the ring family (ring, bidir-ring)
+    and, up to the cap, direct: no per-dimension rings, recursive halving-doubling or tiered
+    schedules inside a node. A family file without these parameters restricts nothing."""
+    inside = np.isin(crosses, ("none", "node"))
+    cap = cal.get("intranode_direct_max_ranks", 0.0)
+    if alg == "direct":
+        return inside & (cap > 0) & (ranks > cap)
+    if alg in ("2d-ring", "tree", "hierarchical"):
+        return inside & (cal.get("intranode_multistep_algorithms", 1.0) == 0)
+    return np.zeros(np.shape(ranks), dtype=bool)
+
+
 def collective_cost(system: System, cal: Calibration, collective, nbytes, group, stride=1,
-                    algorithm: str = "auto", launch: str = "in-graph") -> CollectiveCost:
-    """Cost of one collective per configuration (arrays broadcast together); see module doc."""
+                    algorithm: str = "auto", launch: str = "in-graph", ranks_per_chip: int = 1) -> CollectiveCost:
+    """Cost of one collective per configuration (arrays broadcast together); see module doc.
+
+    ranks_per_chip r > 1: every chip of the group runs r ranks (one per NeuronCore, as the Neuron
+    runtime counts them), an innermost dimension of r members (core_dim); a flat ring then has
+    g r - 1 steps. `nbytes` is per rank (a TP all-reduce's whole buffer on every rank)."""
     c = Collective(collective)
     n, g, s = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (nbytes, group, stride)))
     n, g, s = n.copy(), g.copy(), s.copy()
+    r = int(ranks_per_chip)
     gds = place_group(topology_dims(system, cal), g, s)
+    if r > 1:
+        gds = [GroupDim(core_dim(system, cal, r), np.full_like(g, float(r)), np.ones_like(g))] + gds
+    ranks = g * r
+    crosses = _outermost(gds, g.shape) if gds else np.full(g.shape, "none", dtype=object)
     p = cal["hierarchical_pipelining"]
-    active = (g > 1) & (n > 0)
+    active = (ranks > 1) & (n > 0)
     names = ALGORITHMS if algorithm == "auto" else (algorithm,)
     per: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for alg in names:
@@ -487,7 +530,8 @@ def collective_cost(system: System, cal: Calibration, collective, nbytes, group,
             per[alg] = (inf, inf, inf)
             continue
         lat, bw = (np.where(active, x, 0.0) for x in cost)
-        per[alg] = (lat + bw, lat, bw)
+        off = _unavailable(alg, ranks, crosses, cal) & active if algorithm == "auto" else False
+        per[alg] = (np.where(off, np.inf, lat + bw), lat, bw)
     stack = np.stack([per[a][0] for a in names])
     if not np.all(np.isfinite(stack.min(axis=0))):
         raise ValueError(f"algorithm {algorithm!r} does not apply to {c.value}")
@@ -497,31 +541,87 @@ def collective_cost(system: System, cal: Calibration, collective, nbytes, group,
     alg_names = np.where(active, np.asarray(names, dtype=object)[idx], "none")
     per = {a: (np.where(active, t + fixed, 0.0), la, bw) for a, (t, la, bw) in per.items()}
     return CollectiveCost(collective=c, time_s=pick(1) + pick(2) + fixed, algorithm=alg_names, latency_s=pick(1),
-                          bandwidth_s=pick(2), fixed_s=fixed, group=g, nbytes=n,
-                          crosses=_outermost(gds, g.shape) if gds else np.full(g.shape, "none", dtype=object),
-                          per_algorithm=per)
+                          bandwidth_s=pick(2), fixed_s=fixed, group=g, nbytes=n, crosses=crosses,
+                          per_algorithm=per, ranks=ranks)
+
+
+def distinct(*arrays, min_size: int = 64, cache: dict | None = None):
+    """(distinct rows, inverse, shape) of arrays broadcast together: the rows (one array per input,
+    1-D) such that input k = rows[k][inverse].reshape(shape); None when there are fewer than
+    `min_size` entries or when most entries are distinct (nothing to save). Hash-based, O(N).
+    `cache` (a dict the caller keeps) holds each array's codes, for arrays passed again."""
+    arrs = [np.asarray(a, dtype=float) for a in arrays]
+    shape = np.broadcast_shapes(*[a.shape for a in arrs])
+    size = int(np.prod(shape))
+    if size < min_size:
+        return None
+    key, n_keys = np.zeros(size, dtype=np.int64), 1
+    for a in arrs:
+        if a.size == 1:
+            continue
+        hit = cache.get((id(a), shape)) if cache is not None else None
+        if hit is not None and hit[0] is a:
+            codes, uniq = hit[1], hit[2]
+        else:
+            codes, uniq = pd.factorize(np.broadcast_to(a, shape).ravel(), use_na_sentinel=False)
+            if cache is not None:
+                cache[(id(a), shape)] = (a, codes, uniq)
+        if n_keys * len(uniq) > 2 ** 62:
+            return None
+        key = key * len(uniq) + codes
+        n_keys *= len(uniq)
+    inverse, uniq_keys = pd.factorize(key)
+    if 2 * len(uniq_keys) > size:
+        return None
+    # factorize numbers rows in order of first appearance: the running maximum steps up there
+    first = np.flatnonzero(np.diff(np.maximum.accumulate(inverse), prepend=-1) > 0)
+    rows = [np.broadcast_to(a, shape).ravel()[first] if a.size > 1 else np.full(len(first), a.ravel()[0])
+            for a in arrs]
+    return rows, inverse, shape
+
+
+def collective_fields(system: System, cal: Calibration, collective, nbytes, group, stride=1,
+                      fields: tuple[str, ...] = ("time_s",), launch: str = "in-graph",
+                      ranks_per_chip: int = 1, cache: dict | None = None) -> dict[str, np.ndarray]:
+    """Some fields of collective_cost (by name), the same numbers: the cost is a function of each
+    (nbytes, group, stride) entry alone, so a sweep prices each distinct entry once and spreads the
+    results back (a sweep repeats few distinct messages). A group of one chip costs 0 s.
+    `cache`: see distinct (a caller pricing several collectives over the same groups)."""
+    g = np.asarray(group, dtype=float)
+    if fields == ("time_s",) and g.ndim == 0 and g * ranks_per_chip <= 1:  # no peer: collective_cost's time is 0.0 everywhere
+        return {"time_s": np.zeros(np.broadcast_shapes(np.shape(nbytes), np.shape(stride)))}
+    d = distinct(nbytes, group, stride, cache=cache)
+    if d is None:
+        cost = collective_cost(system, cal, collective, nbytes, group, stride, launch=launch,
+                               ranks_per_chip=ranks_per_chip)
+        return {f: getattr(cost, f) for f in fields}
+    (n, g, s), inverse, shape = d
+    cost = collective_cost(system, cal, collective, n, g, s, launch=launch, ranks_per_chip=ranks_per_chip)
+    return {f: getattr(cost, f)[inverse].reshape(shape) for f in fields}
 
 
 def collective_time(system: System, cal: Calibration, collective: Collective, nbytes, group, stride=1,
-                    launch: str = "in-graph") -> np.ndarray:
+                    launch: str = "in-graph", ranks_per_chip: int = 1, cache: dict | None = None) -> np.ndarray:
     """Seconds for one collective of `nbytes` per chip over `group` chips `stride` apart (fastest algorithm)."""
-    return collective_cost(system, cal, collective, nbytes, group, stride, launch=launch).time_s
+    return collective_fields(system, cal, collective, nbytes, group, stride, ("time_s",), launch,
+                             ranks_per_chip, cache)["time_s"]
 
 
 def sweep(system: System, cal: Calibration, collective, sizes, group, stride=1,
-          algorithm: str = "auto", launch: str = "in-graph") -> pd.DataFrame:
-    """One row per (size, group): chosen algorithm, time split, algbw/busbw, regime, every algorithm's time."""
+          algorithm: str = "auto", launch: str = "in-graph", ranks_per_chip: int = 1) -> pd.DataFrame:
+    """One row per (size, group): chosen algorithm, time split, algbw/busbw, regime, every algorithm's time.
+    With ranks_per_chip > 1 the bus-bandwidth factor counts ranks (nccl-tests / nccom-test convention)."""
     sizes = np.asarray(sizes, dtype=float)
     groups = np.asarray(group, dtype=float)
     n, g = np.meshgrid(sizes, groups, indexing="ij")
-    cost = collective_cost(system, cal, collective, n.ravel(), g.ravel(), stride, algorithm, launch)
+    cost = collective_cost(system, cal, collective, n.ravel(), g.ravel(), stride, algorithm, launch, ranks_per_chip)
     t = cost.time_s
     algbw = np.where(t > 0, cost.nbytes / np.where(t > 0, t, 1.0), np.nan)
     df = pd.DataFrame({
         "system": system.name, "collective": cost.collective.value, "group": cost.group,
         "size_bytes": cost.nbytes, "algorithm": cost.algorithm, "time_s": t, "fixed_s": cost.fixed_s,
         "latency_s": cost.latency_s, "bandwidth_s": cost.bandwidth_s,
-        "algbw_bytes_per_s": algbw, "busbw_bytes_per_s": algbw * BUS_FACTOR[cost.collective](cost.group),
+        "algbw_bytes_per_s": algbw, "busbw_bytes_per_s": algbw * BUS_FACTOR[cost.collective](cost.ranks),
         "regime": np.where(cost.fixed_s + cost.latency_s >= cost.bandwidth_s, "latency", "bandwidth"),
         "crosses": cost.crosses,
     })

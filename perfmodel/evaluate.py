@@ -6,6 +6,10 @@
 One symbolic graph per model structure is lambdified once (cached) into a numpy function
 returning every operator's counts, work, engine times and time; a sweep of N
 configurations is one call on arrays of length N, never a Python loop per configuration.
+The sweep path (run_rows + summarize_rows, used by evaluate_sweep, serving and training) keeps
+each operator's arrays at their own shapes (a quantity the swept fields do not touch stays a
+scalar) and sums over operators in operator order (opsum): the numbers of summing the
+[op, configuration] arrays that run() returns, without building them.
 
 Summary metrics (per device unless named otherwise):
     step_time_s = sum_ops count x time + sum_comm count x comm time (exposed)
@@ -52,18 +56,54 @@ class CompiledGraph:
     symbols: tuple[sp.Symbol, ...]
     fn: object  # numpy function of symbols -> list of arrays, QUANTITIES per op
 
-    def __call__(self, values: dict) -> dict[str, np.ndarray]:
+    def rows(self, values: dict) -> tuple[dict[str, list[np.ndarray]], tuple]:
+        """Per quantity, one float array per operator at its own shape (a quantity that does not
+        depend on the swept fields stays a scalar), and the configurations' broadcast shape."""
         missing = [s for s in self.symbols if s not in values]
         if missing:
             raise KeyError(f"no value bound for symbols {', '.join(map(str, missing))}")
         raw = self.fn(*[values[s] for s in self.symbols])
         shape = np.broadcast_shapes(*[np.shape(values[s]) for s in self.symbols])
-        n_q = len(QUANTITIES)
-        out = {}
-        for qi, qname in enumerate(QUANTITIES):
-            rows = [np.broadcast_to(np.asarray(raw[i * n_q + qi], dtype=float), shape) for i in range(len(self.ops))]
-            out[qname] = np.stack(rows) if rows else np.zeros((0,) + shape)
-        return out
+        n_q, n_ops = len(QUANTITIES), len(self.ops)
+        return {qname: [np.asarray(raw[i * n_q + qi], dtype=float) for i in range(n_ops)]
+                for qi, qname in enumerate(QUANTITIES)}, shape
+
+    def __call__(self, values: dict) -> dict[str, np.ndarray]:
+        """Per quantity, one array [op, configuration...]."""
+        rows, shape = self.rows(values)
+        return {qname: stack_rows(r, shape) for qname, r in rows.items()}
+
+
+def stack_rows(rows: list, shape: tuple) -> np.ndarray:
+    """Per-operator arrays (any broadcastable shapes) as one array [op, configuration...]."""
+    return np.stack([np.broadcast_to(r, shape) for r in rows]) if rows else np.zeros((0,) + tuple(shape))
+
+
+def opsum(terms: list, shape: tuple, pairwise: bool | None = None) -> np.ndarray:
+    """Sum of per-operator terms over the operators, bit for bit as np.stack(terms).sum(axis=0):
+    numpy adds the rows of an [op, configuration] array one after another in operator order (a
+    single configuration: pairwise). A term of None is a 0.0 left out of the sweep path (x + 0.0
+    is x for every finite sum); terms stay at their own shapes (a scalar term costs no array), so
+    a sweep never materialises [op, configuration] arrays. pairwise (default: one configuration)
+    forces either order, for a sweep evaluated on its distinct rows only."""
+    if pairwise is None:
+        pairwise = int(np.prod(shape)) <= 1
+    if pairwise or not terms:
+        return stack_rows([0.0 if t is None else t for t in terms], shape).sum(axis=0)
+    acc, owned = None, False
+    for t in terms:
+        if t is None:
+            continue
+        if acc is None:
+            acc = t
+        elif owned and np.shape(acc) == np.broadcast_shapes(np.shape(acc), np.shape(t)):
+            np.add(acc, t, out=acc)
+        else:
+            acc = np.add(acc, t)
+            owned = isinstance(acc, np.ndarray) and acc.ndim > 0
+    if acc is None:
+        return np.zeros(shape)
+    return acc if owned and np.shape(acc) == tuple(shape) else np.array(np.broadcast_to(acc, shape), dtype=float)
 
 
 @functools.lru_cache(maxsize=128)
@@ -88,38 +128,77 @@ _GROUPS = {"tp": ("tp", ()), "ep": ("ep", ()), "cp": ("cp", ("tp", "da")), "pp":
            "dp": ("dp", ("tp", "da", "cp", "pp"))}
 
 
-def _comm_times(system: System, cal: Calibration, ops, q: dict, kn: bd.Knobs) -> np.ndarray:
-    """Seconds per instance of each Comm op: the fastest algorithm for its bytes, group size and
-    placement (collectives.collective_cost). Expert all-to-alls move the busiest chip's share:
-    the mean bytes x the MoE load imbalance u (scenario moe_imbalance, else `moe_load_imbalance`)."""
-    out = np.zeros_like(q["time"])
+def _comm_rows(system: System, cal: Calibration, ops, comm_bytes: list, kn: bd.Knobs) -> list:
+    """Seconds per instance of each Comm op (0.0 for the others): the fastest algorithm for its
+    bytes, group size and placement (collectives.collective_time). Expert all-to-alls move the
+    busiest chip's share: the mean bytes x the MoE load imbalance u (scenario moe_imbalance, else
+    `moe_load_imbalance`). Tensor-parallel collectives run over kn.ranks_per_chip ranks per chip
+    (one per NeuronCore where the runtime counts cores as ranks: collectives.collective_cost)."""
+    out = [np.zeros(())] * len(ops)
     u = cal["moe_load_imbalance"] if kn.moe_imbalance is None else kn.moe_imbalance
+    groups, cache = {}, {}  # per group (size, stride), and their codes, shared by the group's collectives
     for i, op in enumerate(ops):
         if op.comm is None:
             continue
-        size_knob, stride_knobs = _GROUPS[op.comm.group]
-        size = 2.0 if size_knob is None else np.asarray(getattr(kn, size_knob), dtype=float)
-        stride = np.prod(np.broadcast_arrays(*[np.asarray(getattr(kn, s), dtype=float) for s in stride_knobs]),
-                         axis=0) if stride_knobs else 1.0
-        nbytes = q["comm_bytes"][i]
+        if op.comm.group not in groups:
+            size_knob, stride_knobs = _GROUPS[op.comm.group]
+            groups[op.comm.group] = (
+                2.0 if size_knob is None else np.asarray(getattr(kn, size_knob), dtype=float),
+                np.prod(np.broadcast_arrays(*[np.asarray(getattr(kn, s), dtype=float) for s in stride_knobs]),
+                        axis=0) if stride_knobs else 1.0)
+        size, stride = groups[op.comm.group]
+        nbytes = comm_bytes[i]
         if op.comm.collective == gr.Collective.ALL_TO_ALL and op.comm.group == "ep":
             nbytes = nbytes * np.asarray(u, dtype=float)
-        out[i] = collectives.collective_cost(system, cal, op.comm.collective, nbytes, size, stride).time_s
+        rpc = int(kn.ranks_per_chip) if op.comm.group == "tp" else 1
+        out[i] = collectives.collective_time(system, cal, op.comm.collective, nbytes, size, stride,
+                                             ranks_per_chip=rpc, cache=cache)
     return out
+
+
+def _comm_times(system: System, cal: Calibration, ops, q: dict, kn: bd.Knobs) -> np.ndarray:
+    """_comm_rows as one array [op, configuration...] (the shape of q["time"])."""
+    return stack_rows(_comm_rows(system, cal, ops, list(q["comm_bytes"]), kn), q["time"].shape[1:])
+
+
+@dataclass(frozen=True)
+class OpRows:
+    """All operators of one evaluation, per-operator arrays kept at their own shapes (no
+    [op, configuration] array is built): rows[quantity][i], comm[i] (seconds per instance of
+    op i's collective), shape (the configurations'), values (the bound symbols)."""
+
+    ops: tuple[Op, ...]
+    rows: dict
+    comm: list
+    shape: tuple
+    values: dict
+
+    def stacked(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """(quantities as arrays [op, configuration...], comm times [op, configuration...])."""
+        return ({k: stack_rows(r, self.shape) for k, r in self.rows.items()}, stack_rows(self.comm, self.shape))
+
+
+def run_rows(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | None = None,
+             recompute: Recompute = Recompute.NONE, overlap: Overlap = Overlap.PIPELINED) -> OpRows:
+    """Evaluate all operators, per-operator arrays at their own shapes (the sweep path)."""
+    cal = cal or calibration_for(system)
+    compiled = compile_graph(GraphKey.of(arch), Phase(kn.phase), Recompute(recompute), Overlap(overlap))
+    values = bd.bind(system, arch, cal, kn)
+    rows, shape = compiled.rows(values)
+    comm = _comm_rows(system, cal, compiled.ops, rows["comm_bytes"], kn)
+    return OpRows(ops=compiled.ops, rows=rows, comm=comm, shape=shape, values=values)
 
 
 def run(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | None = None,
         recompute: Recompute = Recompute.NONE, overlap: Overlap = Overlap.PIPELINED):
     """Evaluate all operators: returns (ops, quantities dict of arrays [op, config...], comm times)."""
-    cal = cal or calibration_for(system)
-    compiled = compile_graph(GraphKey.of(arch), Phase(kn.phase), Recompute(recompute), Overlap(overlap))
-    values = bd.bind(system, arch, cal, kn)
-    q = compiled(values)
-    comm = _comm_times(system, cal, compiled.ops, q, kn)
-    return compiled.ops, q, comm, values
+    r = run_rows(system, arch, kn, cal, recompute, overlap)
+    q, comm = r.stacked()
+    return r.ops, q, comm, r.values
 
 
-def _peak(system: System, compute) -> np.ndarray:
+def peak_flop_per_s(system: System, compute) -> np.ndarray:
+    """Chip peak FLOP/s for each compute data type (the published peak, else the tensor rate)."""
     chip = system.chip
 
     def one(d: DType) -> float:
@@ -130,18 +209,42 @@ def _peak(system: System, compute) -> np.ndarray:
 
 def summarize(system: System, arch: ModelArch, kn: bd.Knobs, ops, q: dict, comm: np.ndarray,
               values: dict) -> dict[str, np.ndarray]:
-    """Per-configuration totals (arrays over the sweep)."""
+    """Per-configuration totals (arrays over the sweep) from arrays [op, configuration...]."""
+    rows = {k: list(q[k]) for k in ("count", "time", "flop", "read", "write", *[f"t_{e}" for e in ENGINES])}
+    return summarize_rows(system, arch, kn, OpRows(tuple(ops), rows, list(comm), q["time"].shape[1:], values))
+
+
+def _total(r: OpRows, x: list, keep=lambda op: True, pairwise: bool | None = None) -> np.ndarray:
+    """sum over the operators `keep` selects of count x quantity x (per configuration)."""
+    count = r.rows["count"]
+    return opsum([count[i] * x[i] if keep(op) else None for i, op in enumerate(r.ops)], r.shape, pairwise)
+
+
+def model_flop(r: OpRows, pairwise: bool | None = None) -> np.ndarray:
+    """Model FLOPs per configuration: forward and backward operators (no recompute, no optimizer)."""
+    return _total(r, r.rows["flop"], lambda op: op.pass_ in (Pass.FORWARD, Pass.BACKWARD), pairwise)
+
+
+def summarize_rows(system: System, arch: ModelArch, kn: bd.Knobs, r: OpRows) -> dict[str, np.ndarray]:
+    """Per-configuration totals (arrays over the sweep): sums over operators in operator order
+    (opsum), the same numbers as summing arrays [op, configuration...] over the operators.
+    Terms a sum leaves out (a zero mask, an operator with no collective) are skipped: adding their
+    0.0 would change no finite result."""
+    ops, q, shape = r.ops, r.rows, r.shape
     count = q["count"]
-    compute_s = (count * q["time"]).sum(axis=0)
-    comm_s = (count * comm).sum(axis=0)
+
+    def total(x, keep=lambda op: True):
+        return _total(r, x, keep)
+
+    compute_s = total(q["time"])
+    comm_s = total(r.comm, lambda op: op.comm is not None)
     step = compute_s + comm_s
-    is_model = np.array([op.pass_ in (Pass.FORWARD, Pass.BACKWARD) for op in ops])[:, None] if q["time"].ndim > 1 \
-        else np.array([op.pass_ in (Pass.FORWARD, Pass.BACKWARD) for op in ops])
-    model_flop = (count * q["flop"] * is_model).sum(axis=0)
-    hw_flop = (count * q["flop"]).sum(axis=0)
-    hbm = (count * (q["read"] + q["write"])).sum(axis=0)
-    engine = {e: (count * q[f"t_{e}"]).sum(axis=0) for e in ENGINES}
-    peak = _peak(system, kn.compute)
+    model_flop_ = model_flop(r)
+    hw_flop = total(q["flop"])
+    hbm = total([a + b for a, b in zip(q["read"], q["write"])])
+    engine = {e: total(q[f"t_{e}"]) for e in ENGINES}
+    values = r.values
+    peak = peak_flop_per_s(system, kn.compute)
     rt = values[bd.S.Rt]
     phase = Phase(kn.phase)
     B = np.asarray(kn.batch, dtype=float)
@@ -152,9 +255,9 @@ def summarize(system: System, arch: ModelArch, kn: bd.Knobs, ops, q: dict, comm:
     tokens = B * T * (nmb if phase == Phase.TRAIN else 1.0)
     out = {
         "step_time_s": step, "compute_time_s": compute_s, "comm_time_s": comm_s,
-        "model_flop": model_flop, "hardware_flop": hw_flop, "hbm_bytes": hbm,
-        "mfu_frac": model_flop / (step * peak), "tensor_util_frac": model_flop / (step * rt),
-        "achieved_flop_per_s": model_flop / step, "intensity_flop_per_byte": hw_flop / np.maximum(hbm, 1.0),
+        "model_flop": model_flop_, "hardware_flop": hw_flop, "hbm_bytes": hbm,
+        "mfu_frac": model_flop_ / (step * peak), "tensor_util_frac": model_flop_ / (step * rt),
+        "achieved_flop_per_s": model_flop_ / step, "intensity_flop_per_byte": hw_flop / np.maximum(hbm, 1.0),
         "tokens_per_step": tokens, "tokens_per_s_per_replica": tokens / step,
         "tokens_per_s_per_chip": tokens / step / replica, "replica_chips": replica,
         "peak_flop_per_s": peak * np.ones_like(step), "tensor_rate_flop_per_s": rt * np.ones_like(step),
@@ -256,16 +359,16 @@ def evaluate_sweep(system: System, arch: ModelArch, knobs: bd.Knobs, cal: Calibr
                    recompute: Recompute = Recompute.NONE, overlap: Overlap = Overlap.PIPELINED) -> pd.DataFrame:
     """Summary frame for every configuration in `knobs` (array fields broadcast together)."""
     cal = cal or calibration_for(system)
-    ops, q, comm, values = run(system, arch, knobs, cal, recompute, overlap)
-    summ = summarize(system, arch, knobs, ops, q, comm, values)
+    summ = summarize_rows(system, arch, knobs, run_rows(system, arch, knobs, cal, recompute, overlap))
     shape = np.broadcast_shapes(*[np.shape(v) for v in summ.values()])
     cols = {}
     for name in ("batch", "seq_len", "context", "tp", "da", "ep", "cp", "pp", "dp", "microbatches"):
         cols[name] = np.broadcast_to(np.asarray(getattr(knobs, name)), shape)
     for name in ("weights", "compute", "activations", "kv_cache"):
-        v = np.asarray(getattr(knobs, name), dtype=object)
-        cols[f"{name}_dtype"] = np.broadcast_to(np.vectorize(lambda d: DType(d).value if not isinstance(d, str)
-                                                             else DType.parse(d).value, otypes=[object])(v), shape)
+        codes, distinct = bd.dtype_codes(getattr(knobs, name))
+        names = np.asarray([DType(d).value if not isinstance(d, str) else DType.parse(d).value for d in distinct],
+                           dtype=object)
+        cols[f"{name}_dtype"] = np.broadcast_to(np.asarray(names[codes], dtype=object), shape)
     df = pd.DataFrame({k: np.asarray(v).ravel() for k, v in cols.items()})
     for k, v in summ.items():
         df[k] = np.broadcast_to(np.asarray(v, dtype=float), shape).ravel()

@@ -10,6 +10,8 @@ symbols.py. We count FLOPs, never MACs (a multiply-add is 2 FLOP). Bytes are HBM
                 flop = 2 scores (d_qk + d_v);  exp = scores;  vector = p_v scores
                 Trainium transposes P on the tensor engine unless it can do so in the
                 background (Trn3): + 2 scores k_b16 at the BF16 rate, weighted by x_tr
+                materialised (no flash attention, i_mat = 1): GEMMs over all T x T scores, and the
+                score matrix written and read between the unfused kernels (see attention())
     elementwise n elements, p passes on an engine; bytes = n (reads + writes) b_a
     norm        RMSNorm 3 vector passes / LayerNorm 5 per element (+ 1 rsqrt per row)
 
@@ -36,6 +38,7 @@ x_tr = sp.Symbol("x_tr", nonnegative=True)  # 1 if attention transposes occupy t
 p_av = sp.Symbol("p_av", nonnegative=True)  # vector passes per attention score (row max, rescale)
 qb = sp.Symbol("qb", positive=True)  # flash-attention query block (tokens per KV sweep)
 i_mat = sp.Symbol("i_mat", nonnegative=True)  # 1 if attention scores are materialised in HBM (no flash attention)
+r_att = sp.Symbol("r_att", positive=True)  # attention kernels' tensor efficiency relative to GEMMs' (eta_att / eta_t)
 
 
 def q(x: sp.Expr, tile: sp.Expr) -> sp.Expr:
@@ -124,9 +127,40 @@ def norm(rows: sp.Expr, width: sp.Expr, kind: str, *, params: bool = True) -> Wo
     return w + Work(scalar=rows)
 
 
+def _attention_parts(tokens_q, heads, kv_heads, s_avg, kv_tokens, d_qk, d_v, b_q, b_kv_elem, kv_width, hbm_passes,
+                     sram_passes, s_full, dropout) -> dict:
+    """The pieces attention() and attention_backward() share (one place for the shapes)."""
+    s_full = s_avg if s_full is None else s_full
+    scores = tokens_q * heads * s_avg
+    g_rows = tokens_q * heads / kv_heads
+    kv_width = (d_qk + d_v) if kv_width is None else kv_width
+    # the unfused (materialised) path multiplies every query with every key; flash kernels skip
+    # the blocks the causal mask removes
+    s_issued = s_avg + i_mat * (s_full - s_avg)
+    n_full = tokens_q * heads * s_full  # score elements of the whole matrix
+    return {
+        "scores": scores, "flop": 2 * scores * (d_qk + d_v),
+        "tensor": 2 * q(g_rows, mt) * kv_heads * s_issued * (q(d_qk, kt) + q(d_v, nt)) / r_att,
+        "transpose": 2 * q(g_rows, mt) * kv_heads * s_issued * kb * x_tr / r_att,
+        "q_bytes": tokens_q * heads * d_qk * b_q, "o_bytes": tokens_q * heads * d_v * b_q,
+        "kv_bytes": kv_tokens * kv_heads * kv_width * b_kv_elem, "hbm_passes": hbm_passes,
+        "sram_passes": sram_passes,
+        # materialised score traffic (i_mat = 1), per element of the full matrix, d = dropout 0/1:
+        #   forward : baddbmm writes S; scale-mask-softmax reads S, writes P; dropout reads P,
+        #             writes P' and a 1-byte mask; P'V reads P'
+        #   backward: dP' written; dropout backward reads dP' and the mask, writes dP; softmax
+        #             backward reads dP and P, writes dS; dQ and dK read dS; dV reads P'
+        "mat_fwd_read": i_mat * n_full * (2 + dropout) * b_q,
+        "mat_fwd_write": i_mat * n_full * ((2 + dropout) * b_q + dropout),
+        "mat_bwd_read": i_mat * n_full * ((5 + dropout) * b_q + dropout),
+        "mat_bwd_write": i_mat * n_full * (2 + dropout) * b_q,
+    }
+
+
 def attention(tokens_q: sp.Expr, heads: sp.Expr, kv_heads: sp.Expr, s_avg: sp.Expr, kv_tokens: sp.Expr,
               d_qk: sp.Expr, d_v: sp.Expr, *, b_q: sp.Expr = ba, b_kv_elem: sp.Expr = bkv,
-              kv_width: sp.Expr | None = None, hbm_passes: sp.Expr = 1, sram_passes: sp.Expr = 0) -> Work:
+              kv_width: sp.Expr | None = None, hbm_passes: sp.Expr = 1, sram_passes: sp.Expr = 0,
+              s_full: sp.Expr | None = None, dropout: int = 0) -> Work:
     """Flash attention for `tokens_q` query tokens (B T), `heads` query heads sharing `kv_heads`.
 
     scores = B T h S_avg (S_avg: mean keys per query; causal prefill ~ C_0 + (T+1)/2).
@@ -135,24 +169,42 @@ def attention(tokens_q: sp.Expr, heads: sp.Expr, kv_heads: sp.Expr, s_avg: sp.Ex
             Q K^T = 2 q(B T g, m_t) q(d_qk, k_t) S_avg h_kv,  P V = 2 q(B T g, m_t) S_avg q(d_v, n_t) h_kv
     exp = scores; vector = p_av scores; transposes of P at the BF16 rate x_tr (Trainium).
     bytes: Q and O once; K,V (kv_width elements per token per KV head, default d_qk + d_v) for
-           `kv_tokens` tokens: `hbm_passes` sweeps from HBM, further `sram_passes` from on-chip SRAM;
-           materialised attention (i_mat = 1) adds 2 scores b_a read and 2 scores b_a written.
+           `kv_tokens` tokens: `hbm_passes` sweeps from HBM, further `sram_passes` from on-chip SRAM.
+    Materialised attention (i_mat = 1: the pre-FlashAttention path of Megatron-LM 2021 and eager
+    PyTorch, one kernel per step) runs the two GEMMs over every key, S_full = C_0 + T per query
+    (the causal mask is applied inside the softmax, after the GEMM), and passes the score matrix
+    (n = B T h S_full elements) through HBM between kernels: baddbmm writes S; the fused
+    scale-mask-softmax reads S and writes P; attention dropout (d = 1: training with attention
+    dropout, Megatron-LM's default 0.1) reads P, writes P' and a 1-byte mask; P'V reads P':
+        read += (2 + d) n b_a,   write += (2 + d) n b_a + d n
     """
-    scores = tokens_q * heads * s_avg
-    g_rows = tokens_q * heads / kv_heads
-    kv_width = (d_qk + d_v) if kv_width is None else kv_width
-    flop = 2 * scores * (d_qk + d_v)
-    tensor = 2 * q(g_rows, mt) * kv_heads * s_avg * (q(d_qk, kt) + q(d_v, nt))
-    transpose = 2 * q(g_rows, mt) * kv_heads * s_avg * kb * x_tr
-    q_bytes = tokens_q * heads * d_qk * b_q
-    o_bytes = tokens_q * heads * d_v * b_q
-    kv_bytes = kv_tokens * kv_heads * kv_width * b_kv_elem
-    # without flash attention the scores S and probabilities P go through HBM: write S, read S,
-    # write P, read P (b_a each), the pre-2022 implementations (Megatron-LM 2021)
-    materialised = i_mat * scores * 2 * b_q
-    return Work(flop=flop, tensor_flop=tensor, tensor_b16_flop=transpose, exp=scores, vector=p_av * scores,
-                read=q_bytes + hbm_passes * kv_bytes + materialised, write=o_bytes + materialised,
-                sram=sram_passes * kv_bytes)
+    a = _attention_parts(tokens_q, heads, kv_heads, s_avg, kv_tokens, d_qk, d_v, b_q, b_kv_elem, kv_width,
+                         hbm_passes, sram_passes, s_full, dropout)
+    return Work(flop=a["flop"], tensor_flop=a["tensor"], tensor_b16_flop=a["transpose"], exp=a["scores"],
+                vector=p_av * a["scores"],
+                read=a["q_bytes"] + hbm_passes * a["kv_bytes"] + a["mat_fwd_read"],
+                write=a["o_bytes"] + a["mat_fwd_write"], sram=sram_passes * a["kv_bytes"])
+
+
+def attention_backward(tokens_q: sp.Expr, heads: sp.Expr, kv_heads: sp.Expr, s_avg: sp.Expr, kv_tokens: sp.Expr,
+                       d_qk: sp.Expr, d_v: sp.Expr, *, b_q: sp.Expr = ba, b_kv_elem: sp.Expr = bkv,
+                       kv_width: sp.Expr | None = None, hbm_passes: sp.Expr = 1, sram_passes: sp.Expr = 0,
+                       s_full: sp.Expr | None = None, dropout: int = 0) -> Work:
+    """Backward of attention() (same arguments): dQ, dK, dV are 2x the forward FLOPs and tensor
+    work (FA2-style: P is recomputed by a separate recompute op in the graph); the backward reads
+    Q, K, V, O, dO (2 x forward reads + forward writes) and writes dQ, dK, dV (= forward reads);
+    exp 0, vector 3 scores (dP, dS = P (dP - D)) + the forward's vector passes. Materialised
+    attention (i_mat = 1) adds the unfused backward's score traffic (n = B T h S_full, d = dropout):
+        read += ((5 + d) b_a + d) n,   write += (2 + d) n b_a
+    (dP' written; dropout backward reads dP' and the mask, writes dP; softmax backward reads dP
+    and P, writes dS; dQ and dK read dS; dV reads P')."""
+    a = _attention_parts(tokens_q, heads, kv_heads, s_avg, kv_tokens, d_qk, d_v, b_q, b_kv_elem, kv_width,
+                         hbm_passes, sram_passes, s_full, dropout)
+    read = a["q_bytes"] + hbm_passes * a["kv_bytes"]
+    write = a["o_bytes"]
+    return Work(flop=2 * a["flop"], tensor_flop=2 * a["tensor"], tensor_b16_flop=2 * a["transpose"],
+                vector=3 * a["scores"] + p_av * a["scores"], read=2 * read + write + a["mat_bwd_read"],
+                write=read + a["mat_bwd_write"])
 
 
 def kv_passes(tokens_q_seq: sp.Expr, group: sp.Expr, d_qk: sp.Expr, d_v: sp.Expr, b: sp.Expr) -> tuple:

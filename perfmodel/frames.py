@@ -4,6 +4,8 @@
     run_scenario(loaded, options)    one scenario on one system: Result, footprint, minimum fit,
                                      and the four workbook sheets (inputs, results, per_operator,
                                      provenance)
+    scenario_page(system, workload, options, whatif)
+                                     everything the app's roofline and memory pages show
     roofline_frames / engine_frame / memory_frames / bound_shares
                                      the data of each chart and table
     display_table(df, columns)       human-scaled text with the marker of the weakest input
@@ -239,6 +241,20 @@ def run_scenario(ld: Loaded, opts: wi.ScenarioOptions, with_fit: bool = True) ->
     return Run(ld, opts, res, comp, tot, fit, err, prov)
 
 
+def scenario_page(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf = wi.WhatIf()) -> dict:
+    """The data of the app's roofline and memory pages for one scenario (what app.run caches):
+    summary, sheets (workbook), ops, engines, bounds, components, totals, roofs, ridges, fit_error,
+    display_name. bench/bench_app.py times it."""
+    ld = load(system, workload, whatif)
+    r = run_scenario(ld, opts)
+    sheets = r.sheets()
+    roofs, ridges = roofline_frames(ld.system)
+    return {"summary": sheets["results"], "sheets": sheets, "ops": r.result.ops,
+            "engines": engine_frame(r.result.ops), "bounds": bound_shares(r.result.ops),
+            "components": r.components, "totals": r.totals, "roofs": roofs, "ridges": ridges,
+            "fit_error": r.fit_error, "display_name": ld.system.display_name}
+
+
 _INPUT_COLS = ("case", "system", "workload", "phase", "batch", "seq_len", "context", "tp", "pp", "dp", "ep", "da",
                "compute_dtype", "weights_dtype", "whatif")
 
@@ -315,16 +331,21 @@ def display_table(df: pd.DataFrame, columns: Iterable[str] = SUMMARY_COLUMNS) ->
     from perfmodel import export
 
     cols = [c for c in columns if c in df and not df[c].isna().all()]
+    # the row values as DataFrame.iterrows gives them (one common-dtype array: ints read as floats in an
+    # all-numeric frame), read by position instead of building a Series per row (the app's hot path)
+    values = df.values
+    pos = {c: i for i, c in enumerate(df.columns)}
     out = {}
     for c in cols:
         name, div = export.pretty_name(c)
+        basis = pos.get(FIGURE_BASIS.get(c)) if c in FIGURE_BASIS else None
         vals = []
-        for _, r in df.iterrows():
-            v = r[c]
+        for row in values:
+            v = row[pos[c]]
             num = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
             text = export._fmt_cell(float(v) / div if num and div != 1.0 else v)
-            if text and c in FIGURE_BASIS and FIGURE_BASIS[c] in r:
-                text += provenance_frame.marker(r[FIGURE_BASIS[c]])
+            if text and basis is not None:
+                text += provenance_frame.marker(row[basis])
             vals.append(text)
         out[name] = vals
     return pd.DataFrame(out)

@@ -16,6 +16,7 @@ Does not: bind numbers, price time or communication.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
@@ -104,6 +105,7 @@ class Op:
     work: Work
     comm: Comm | None = None
     formula: str = ""  # formula family (formulas.py function) for display
+    backward: Work | None = None  # the backward's work when the generic rule (_backward) does not apply
 
 
 @dataclass(frozen=True)
@@ -141,9 +143,15 @@ class GraphKey:
             sinks=a.attention_sinks, qk_norm=a.qk_norm)
 
 
-def _op(name, group, kind, count, work, comm=None, formula=""):
+def _op(name, group, kind, count, work, comm=None, formula="", backward=None):
     return Op(name=name, group=group, kind=kind, pass_=Pass.FORWARD, count=count, work=work, comm=comm,
-              formula=formula or kind.value)
+              formula=formula or kind.value, backward=backward)
+
+
+def _attention_op(name, grp, count, *args, **kw) -> Op:
+    """The attention core: forward fm.attention, backward fm.attention_backward (same shapes)."""
+    return _op(name, grp, OpKind.ATTENTION, count, fm.attention(*args, **kw), formula="attention",
+               backward=fm.attention_backward(*args, **kw))
 
 
 def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr | None, tag: str) -> list[Op]:
@@ -157,6 +165,8 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
     else:
         s_avg, s_kv = fm.causal_mean_keys(T, C0, window), fm.kv_length(T, C0, window)
     kv_tokens = (B / da) * s_kv / cp  # K/V tokens held for this device's sequences
+    # materialised (non-flash) attention in training runs attention dropout on the probabilities
+    mat = dict(s_full=s_kv, dropout=1 if phase == Phase.TRAIN else 0)
     if g.attention == AttentionKind.MLA:
         if g.mla_q_lora:
             ops.append(_op(f"attn{tag}.q_a", grp, OpKind.MATMUL, count, fm.matmul(N_dev, D, rq), formula="matmul"))
@@ -178,9 +188,8 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
             ops.append(_op(f"attn{tag}.kv_cache_write", grp, OpKind.MEMORY, count,
                            Work(write=N_dev * (rkv + dr) * bkv), formula="memory"))
             hp, sp_ = fm.kv_passes(T / cp, H / t, rkv + dr, rkv, ba)
-            ops.append(_op(f"attn{tag}.core", grp, OpKind.ATTENTION, count,
-                           fm.attention(N_dev, H / t, 1, s_avg, kv_tokens, rkv + dr, rkv, kv_width=rkv + dr,
-                                        hbm_passes=hp, sram_passes=sp_), formula="attention"))
+            ops.append(_attention_op(f"attn{tag}.core", grp, count, N_dev, H / t, 1, s_avg, kv_tokens, rkv + dr, rkv,
+                                     kv_width=rkv + dr, hbm_passes=hp, sram_passes=sp_, **mat))
             ops.append(_op(f"attn{tag}.v_absorb", grp, OpKind.MATMUL, count,
                            fm.matmul(N_dev * H / t, rkv, dv), formula="matmul"))
         else:
@@ -190,9 +199,8 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
                 ops.append(_op(f"attn{tag}.kv_cache_write", grp, OpKind.MEMORY, count,
                                Work(write=N_dev * (rkv + dr) * bkv), formula="memory"))
             hp, sp_ = fm.kv_passes(T / cp, 1, dn + dr, dv, ba)
-            ops.append(_op(f"attn{tag}.core", grp, OpKind.ATTENTION, count,
-                           fm.attention(N_dev, H / t, H / t, s_avg, kv_tokens, dn + dr, dv, b_kv_elem=ba,
-                                        hbm_passes=hp, sram_passes=sp_), formula="attention"))
+            ops.append(_attention_op(f"attn{tag}.core", grp, count, N_dev, H / t, H / t, s_avg, kv_tokens, dn + dr,
+                                     dv, b_kv_elem=ba, hbm_passes=hp, sram_passes=sp_, **mat))
         o_in = H * dv / t
     else:
         ops.append(_op(f"attn{tag}.qkv", grp, OpKind.MATMUL, count,
@@ -209,11 +217,11 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
                            Work(write=N_dev * KV_dev * 2 * dh * bkv), formula="memory"))
         kv_src = bkv if infer else ba
         hp, sp_ = fm.kv_passes(T / cp, H / t / KV_dev, dh, dh, ba)
-        core = fm.attention(N_dev, H / t, KV_dev, s_avg, kv_tokens, dh, dh, b_kv_elem=kv_src, hbm_passes=hp,
-                            sram_passes=sp_)
-        if g.sinks:
-            core = core + Work(params=H / t)  # gpt-oss: one learned sink logit per head
-        ops.append(_op(f"attn{tag}.core", grp, OpKind.ATTENTION, count, core, formula="attention"))
+        core = _attention_op(f"attn{tag}.core", grp, count, N_dev, H / t, KV_dev, s_avg, kv_tokens, dh, dh,
+                             b_kv_elem=kv_src, hbm_passes=hp, sram_passes=sp_, **mat)
+        if g.sinks:  # gpt-oss: one learned sink logit per head
+            core = dataclasses.replace(core, work=core.work + Work(params=H / t))
+        ops.append(core)
         o_in = H * dh / t
     ops.append(_op(f"attn{tag}.o_proj", grp, OpKind.MATMUL, count, fm.matmul(N_dev, o_in, D, bias=g.attention_bias),
                    formula="matmul"))
@@ -270,9 +278,8 @@ def _moe_block(g: GraphKey) -> list[Op]:
     # only the f E / e touched experts run (each padded to the tile and charged the per-op
     # overhead); useful (model) FLOPs use the mean tokens per expert, engine work the busiest (x u);
     # every expert's parameters stay on the device (params / f per touched instance)
-    ops += [Op(o.name, o.group, o.kind, o.pass_, o.count,
-               Work(**{**dict(o.work.items()), "flop": o.work.flop / u, "params": o.work.params / touched}),
-               o.comm, o.formula) for o in experts]
+    ops += [dataclasses.replace(o, work=Work(**{**dict(o.work.items()), "flop": o.work.flop / u,
+                                                "params": o.work.params / touched})) for o in experts]
     if g.shared_experts:
         ops += _mlp(N_dev, Fs / t, g, "moe.shared", "moe", Lm)
     ops.append(_op("moe.combine", "moe", OpKind.COLLECTIVE, Lm, Work(),
@@ -342,11 +349,14 @@ def _forward(g: GraphKey, phase: Phase) -> list[Op]:
 
 
 def _backward(op: Op) -> Op:
-    """Backward of one forward op: 2x the matmul work (dgrad + wgrad), FA2-style attention
-    backward (dQ, dK, dV: 2x forward FLOPs, plus the recomputed Q K^T counted as recompute),
-    2x elementwise work, the same collectives on gradients."""
+    """Backward of one forward op: 2x the matmul work (dgrad + wgrad), attention as the op's own
+    backward work (fm.attention_backward: FA2-style dQ, dK, dV at 2x forward FLOPs, plus the
+    recomputed Q K^T counted as recompute; the unfused score traffic when materialised), 2x
+    elementwise work, the same collectives on gradients."""
     w = op.work
-    if op.kind == OpKind.MATMUL:
+    if op.backward is not None:
+        bw_work = op.backward
+    elif op.kind == OpKind.MATMUL:
         bw_work = Work(flop=2 * w.flop, tensor_flop=2 * w.tensor_flop, vector=2 * w.vector,
                        read=w.read + w.write + w.read, write=w.read)
     elif op.kind == OpKind.ATTENTION:
@@ -364,11 +374,13 @@ def _recompute(op: Op) -> Op:
 
 
 def _attention_score_recompute(op: Op) -> Op:
-    """FA backward recomputes P = softmax(Q K^T): half the forward attention FLOPs, all the exp."""
+    """FA backward recomputes P = softmax(Q K^T): half the forward attention FLOPs, all the exp.
+    Materialised attention (i_mat = 1) keeps P in HBM instead: nothing recomputed."""
     w = op.work
+    flash = 1 - fm.i_mat
     return Op(name=op.name + "_scores", group=op.group, kind=op.kind, pass_=Pass.RECOMPUTE, count=op.count,
               work=Work(flop=w.flop / 2, tensor_flop=w.tensor_flop / 2, exp=w.exp, vector=w.vector,
-                        read=w.read / 2), formula=op.formula)
+                        read=w.read / 2).scaled(flash), formula=op.formula)
 
 
 @lru_cache(maxsize=256)
@@ -377,7 +389,7 @@ def build_graph(key: GraphKey, phase: Phase, recompute: Recompute = Recompute.NO
     fwd = _forward(key, phase)
     if phase != Phase.TRAIN:
         return tuple(fwd)
-    step = [Op(o.name, o.group, o.kind, o.pass_, o.count * nmb, o.work, o.comm, o.formula) for o in fwd]
+    step = [dataclasses.replace(o, count=o.count * nmb) for o in fwd]
     layer_ops = [o for o in step if o.group not in ("embedding", "head")]
     ops = list(step)
     ops += [_backward(o) for o in reversed(step)]

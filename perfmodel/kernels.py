@@ -5,7 +5,8 @@ chip's rates and a data-type choice, for questions about one operator: how long 
 4096^3 matmul take in FP8 on Trn2, which engine bounds a flash-attention tile on Trn3.
 
     kernel_costs(system, {"name": Work, ...}, compute="fp8") -> DataFrame, one row per kernel:
-        flop, busy time per engine, time (pipelined or serial), bound, tensor_util_frac
+        flop, HBM bytes, busy time per engine, time (pipelined or serial), bound, tensor_util_frac,
+        achieved FLOP/s and bytes/s (validation_kernels compares these with published kernels)
 
 Does not: model communication or a whole model (evaluate.py does).
 """
@@ -75,9 +76,12 @@ def kernel_costs(system: System, works: dict[str, fm.Work], compute, weights=Non
         t = float(fn(*[vals[s] for s in syms])) if syms else 0.0
         syms, fn = _lambdify(w.flop)
         flop = float(fn(*[vals[s] for s in syms])) if syms else float(w.flop)
-        row.update({"flop": flop, "time_s": t, "bound": max(busy, key=busy.get),
+        syms, fn = _lambdify(w.read + w.write)
+        nbytes = float(fn(*[vals[s] for s in syms])) if syms else float(w.read + w.write)
+        row.update({"flop": flop, "hbm_bytes": nbytes, "time_s": t, "bound": max(busy, key=busy.get),
                     "tensor_util_frac": flop / (t * float(np.asarray(vals[S.Rt]))) if t else 0.0,
-                    "achieved_flop_per_s": flop / t if t else 0.0})
+                    "achieved_flop_per_s": flop / t if t else 0.0,
+                    "achieved_bytes_per_s": nbytes / t if t else 0.0})
         rows.append(row)
     return pd.DataFrame(rows)
 

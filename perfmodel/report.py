@@ -65,8 +65,8 @@ Progress = Callable[[int, int, str], None]
 from perfmodel.frames import (  # noqa: E402,F401
     BASIS_COLUMNS, CLAIM_SCENARIO, FIGURE_BASIS, FRONTIER_Y, GRIDS, HEADLINE, SUMMARY_COLUMNS, Loaded, Run, bound_shares, capacity_plan,
     claim_points, collective_frame, display_table, economics, engine_frame, fit_plan, headline, inputs_frame, load,
-    memory_comparison, memory_frames, pick_dtype, plan_text, roofline_frames, run_scenario, sensitivity_frame,
-    serving_frontier, summary_columns, workbook, _basis, _with_inputs)
+    memory_comparison, memory_frames, pick_dtype, plan_text, roofline_frames, run_scenario, scenario_page,
+    sensitivity_frame, serving_frontier, summary_columns, workbook, _basis, _with_inputs)
 
 
 # ---------------------------------------------------------------- the comparison

@@ -55,7 +55,7 @@ from perfmodel import bindings as bd
 from perfmodel import collectives, memory
 from perfmodel.calibration import Calibration, calibration_for
 from perfmodel.dtypes import DType, bytes_per_element
-from perfmodel.evaluate import run, summarize
+from perfmodel.evaluate import run_rows, summarize_rows
 from perfmodel.graph import Collective
 from perfmodel.hardware import Scope, System
 from perfmodel.scenario import Phase
@@ -110,6 +110,12 @@ class ServingOptions:
 
 def _dt(v) -> DType:
     return DType.parse(v) if isinstance(v, str) else DType(v)
+
+
+def _names(dtypes: np.ndarray) -> np.ndarray:
+    """Data-type names of a grid column (each distinct type looked up once)."""
+    codes, distinct = bd.dtype_codes(dtypes)
+    return np.asarray([_dt(d).value for d in distinct], dtype=object)[codes]
 
 
 @dataclass(frozen=True)
@@ -178,19 +184,23 @@ class Grid:
                         activations=DType.BF16, kv_cache=self.kv_cache, expert_weights=self.expert_weights)
 
     def plan_index(self) -> tuple[np.ndarray, np.ndarray]:
-        """(first row of each distinct plan+dtype, inverse map row -> distinct plan)."""
-        cols = [self.tp, self.da, self.ep, self.pp] + [pd.factorize(getattr(self, f))[0].astype(float)
-                                                        for f in ("compute", "weights", "expert_weights", "kv_cache")]
-        key = np.stack(cols, axis=1)
-        _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-        return first, inverse.ravel()
+        """(first row of each distinct plan+dtype, inverse map row -> distinct plan), distinct plans
+        in order of first appearance (hash-based: no sort of the rows)."""
+        key, n_keys = np.zeros(len(self), dtype=np.int64), 1
+        for f in ("tp", "da", "ep", "pp", "compute", "weights", "expert_weights", "kv_cache"):
+            codes, uniq = pd.factorize(getattr(self, f))
+            key, n_keys = key * len(uniq) + codes, n_keys * len(uniq)
+        if n_keys > 2 ** 62:
+            raise ValueError("plan_index: too many distinct plan fields")
+        inverse = pd.factorize(key)[0]
+        first = np.flatnonzero(np.diff(np.maximum.accumulate(inverse), prepend=-1) > 0)
+        return first, inverse
 
 
 def sweep(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration) -> pd.DataFrame:
     """evaluate_sweep's summary columns (pipelined overlap); one vectorised evaluation of all
     configurations in `kn`."""
-    ops, q, comm, values = run(system, arch, kn, cal)
-    summ = summarize(system, arch, kn, ops, q, comm, values)
+    summ = summarize_rows(system, arch, kn, run_rows(system, arch, kn, cal))
     shape = np.broadcast_shapes(*[np.shape(v) for v in summ.values()])
     return pd.DataFrame({key: np.broadcast_to(np.asarray(v, dtype=float), shape).ravel() for key, v in summ.items()})
 
@@ -311,9 +321,8 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
         "system": system.name, "workload": arch.name, "mode": mode.value, "mix": mix.label,
         "input_tokens": int(I), "output_tokens": int(O),
         "tp": grid.tp, "da": grid.da, "ep": grid.ep, "pp": grid.pp, "concurrency": C,
-        "compute_dtype": [d.value for d in grid.compute], "weights_dtype": [d.value for d in grid.weights],
-        "expert_weights_dtype": [d.value for d in grid.expert_weights],
-        "kv_dtype": [d.value for d in grid.kv_cache],
+        "compute_dtype": _names(grid.compute), "weights_dtype": _names(grid.weights),
+        "expert_weights_dtype": _names(grid.expert_weights), "kv_dtype": _names(grid.kv_cache),
         "replica_chips": chips.astype(float), "prefill_chips_per_replica": chips * prefill_share,
         "replicas_per_scaleup": replicas,
         "ttft_s": ttft, "time_per_output_token_s": tpot, "tokens_per_s_per_user": 1.0 / tpot,

@@ -50,6 +50,7 @@ from perfmodel.scenario import Optimizer, Phase, Recompute, Scenario
 from perfmodel.workload import ModelArch
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
+DTYPE_FIELDS = ("weights", "compute", "activations", "kv_cache", "expert_weights")
 
 
 def bubble_fraction(pp, microbatches, schedule: str = "1f1b", virtual=1) -> np.ndarray:
@@ -64,10 +65,29 @@ def _f(x) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
 
-def _by_pass(ops, q, values: np.ndarray, want) -> np.ndarray:
-    mask = np.array([want(op) for op in ops], dtype=float)
-    mask = mask.reshape((-1,) + (1,) * (values.ndim - 1))
-    return (values * mask).sum(axis=0)
+def _by_pass(ops, terms: list, shape: tuple, want) -> np.ndarray:
+    """Sum of the per-operator terms of the operators `want` selects (evaluate.opsum)."""
+    return ev.opsum([x if want(op) else None for op, x in zip(ops, terms)], shape)
+
+
+def _replica_flop(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration, shape: tuple) -> np.ndarray:
+    """Model FLOPs of one whole replica (kn has t = p = ... = 1), evaluated once per distinct
+    configuration (a plan sweep repeats few) and spread back: the numbers of one full evaluation."""
+    names = [f.name for f in dataclasses.fields(kn) if f.name not in ("phase", "optimizer")]
+    swept = {k: getattr(kn, k) for k in names if np.ndim(getattr(kn, k)) > 0 and getattr(kn, k) is not None}
+    codes = {k: (bd.dtype_codes(v) if k in DTYPE_FIELDS else (np.asarray(v, dtype=float), None))
+             for k, v in swept.items()}
+    d = co.distinct(*[c for c, _ in codes.values()]) if codes else None
+    if d is None:
+        return np.broadcast_to(ev.model_flop(ev.run_rows(system, arch, kn, cal, Recompute.NONE)), shape)
+    rows, inverse, dshape = d
+    one = {k: (np.asarray(cats, dtype=object)[r.astype(np.intp)] if cats is not None else r)
+           for (k, (_, cats)), r in zip(codes.items(), rows)}
+    if "flash_attention" in one or "sequence_parallel" in one:
+        one = {k: (v.astype(bool) if k in ("flash_attention", "sequence_parallel") else v) for k, v in one.items()}
+    # the full evaluation would sum its many configurations' operators in order, not pairwise
+    flop = ev.model_flop(ev.run_rows(system, arch, dataclasses.replace(kn, **one), cal, Recompute.NONE), False)
+    return np.broadcast_to(np.asarray(flop)[inverse].reshape(dshape), shape)
 
 
 def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | None = None,
@@ -80,16 +100,18 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     cal = cal or calibration_for(system)
     if Phase(kn.phase) != Phase.TRAIN:
         raise ValueError("training step needs phase=train knobs")
-    ops, q, comm, values = ev.run(system, arch, kn, cal, recompute)
-    count, t = q["count"], q["time"]
-    per_op = count * t
-    t_fwd = _by_pass(ops, q, per_op, lambda o: o.pass_ == Pass.FORWARD)
-    t_bwd = _by_pass(ops, q, per_op, lambda o: o.pass_ in (Pass.BACKWARD, Pass.RECOMPUTE))
-    t_opt = _by_pass(ops, q, per_op, lambda o: o.pass_ == Pass.OPTIMIZER)
+    r = ev.run_rows(system, arch, kn, cal, recompute)  # per-operator arrays at their own shapes
+    ops, q, comm, shape0 = r.ops, r.rows, r.comm, r.shape
+    count = q["count"]
+    per_op = [c * t for c, t in zip(count, q["time"])]
+    per_comm = [c * x if op.comm is not None else None for op, c, x in zip(ops, count, comm)]
+    t_fwd = _by_pass(ops, per_op, shape0, lambda o: o.pass_ == Pass.FORWARD)
+    t_bwd = _by_pass(ops, per_op, shape0, lambda o: o.pass_ in (Pass.BACKWARD, Pass.RECOMPUTE))
+    t_opt = _by_pass(ops, per_op, shape0, lambda o: o.pass_ == Pass.OPTIMIZER)
     # blocking collectives on the critical path: TP / EP / CP in the layers, plus pipeline send/recv
-    t_block = _by_pass(ops, q, count * comm, lambda o: o.comm is not None and o.comm.group in ("tp", "ep"))
-    t_cp = _by_pass(ops, q, count * comm, lambda o: o.comm is not None and o.comm.group == "cp")
-    t_p2p = _by_pass(ops, q, count * comm, lambda o: o.comm is not None and o.comm.group == "pp")
+    t_block = _by_pass(ops, per_comm, shape0, lambda o: o.comm is not None and o.comm.group in ("tp", "ep"))
+    t_cp = _by_pass(ops, per_comm, shape0, lambda o: o.comm is not None and o.comm.group == "cp")
+    t_p2p = _by_pass(ops, per_comm, shape0, lambda o: o.comm is not None and o.comm.group == "pp")
     idx = {o.name: i for i, o in enumerate(ops)}
     opt = Optimizer(kn.optimizer).bytes_per_param
     grad_bytes = q["comm_bytes"][idx["dp.grad_all_reduce"]]
@@ -103,16 +125,16 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     dp_stride = tp * da * cp * pp
 
     def cost(c, nbytes, group, stride):
-        return co.collective_cost(system, cal, c, nbytes, group, stride)
+        return co.collective_fields(system, cal, c, nbytes, group, stride, ("time_s", "algorithm", "crosses"))
 
     # data-parallel collectives come from the graph's plan operators; their timing class
     # (once at the end vs once per micro-batch) decides how much can hide under compute
     ar = cost(Collective.ALL_REDUCE, grad_bytes, dp, dp_stride)
     rs = cost(Collective.REDUCE_SCATTER, grad_bytes, dp, dp_stride)
     ag = cost(Collective.ALL_GATHER, weight_bytes, dp, dp_stride)
-    c_last = np.select([zero == 0, zero == 1], [ar.time_s, rs.time_s], 0.0)
-    c_mb = np.select([zero == 2, zero >= 3], [m * rs.time_s, m * (2 * ag.time_s + rs.time_s)], 0.0)
-    c_end = np.where((zero == 1) | (zero == 2), ag.time_s, 0.0)
+    c_last = np.select([zero == 0, zero == 1], [ar["time_s"], rs["time_s"]], 0.0)
+    c_mb = np.select([zero == 2, zero >= 3], [m * rs["time_s"], m * (2 * ag["time_s"] + rs["time_s"])], 0.0)
+    c_end = np.where((zero == 1) | (zero == 2), ag["time_s"], 0.0)
     layers = arch.num_hidden_layers / pp
 
     f_tp = cal["tp_comm_overlap_frac"]
@@ -129,18 +151,19 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     contention = cal["comm_compute_contention_frac"] * (hidden + f_tp * blocking)
     step = t_pipe + t_opt + exposed + contention
 
-    plan_ops = [(op.name, op.pass_.value, op.comm.group, op.comm.collective.value, q["comm_bytes"][i], count[i],
-                 comm[i]) for i, op in enumerate(ops) if op.group == "plan"]
-    graph_comm = [(op.name, op.pass_.value, op.comm.group, op.comm.collective.value, q["comm_bytes"][i],
-                   count[i], comm[i]) for i, op in enumerate(ops)
+    def row(x):  # one operator's array at the configurations' shape (a read-only view)
+        return np.broadcast_to(x, shape0)
+
+    plan_ops = [(op.name, op.pass_.value, op.comm.group, op.comm.collective.value, row(q["comm_bytes"][i]),
+                 row(count[i]), row(comm[i])) for i, op in enumerate(ops) if op.group == "plan"]
+    graph_comm = [(op.name, op.pass_.value, op.comm.group, op.comm.collective.value, row(q["comm_bytes"][i]),
+                   row(count[i]), row(comm[i])) for i, op in enumerate(ops)
                   if op.comm is not None and op.group != "plan"]
-    summ = ev.summarize(system, arch, kn, ops, q, comm, values)
     whole = dataclasses.replace(kn, tp=1, da=1, cp=1, pp=1, ep=1, dp=1)
-    ops1, q1, comm1, v1 = ev.run(system, arch, whole, cal, Recompute.NONE)
-    flop_replica = ev.summarize(system, arch, whole, ops1, q1, comm1, v1)["model_flop"]
+    flop_replica = _replica_flop(system, arch, whole, cal, shape)
     chips = tp * da * cp * pp * dp
     tokens = _f(kn.batch) * m * dp * _f(kn.seq_len)
-    peak = summ["peak_flop_per_s"]
+    peak = ev.peak_flop_per_s(system, kn.compute) * np.ones(shape)
     out = {
         "step_time_s": step, "forward_s": t_fwd, "backward_s": t_bwd, "optimizer_s": t_opt,
         "bubble_s": (t_fb + (1 - f_tp) * blocking) * bubble, "bubble_frac": bubble,
@@ -149,8 +172,8 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
         "dp_comm_s": c_total, "dp_comm_hidden_s": hidden, "dp_comm_exposed_s": exposed, "contention_s": contention,
         "comm_total_s": blocking + c_total, "comm_exposed_s": (1 - f_tp) * blocking + exposed,
         "comm_hidden_s": f_tp * blocking + hidden,
-        "dp_algorithm": np.select([zero == 0], [ar.algorithm], rs.algorithm),
-        "dp_crosses": ar.crosses,
+        "dp_algorithm": np.select([zero == 0], [ar["algorithm"]], rs["algorithm"]),
+        "dp_crosses": ar["crosses"],
         "overlapped_bound_s": (t_fb + (1 - f_tp) * blocking) * (1 + bubble) + t_opt
         + np.maximum(c_last + c_mb - t_fb, 0.0) + c_end,
         "serial_bound_s": (t_fb + blocking) * (1 + bubble) + t_opt + c_total,

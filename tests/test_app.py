@@ -162,6 +162,20 @@ def test_formulas_page():
     assert sens["elasticity"].iloc[0] < 0
 
 
+def test_validation_page_scatter_and_phase_filter():
+    at = app(page="Validation")
+    by_phase = table(at, "phase", "verdict")
+    assert {"prefill", "decode", "train", "collective"} <= set(by_phase["phase"])
+    scatter = charts(at)[0]
+    assert [layer["mark"]["type"] for layer in scatter["layer"]] == ["line", "point"]
+    cases = table(at, "case id", "Error (%)")
+    at.multiselect(key="val_phases").set_value(["decode"])
+    rerun(at)
+    only = table(at, "case id", "Error (%)")
+    assert set(only["phase"]) == {"decode"} and len(only) < len(cases)
+    assert len(table(at, "case_id", "reason"))  # cases not expressed are listed, not dropped
+
+
 def test_bad_override_is_one_clear_line():
     at = app()
     at.sidebar.text_area(key="wi_text").set_value("hbm_bandwith=x2")

@@ -47,8 +47,10 @@ def test_c1_two_d_ring_at_512(rows):
 def test_c2_is_a_latency_regime_miss(rows):
     for key in ("C2.all_gather", "C2.all_reduce"):
         r = rows[key]
-        assert r.modelled > 1.0  # the switch is faster, just not by the quoted factor
-        assert not r.within and "collective_fixed_latency" in r.note
+        assert r.modelled > 1.0  # the switch is faster
+        assert r.within or "collective_fixed_latency" in r.note
+    # all-gather: not by the quoted 6x (the per-call cost dominates the latency regime)
+    assert not rows["C2.all_gather"].within and "collective_fixed_latency" in rows["C2.all_gather"].note
     assert "peak ratio" in rows["C2.all_gather"].note
 
 

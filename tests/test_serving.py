@@ -127,13 +127,13 @@ def test_errors_are_clear(trn2, llama):
 
 def test_sweep_is_vectorised(monkeypatch, trn2, llama):
     calls = []
-    real = serving.run
+    real = serving.run_rows
 
     def counting(*a, **k):
         calls.append(1)
         return real(*a, **k)
 
-    monkeypatch.setattr(serving, "run", counting)
+    monkeypatch.setattr(serving, "run_rows", counting)
     g = Grid.of(tp=[[1], [2], [4], [8], [16]], concurrency=np.arange(1, 401)[None, :], compute="fp8")
     df = serve(trn2, llama, g, MIX)
     assert len(df) == 2000 and len(calls) == 2  # one decode and one prefill evaluation for 2,000 configurations
@@ -149,6 +149,6 @@ def test_throughput_dev_check_is_registered_and_complete():
     from perfmodel import validation
 
     df = validation.run_validation("serving-throughput")
-    assert len(df) >= 50 and set(df["hardware"]) == {"trn1.32xlarge", "inf2.48xlarge"}
+    assert len(df) >= 50 and set(df["system"]) == {"trn1.32xlarge", "inf2.48xlarge"}
     assert (df["predicted"] > 0).all() and df["error_frac"].notna().all()
     assert (df["metric"] == "output token throughput (whole instance)").all()

@@ -1,0 +1,247 @@
+"""Benchmark: perfmodel vs the peer tools on PyPI (llm-analysis, genz-llm) on one shared sweep.
+
+    python bench/bench_peers.py [--budget 25] [--tools llm-analysis genz-llm] [--reinstall]
+
+The sweep, which all three tools can express: Llama-2-7B decode, time per output token (BF16
+weights and KV cache), on an A100-SXM-80GB and an H100-SXM-80GB, over batch {1 .. 256} x
+context {128 .. 4000 tokens in the KV cache} x tensor parallel {1, 2, 4, 8}, keeping the
+configurations whose weights + KV cache fit in 90% of the 80 GB per GPU (so that no tool rejects
+one). perfmodel evaluates the grid vectorised (evaluate.evaluate_sweep, one call per GPU) and, for
+reference, one configuration at a time (evaluate.evaluate). Each peer is installed with pip into
+its own throwaway virtual environment, bench/.peers/<tool>/ (git-ignored; never a perfmodel
+dependency), and runs bench/peer_worker.py there, looping over the grid in Python for up to
+--budget seconds; configs/s counts what ran. A tool that fails to install or run is reported
+with the reason and the benchmark goes on.
+
+Prints each tool's configs/s, perfmodel's configs/s on the same grid and the ratios (by wall time
+and by CPU time: the CPU-time rates hold up when other work shares the machine), then the
+agreement: the decode latency of each tool on a few shared points and the ratio perfmodel / peer
+over every configuration a peer ran. All figures are measured in this run; timing lives here,
+never in unit tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from perfmodel import bindings as bd
+from perfmodel import catalog, evaluate, workload_files
+from perfmodel.calibration import calibration_for
+from perfmodel.scenario import Parallelism, Phase, Scenario
+
+HERE = Path(__file__).resolve().parent
+PEERS_DIR = HERE / ".peers"
+WORKER = HERE / "peer_worker.py"
+# PyPI name -> pinned version (the versions this benchmark was written against)
+PEERS = {"llm-analysis": "llm-analysis==0.2.2", "genz-llm": "genz-llm==0.0.16"}
+
+# the shared sweep
+WORKLOAD = "llama-2-7b"
+GPUS = {"a100": ("dgx-a100-80gb", "A100-SXM-80GB"), "h100": ("p5.48xlarge", "H100-SXM-80GB")}
+BATCHES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
+CONTEXTS = (128, 256, 384, 512, 640, 768, 1024, 1280, 1536, 1792, 2048, 2560, 3072, 3584, 3840, 4000)
+TPS = (1, 2, 4, 8)
+# fit filter shared by all tools: Llama-2-7B BF16 weights (6.74e9 parameters x 2 bytes) and KV cache
+# (2 x 32 layers x 4096 x 2 bytes per token), split over tp, within 90% of 80 GB per GPU
+WEIGHT_BYTES = 6.74e9 * 2
+KV_BYTES_PER_TOKEN = 2 * 32 * 4096 * 2
+USABLE_BYTES = 0.9 * 80e9
+AGREEMENT = (("a100", 1, 1024, 1), ("a100", 16, 2048, 1), ("a100", 64, 2048, 4), ("h100", 1, 1024, 1),
+             ("h100", 32, 4000, 2), ("h100", 128, 1024, 8))
+
+
+def machine_load() -> str:
+    """Other work on the machine inflates wall times (CPU-time rates are printed beside them)."""
+    return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+
+
+def shared_grid() -> list[tuple[str, int, int, int]]:
+    """Every fitting configuration, in a fixed shuffled order (a peer stopped by its time budget has
+    then run a sample spread over GPUs, batches, contexts and TP degrees)."""
+    grid = []
+    for gpu in GPUS:
+        for tp in TPS:
+            for b in BATCHES:
+                for c in CONTEXTS:
+                    if (WEIGHT_BYTES + b * (c + 1) * KV_BYTES_PER_TOKEN) / tp <= USABLE_BYTES:
+                        grid.append((gpu, b, c, tp))
+    return [grid[i] for i in np.random.default_rng(0).permutation(len(grid))]
+
+
+# ---------------------------------------------------------------- perfmodel
+
+
+def perfmodel_sweep(grid, repeat: int = 7) -> dict:
+    arch = workload_files.load_workload(WORKLOAD)
+    systems = {g: catalog.load_system(name) for g, (name, _) in GPUS.items()}
+    parts = {}
+    for g in GPUS:
+        rows = np.array([c[1:] for c in grid if c[0] == g], dtype=float)
+        parts[g] = bd.Knobs(phase=Phase.DECODE, batch=rows[:, 0], context=rows[:, 1], tp=rows[:, 2])
+
+    def run_all():
+        return {g: evaluate.evaluate_sweep(systems[g], arch, kn) for g, kn in parts.items()}
+
+    t0 = time.perf_counter()
+    frames = run_all()  # first call: graph build + lambdify
+    cold = time.perf_counter() - t0
+    times, cpu = [], []
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), time.process_time()
+        frames = run_all()
+        times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    warm = statistics.median(times)
+    latency = {}
+    for g, df in frames.items():
+        for r in df[["batch", "context", "tp", "time_per_output_token_s"]].itertuples(index=False):
+            latency[(g, int(r[0]), int(r[1]), int(r[2]))] = float(r[3])
+
+    # the same model one configuration at a time (a Python loop, as the peers run)
+    loop_n, t0, c0 = 0, time.perf_counter(), time.process_time()
+    for g, b, c, tp in grid:
+        evaluate.evaluate(systems[g], arch, Scenario(Phase.DECODE, batch=b, context=c, parallel=Parallelism(tp=tp)))
+        loop_n += 1
+        if time.perf_counter() - t0 > 3.0:
+            break
+    loop_s, loop_cpu = time.perf_counter() - t0, time.process_time() - c0
+    hbm_eff = {g: calibration_for(s)["hbm_efficiency"] for g, s in systems.items()}
+    return {"cold_s": cold, "warm_s": warm, "warm_cpu_s": statistics.median(cpu), "rate": len(grid) / warm,
+            "latency": latency, "loop_n": loop_n, "loop_s": loop_s, "loop_cpu_s": loop_cpu,
+            "loop_rate": loop_n / loop_s, "hbm_efficiency": hbm_eff}
+
+
+# ---------------------------------------------------------------- peers (own venvs, subprocess)
+
+
+def _venv_python(tool: str) -> Path:
+    return PEERS_DIR / tool / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def ensure_peer(tool: str, reinstall: bool = False) -> tuple[Path | None, str]:
+    """The peer's venv python (created and pip-installed if missing), or None and the reason."""
+    spec = PEERS[tool]
+    venv, py, stamp = PEERS_DIR / tool, _venv_python(tool), PEERS_DIR / tool / ".installed"
+    if not reinstall and py.exists() and stamp.exists() and stamp.read_text().strip() == spec:
+        return py, "already installed"
+    t0 = time.perf_counter()
+    try:
+        PEERS_DIR.mkdir(exist_ok=True)
+        r = subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], capture_output=True, text=True,
+                           timeout=300)
+        if r.returncode:
+            return None, f"venv creation failed: {(r.stderr or r.stdout).strip().splitlines()[-1:]}"
+        r = subprocess.run([str(py), "-m", "pip", "install", "-q", spec], capture_output=True, text=True,
+                           timeout=1200)
+        if r.returncode:
+            lines = [ln for ln in (r.stderr + r.stdout).strip().splitlines() if "WARNING" not in ln]
+            return None, f"pip install {spec} failed: {' | '.join(lines[-3:])}"
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"install failed: {type(exc).__name__}: {exc}"
+    stamp.write_text(spec + "\n")
+    return py, f"installed {spec} in {time.perf_counter() - t0:.0f} s"
+
+
+def run_peer(tool: str, py: Path, grid, budget_s: float) -> tuple[dict | None, str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        job, out = Path(tmp) / "job.json", Path(tmp) / "result.json"
+        job.write_text(json.dumps({"tool": tool, "budget_s": budget_s, "min_s": min(3.0, budget_s),
+                                   "agreement": [list(a) for a in AGREEMENT], "grid": [list(c) for c in grid]}))
+        try:
+            # the peers write scratch files into the working folder (GenZ saves its layer tables): run in tmp
+            r = subprocess.run([str(py), str(WORKER), str(job), str(out)], capture_output=True, text=True,
+                               timeout=budget_s + 300, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            return None, "worker timed out"
+        if r.returncode or not out.exists():
+            tail = [ln for ln in r.stderr.strip().splitlines() if ln.strip()][-1:]
+            return None, f"worker failed (exit {r.returncode}): {' '.join(tail)}"
+        return json.loads(out.read_text()), ""
+
+
+# ---------------------------------------------------------------- report
+
+
+def _ms(v) -> str:
+    return "-" if v is None else f"{v * 1e3:.2f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--budget", type=float, default=25.0, help="seconds each peer may loop (default 25)")
+    ap.add_argument("--tools", nargs="*", default=list(PEERS), choices=list(PEERS), help="peers to run")
+    ap.add_argument("--reinstall", action="store_true", help="recreate the peers' virtual environments")
+    args = ap.parse_args()
+
+    grid = shared_grid()
+    n_all = len(GPUS) * len(BATCHES) * len(CONTEXTS) * len(TPS)
+    print(f"shared sweep: Llama-2-7B decode (BF16), time per output token; {' and '.join(n for _, n in GPUS.values())}"
+          f" x batch {BATCHES[0]}..{BATCHES[-1]} ({len(BATCHES)}) x context {CONTEXTS[0]}..{CONTEXTS[-1]} "
+          f"({len(CONTEXTS)}) x TP {'/'.join(map(str, TPS))}: {len(grid):,} configurations "
+          f"(of {n_all:,}; weights + KV cache within 90% of 80 GB per GPU)", flush=True)
+
+    pm = perfmodel_sweep(grid)
+    rows = [("perfmodel (vectorised sweep)", "", len(grid), pm["warm_s"], pm["warm_cpu_s"]),
+            ("perfmodel (one config at a time)", "", pm["loop_n"], pm["loop_s"], pm["loop_cpu_s"])]
+    peers = {}
+    for tool in args.tools:
+        py, note = ensure_peer(tool, args.reinstall)
+        if py is None:
+            print(f"{tool}: not run: {note}", flush=True)
+            continue
+        res, err = run_peer(tool, py, grid, args.budget)
+        if res is None:
+            print(f"{tool}: not run: {err}", flush=True)
+            continue
+        peers[tool] = res
+        rows.append((tool, res["version"], res["done"], res["seconds"], res["cpu_s"]))
+        print(f"{tool} {res['version']} ({note}): {res['api']}", flush=True)
+        for msg, n in res["errors"].items():
+            print(f"  {tool} rejected {n} configuration(s): {msg}")
+
+    print(f"\n{machine_load()}")
+    print(f"perfmodel first sweep call (graph build + lambdify, both GPUs): {pm['cold_s']:.2f} s; "
+          f"later calls: median of 7")
+    print(f"{'tool':34} {'version':>8} {'configs':>8} {'seconds':>8} {'configs/s':>10} {'perfmodel sweep / tool':>23}"
+          f" {'configs/CPU-s':>14} {'ratio (CPU)':>12}")
+    pm_cpu_rate = len(grid) / pm["warm_cpu_s"]
+    for name, ver, n, s, cpu_s in rows:
+        rate, cpu_rate = n / s, n / max(cpu_s, 1e-9)
+        print(f"{name:34} {ver:>8} {n:>8,} {s:>8.3f} {rate:>10,.0f} {pm['rate'] / rate:>22,.0f}x"
+              f" {cpu_rate:>14,.0f} {pm_cpu_rate / cpu_rate:>11,.0f}x")
+
+    print("\nagreement: decode latency per output token (ms) on shared points; ratio = perfmodel / peer")
+    head = f"{'GPU':14} {'batch':>5} {'context':>7} {'TP':>3} {'perfmodel':>10}"
+    for tool in peers:
+        head += f" {tool:>13} {'ratio':>6}"
+    print(head)
+    for i, (g, b, c, tp) in enumerate(AGREEMENT):
+        p = pm["latency"].get((g, b, c, tp))
+        line = f"{GPUS[g][1]:14} {b:>5} {c:>7} {tp:>3} {_ms(p):>10}"
+        for tool, res in peers.items():
+            v = res["agreement"][i]
+            line += f" {_ms(v):>13} {(p / v if v and p else float('nan')):>6.2f}"
+        print(line)
+    for tool, res in peers.items():
+        ratios = [pm["latency"][tuple(grid[i])] / v for i, v in enumerate(res["latency_s"]) if v]
+        if ratios:
+            q = np.percentile(ratios, [0, 50, 100])
+            print(f"perfmodel / {tool} over the {len(ratios):,} configurations it ran: median {q[1]:.2f}, "
+                  f"range {q[0]:.2f}..{q[2]:.2f}")
+    print("(perfmodel applies its calibrated HBM efficiency, "
+          + ", ".join(f"{GPUS[g][1]} {e:.2f}" for g, e in pm["hbm_efficiency"].items())
+          + ", and per-operator overheads; llm-analysis and GenZ run at their default efficiency 1.0)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""Benchmark: command-line start-up (`perfmodel --help`) and the default `perfmodel report`, wall time.
+
+    python bench/bench_startup.py [--runs 7] [--report-runs 3] [--no-report]
+
+Each figure is the median wall time of several fresh processes (subprocess, output discarded),
+measured in this run: `perfmodel --help` (target: under 0.5 s; the parser imports no model
+module, see perfmodel/cli.py), `perfmodel roofline ...` (one scenario: imports + one graph
+compile + one evaluation) and `perfmodel report` (the default report: every case on every
+system plus the seed claims). Timing lives here, never in unit tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HELP_TARGET_S = 0.5
+
+
+def machine_load() -> str:
+    """Other work on the machine inflates wall times: say how busy it was."""
+    return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+
+
+def perfmodel_cmd() -> list[str]:
+    """The installed console script next to this interpreter, else `python -m perfmodel`."""
+    script = Path(sys.executable).with_name("perfmodel")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("perfmodel")
+    return [found] if found else [sys.executable, "-m", "perfmodel"]
+
+
+CPU = {}  # argv tuple -> median CPU seconds (user + system) of the child processes
+
+
+def _child_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def wall(argv: list[str], runs: int) -> tuple[float, list[float]]:
+    """Median wall time (and, in CPU, the median CPU time) of `runs` fresh processes."""
+    times, cpu = [], []
+    for _ in range(runs):
+        c0, t0 = _child_cpu(), time.perf_counter()
+        r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        times.append(time.perf_counter() - t0)
+        cpu.append(_child_cpu() - c0)
+        if r.returncode not in (0,):
+            raise SystemExit(f"{' '.join(argv)} exited {r.returncode}: {r.stderr.strip()[-300:]}")
+    CPU[tuple(argv)] = statistics.median(cpu)
+    return statistics.median(times), times
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=7, help="runs of the quick commands (default 7)")
+    ap.add_argument("--report-runs", type=int, default=3, help="runs of `perfmodel report` (default 3)")
+    ap.add_argument("--no-report", action="store_true", help="skip `perfmodel report` (about a minute per run)")
+    args = ap.parse_args()
+    cmd = perfmodel_cmd()
+    print(f"command: {' '.join(cmd)}; median wall time of fresh processes; {machine_load()}")
+
+    base, _ = wall([sys.executable, "-c", "pass"], args.runs)
+    print(f"python -c pass (interpreter start-up):   {base:6.3f} s")
+    help_s, runs = wall(cmd + ["--help"], args.runs)
+    verdict = "meets" if help_s < HELP_TARGET_S else "MISSES"
+    print(f"perfmodel --help:                         {help_s:6.3f} s  (runs {', '.join(f'{t:.3f}' for t in runs)}; "
+          f"CPU {CPU[tuple(cmd + ['--help'])]:.3f} s; target {HELP_TARGET_S} s: {verdict}, "
+          f"{HELP_TARGET_S / help_s:.1f}x headroom)")
+    sub_s, _ = wall(cmd + ["report", "--help"], args.runs)
+    print(f"perfmodel report --help:                  {sub_s:6.3f} s  (loads report.py for the option defaults)")
+    roof = ["roofline", "--hardware", "trn2-ultraserver", "--workload", "llama-3-70b", "--phase", "decode",
+            "--batch", "64", "--context", "4096", "--tp", "4"]
+    roof_s, _ = wall(cmd + roof, max(1, min(args.runs, 3)))
+    print(f"perfmodel roofline (one scenario):        {roof_s:6.3f} s  ({roof_s / help_s:.0f}x --help)")
+    if not args.no_report:
+        rep_s, runs = wall(cmd + ["report"], args.report_runs)
+        print(f"perfmodel report (default):               {rep_s:6.1f} s  (runs {', '.join(f'{t:.1f}' for t in runs)}; "
+              f"CPU {CPU[tuple(cmd + ['report'])]:.1f} s; {rep_s / help_s:,.0f}x --help)")
+
+
+if __name__ == "__main__":
+    main()
