@@ -36,7 +36,7 @@ import pandas as pd
 from scipy.optimize import brentq
 
 from perfmodel import catalog, power, search, sensitivity, workload_files
-from perfmodel.calibration import calibration_for
+from perfmodel.calibration import active_key, calibration_for
 from perfmodel.claims import ClaimResult, claim
 from perfmodel.serving import Grid, Mix, Mode
 
@@ -52,9 +52,14 @@ MW, CONC = "output_tokens_per_s_per_mw", "concurrency_per_scaleup"
 SEEDS = {"S1": "000, 001, 002", "S2": "000, 003", "S3": "000, 003", "S4": "002, 003"}
 
 
-@functools.lru_cache(maxsize=4)
 def sweeps(mix: Mix = MIX) -> dict[str, pd.DataFrame]:
-    """Full frontier sweeps (all plans, data types, concurrencies) for both UltraServers."""
+    """Full frontier sweeps (all plans, data types, concurrencies) for both UltraServers (cached per
+    mix and per applied calibrated set)."""
+    return _sweeps(mix, active_key())
+
+
+@functools.lru_cache(maxsize=4)
+def _sweeps(mix: Mix, cal_key: tuple) -> dict[str, pd.DataFrame]:
     arch = workload_files.load_workload(WORKLOAD)
     conc = search.default_concurrency(per_octave=PER_OCTAVE)
     return {name: search.frontier_sweep(catalog.load_system(name), arch, mix, concurrency=conc) for name in (NEW, OLD)}
@@ -231,10 +236,14 @@ POWER_PARAMS = ("tdp", "power_idle_frac", "power_weight_tensor", "power_weight_m
 PRICE_PARAMS = {"assumed_price_per_chip_hour"}
 
 
-@functools.lru_cache(maxsize=4)
 def claim_sensitivity(mix: Mix = MIX) -> pd.DataFrame:
     """Elasticities of the S1, S2, S3 ratios (result_name s1 | s2 | s3) to every spec and calibration
     parameter of both systems, one perturbation pass for all three."""
+    return _claim_sensitivity(mix, active_key())
+
+
+@functools.lru_cache(maxsize=4)
+def _claim_sensitivity(mix: Mix, cal_key: tuple) -> pd.DataFrame:
     return sensitivity.elasticities(restricted_fn(sweeps(mix), None, mix), base_inputs())
 
 

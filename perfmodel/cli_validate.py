@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_validate(args) -> int:
-    from perfmodel import export, validation
+    from perfmodel import calibration, export, validation
 
     show = "summary" if args.summary_only else args.show
     sheets = validation.sheets(args.cases, args.families or None)
@@ -43,7 +43,9 @@ def cmd_validate(args) -> int:
     chosen = {k: sheets[k] for k in pick}
     if args.format in ("json", "xlsx"):
         print_result(export.emit_sheets(chosen, args.format, pick[0], args.out, default_name="validation",
-                                        meta={"cases_file": args.cases or "reference/published_measurements.csv"}))
+                                        meta={"cases_file": args.cases or "reference/published_measurements.csv",
+                                              "calibrated_sets": ", ".join(
+                                                  s.origin for s in calibration.active().values()) or "none"}))
         return 0
     if args.format == "csv":
         print_result(export.emit(chosen[pick[0]], "csv", out=args.out))

@@ -19,8 +19,9 @@ DataFrame sink excepted). `workers` > 1 evaluates chunks on threads of this proc
 releases the GIL inside its array loops). A progress bar (rich, on stderr) counts configurations;
 progress=False turns it off, a callable gets (done, total).
 
-Dask workers use the catalogue and calibration files they see ($PERFMODEL_CATALOG); a
-calibration set applied in the client process (calibration.applied) does not reach them.
+Dask workers use the catalogue and calibration files they see ($PERFMODEL_CATALOG); calibrated
+sets applied in the client process (calibration.applied, `perfmodel --calibration`) travel with
+each chunk and are applied on the worker, so both engines give the same rows.
 Worker processes should keep freed memory (WORKER_ENV; local_cluster() sets it): under Dask's
 default MALLOC_TRIM_THRESHOLD_=65536 glibc hands every freed chunk-sized array back to the kernel,
 and each numpy temporary page-faults afresh (about 3x slower sweeps on the 2-core development machine).
@@ -128,15 +129,27 @@ def _chunk(plan: Plan, reduce, part: Path | None, i: int, g: int, start: int, st
     return len(df)
 
 
-def _chunk_task(spec: SweepSpec, reduce, part, i: int, g: int, start: int, stop: int):
-    """One chunk on a Dask worker (the checked plan is kept per worker process)."""
+def _calibration_state() -> tuple:
+    """The client's applied calibrated sets as plain (picklable) records."""
+    from perfmodel import calibration
+
+    return tuple((s.family, dict(s.values), s.origin, s.reason, s.source) for s in calibration.active().values())
+
+
+def _chunk_task(spec: SweepSpec, cal_state: tuple, reduce, part, i: int, g: int, start: int, stop: int):
+    """One chunk on a Dask worker (the checked plan is kept per worker process), under the client's
+    calibrated sets."""
+    from perfmodel import calibration
+
     key = pickle.dumps(spec)
     plan = _PLANS.get(key)
     if plan is None:
         if len(_PLANS) > 16:
             _PLANS.clear()
         plan = _PLANS[key] = spec.plan()
-    return _chunk(plan, reduce, part, i, g, start, stop)
+    sets = [calibration.CalibratedSet(f, v, o, r, src) for f, v, o, r, src in cal_state]
+    with calibration.applied(*sets):
+        return _chunk(plan, reduce, part, i, g, start, stop)
 
 
 def _ordered(submit, tasks, window: int) -> Iterator[pd.DataFrame]:
@@ -160,7 +173,8 @@ def frames(spec: SweepSpec | Plan, chunk_size: int = DEFAULT_CHUNK, client=None,
         n = max(len(client.scheduler_info().get("workers", {})), 1)
         spec_f = client.scatter(plan.spec, broadcast=True, hash=False)  # a key of its own: never shared with
         # (and released by) another run of the same spec
-        yield from _ordered(lambda t: client.submit(_chunk_task, spec_f, reduce, part, *t, pure=False), tasks,
+        cal = _calibration_state()
+        yield from _ordered(lambda t: client.submit(_chunk_task, spec_f, cal, reduce, part, *t, pure=False), tasks,
                             window or 2 * n)
         return
     if workers <= 1:

@@ -157,7 +157,7 @@ def load_validation_modules() -> None:
 def _hardware_family(system: str) -> str:
     from perfmodel import catalog
 
-    return catalog.load_system(system).chip.family.value if system else ""
+    return catalog.load_system(system).chip.family.value if system else "(no catalogue system)"
 
 
 def _family_frame(fam: Family, rows: pd.DataFrame) -> pd.DataFrame:

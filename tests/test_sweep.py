@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from perfmodel import bindings as bd
-from perfmodel import catalog, evaluate, training, workload_files
+from perfmodel import calibration, catalog, evaluate, training, workload_files
 from perfmodel.scenario import Phase
 from perfmodel.sweep import SweepSpec, evaluate_chunk, geometric, iter_chunks, linear, parse_values
 from perfmodel.sweep_run import run_sweep
@@ -124,6 +124,12 @@ def test_dask_local_cluster_gives_the_same_rows(tmp_path):
         remote = run_sweep(spec, chunk_size=9, progress=False, client=client)
         parts = run_sweep(spec, tmp_path / "parts", chunk_size=9, progress=False, client=client)
         reduced = run_sweep(spec, chunk_size=9, progress=False, client=client, reduce=best)
+        slow = calibration.CalibratedSet("neuron", {"hbm_efficiency": 0.5}, "test", "test")
+        with calibration.applied(slow):  # a calibrated set travels with the chunks
+            cal_remote = run_sweep(spec, chunk_size=9, progress=False, client=client)
+            cal_local = run_sweep(spec, chunk_size=9, progress=False)
+    pd.testing.assert_frame_equal(cal_remote, cal_local)
+    assert (cal_local["step_time_s"] > local["step_time_s"]).all()
     pd.testing.assert_frame_equal(remote, local)
     assert (parts.rows, parts.chunks) == (80, 10)  # a Parquet dataset written by the workers
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "parts"), local)
