@@ -170,10 +170,25 @@ def test_what_if_knob_updates_numbers_and_chart(server, browser):
 def test_pages_render_in_the_browser(server, browser):
     page = browser.new_page()
     for name, expect in (("Hardware", "Spec sheet"), ("Memory", "Memory per device"),
-                         ("Formulas", "Sensitivity of the result")):
+                         ("Formulas", "Sensitivity of the result"),
+                         ("Validation", "Predicted vs measured")):
         page.goto(f"{server}/?page={name}&system=trn3-ultraserver&workload=llama-3-8b&phase=decode&tp=1")
         page.wait_for_selector(f"text={expect}", timeout=60000)
         _wait_idle(page)
         assert not page.locator('[data-testid="stException"]').count()
         page.screenshot(path=str(ARTIFACTS / f"app_{re.sub(r'[^a-z]', '_', name.lower())}.png"), full_page=True)
+    page.close()
+
+
+def test_validation_scatter_draws_in_the_browser(server, browser):
+    page = browser.new_page()
+    page.goto(f"{server}/?page=Validation")
+    page.wait_for_selector('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg',
+                           timeout=120000)
+    _wait_idle(page)
+    assert not page.locator('[data-testid="stException"]').count()
+    assert page.get_by_text("By phase").count() and page.get_by_text("cannot express").count()
+    shot = _chart_shot(page)
+    assert len(shot) > 5000  # a drawn scatter, not an empty frame
+    page.screenshot(path=str(ARTIFACTS / "app_validation.png"), full_page=True)
     page.close()
