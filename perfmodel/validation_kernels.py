@@ -179,46 +179,43 @@ def _mla_row(m, system) -> dict:
                f"bound {c['bound']}", system=system.name)
 
 
-@register_validation("gemm", selects=lambda r: r["phase"].eq("gemm"))
-def gemm(rows: pd.DataFrame) -> pd.DataFrame:
-    """GEMM-*, FA-001..004, BW-002: single-kernel TFLOPS (or utilisation) on one GPU."""
+def _each(rows: pd.DataFrame, predict_one) -> pd.DataFrame:
+    """predict_one(m, system) per case whose hardware maps to a catalogue system; the others listed."""
     out = []
     for _, m in rows.iterrows():
         name, reason = system_for(m["hardware"])
-        if not name:
-            out.append(unexpressed(m, reason))
-            continue
-        system = catalog.load_system(name)
-        if "MxNxK" in m["model"]:
-            out.append(_gemm_row(m, system))
-        elif "FlashAttention" in m["model"]:
-            out.append(_flash_row(m, system))
-        elif "MLA" in m["model"]:
-            out.append(_mla_row(m, system))
-        else:
-            out.append(unexpressed(m, f"no kernel model for {m['model']!r}"))
+        out.append(predict_one(m, catalog.load_system(name)) if name else unexpressed(m, reason))
     return frame(out)
+
+
+def _kernel_row(m, system) -> dict:
+    if "MxNxK" in m["model"]:
+        return _gemm_row(m, system)
+    if "FlashAttention" in m["model"]:
+        return _flash_row(m, system)
+    if "MLA" in m["model"]:
+        return _mla_row(m, system)
+    return unexpressed(m, f"no kernel model for {m['model']!r}")
+
+
+def _bandwidth_row(m, system) -> dict:
+    if "MLA" not in m["model"]:
+        return unexpressed(m, f"no memory-bound kernel model for {m['model']!r}")
+    cfg = MLA_MEMORY
+    c = mla_decode_cost(system, **cfg)
+    return row(m["case_id"], m["hardware"], m["metric"], float(m["value_num"]), c["achieved_bytes_per_s"] / units.GB,
+               "GB/s", f"MLA decode, {cfg['heads']} heads, s_q {cfg['s_q']}, batch {cfg['batch']}, {cfg['s_k']} keys: "
+               f"{c['hbm_bytes'] / units.MB:.0f} MB in {c['time_s'] * 1e6:.0f} us, bound {c['bound']}",
+               system=system.name)
+
+
+@register_validation("gemm", selects=lambda r: r["phase"].eq("gemm"))
+def gemm(rows: pd.DataFrame) -> pd.DataFrame:
+    """GEMM-*, FA-001..004, BW-002: single-kernel TFLOPS (or utilisation) on one GPU."""
+    return _each(rows, _kernel_row)
 
 
 @register_validation("bandwidth", selects=lambda r: r["phase"].eq("bandwidth"))
 def bandwidth(rows: pd.DataFrame) -> pd.DataFrame:
     """BW-001: achieved HBM bandwidth of a memory-bound kernel (FlashMLA decode) on one GPU."""
-    out = []
-    for _, m in rows.iterrows():
-        name, reason = system_for(m["hardware"])
-        if not name:
-            out.append(unexpressed(m, reason))
-            continue
-        if "MLA" not in m["model"]:
-            out.append(unexpressed(m, f"no memory-bound kernel model for {m['model']!r}"))
-            continue
-        system = catalog.load_system(name)
-        cfg = MLA_MEMORY
-        c = mla_decode_cost(system, **cfg)
-        nbytes = c["hbm_bytes"]
-        pred = c["achieved_bytes_per_s"] / units.GB
-        out.append(row(m["case_id"], m["hardware"], m["metric"], float(m["value_num"]), pred, "GB/s",
-                       f"MLA decode, {cfg['heads']} heads, s_q {cfg['s_q']}, batch {cfg['batch']}, {cfg['s_k']} keys: "
-                       f"{nbytes / units.MB:.0f} MB in {c['time_s'] * 1e6:.0f} us, bound {c['bound']}",
-                       system=system.name))
-    return frame(out)
+    return _each(rows, _bandwidth_row)
