@@ -42,6 +42,8 @@ def _loaders(root: Path):
         yield "workload", name, root / "workloads" / f"{name}.toml", lambda n=name: workload_files.load_workload(n, root)
     for path in sorted((root / "hardware_specs" / "calibration").glob("*.toml")):
         yield "calibration", path.stem, path, lambda p=path: calibration.load_calibration_file(p)
+    for path in sorted((root / "hardware_specs" / "calibration" / "fitted").glob("*.toml")):  # perfmodel calibrate
+        yield "calibrated set", path.stem, path, lambda p=path: calibration.load_calibrated_set(p, root)
 
 
 def check_catalog(root: Path | None = None) -> list[Finding]:

@@ -141,3 +141,13 @@ def test_check_reports_a_broken_copy(tmp_path):
     errors = [f for f in findings if f.level == "error"]
     assert errors and any("trainium2.toml" in f.message and "memory.hbm_bandwidth" in f.message for f in errors)
     catalog.clear_caches()
+
+
+def test_check_reads_calibrated_sets_in_fitted(tmp_path):
+    root = _broken_catalog(tmp_path)
+    fitted = root / "hardware_specs" / "calibration" / "fitted"
+    fitted.mkdir()
+    (fitted / "neuron-bad.toml").write_text('schema_version = 1\nfamily = "neuron"\n')
+    errors = [f for f in check_catalog(root) if f.level == "error"]
+    assert any(f.file.endswith("neuron-bad.toml") for f in errors), errors
+    catalog.clear_caches()
