@@ -81,9 +81,14 @@ MODEL_MAP = {"Llama-3-8B": "llama-3-8b", "Llama-2-13b": "llama-2-13b", "CodeLlam
              "Llama-2-70b": "llama-2-70b"}
 METRICS = {"TTFT P50": Phase.PREFILL, "TPOT P50": Phase.DECODE}
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
-GAP_PREFILL = ("; known gaps (module doc): context-encoding efficiency of the SDK 2.18 builds (5-17% of peak "
-               "measured, config-dependent) and a per-layer fixed cost of short context encodings, not modelled")
-GAP_DECODE = "; known gap (module doc): KV-cache rows are DMA-descriptor-rate bound, the bucket slope is under-predicted"
+GAPS = {  # the short form of 'Known gaps' above, shown in reports when a phase misses
+    "prefill": "context encoding reaches 5-17% of peak in these SDK 2.18 runs, with two regimes on the same "
+               "instance and software line; the table omits the compile flags (-O1 in that era's samples) and "
+               "bucket lists that would explain them, and a 128-token prompt costs 0.2-0.6 ms per layer beyond "
+               "its FLOPs, bytes and collectives (unprofiled fixed cost)",
+    "decode": "KV-cache reads of the SBH layout cost per position (DMA descriptors on 256 B-1 KiB rows), "
+              "not only per byte",
+}
 MIN_TOKEN_BUCKET = 128  # transformers-neuronx bucket.token_sizes: power_of_two_bucket_sizes(128, n_positions)
 
 
@@ -243,28 +248,13 @@ def predict_latency(rows: pd.DataFrame) -> pd.DataFrame:
         + df["heads"].astype(str) + " (KV " + df["kv_heads"].astype(str) + ") after sharding, " + what
         + df["span"].astype(str) + ", no flash attention; comm share "
         + (100 * df["bound_share_comm"]).round(0).astype(int).astype(str) + "%"
-        + np.where(df["metric"].eq("TTFT P50"), GAP_PREFILL, GAP_DECODE),
+        + "; known gap (module doc): " + np.where(df["metric"].eq("TTFT P50"), GAPS["prefill"], GAPS["decode"]),
         "TP " + df["tp_chips"].astype(str) + " chips; comm share "
         + (100 * df["bound_share_comm"]).round(0).astype(int).astype(str) + "%")
     return df[["case_id", "system", "model", "metric", "batch", "input_len", "output_len", "weights", "tp_chips",
                "measured", "predicted", "unit", "error_frac", "note"]]
 
 
-def latency_summary(df: pd.DataFrame) -> pd.DataFrame:
-    """Median / mean absolute error per system and metric."""
-    g = df.assign(abs_err=df["error_frac"].abs()).groupby(["system", "metric"])
-    return g.agg(rows=("case_id", "count"), median_abs_error_frac=("abs_err", "median"),
-                 mean_error_frac=("error_frac", "mean"), worst_abs_error_frac=("abs_err", "max")).reset_index()
-
-
-GAPS = {  # the short form of 'Known gaps' above, shown in reports when a phase misses
-    "prefill": "context encoding reaches 5-17% of peak in these SDK 2.18 runs, with two regimes on the same "
-               "instance and software line; the table omits the compile flags (-O1 in that era's samples) and "
-               "bucket lists that would explain them, and a 128-token prompt costs 0.2-0.6 ms per layer beyond "
-               "its FLOPs, bytes and collectives (unprofiled fixed cost)",
-    "decode": "KV-cache reads of the SBH layout cost per position (DMA descriptors on 256 B-1 KiB rows), "
-              "not only per byte",
-}
 
 
 def _register() -> None:

@@ -56,6 +56,7 @@ from perfmodel.validation import frame, register_validation, row, unexpressed
 FA_TOKENS = 16384  # FlashAttention papers' benchmarks: batch x seqlen = 16k tokens
 FA_HIDDEN = 2048  # ... and hidden dimension 2048 (heads = 2048 / d_head)
 MLA = {"heads": 128, "d_qk": 576, "d_v": 512}  # DeepSeek-V3 absorbed MLA: kv_lora_rank 512 + rope 64
+# the rows give no shape: configurations stated in the module doc (BW-002, BW-001)
 MLA_COMPUTE = {"batch": 128, "s_q": 2, "s_k": 4096, "heads": 128}
 MLA_MEMORY = {"batch": 128, "s_q": 1, "s_k": 4096, "heads": 16}
 
