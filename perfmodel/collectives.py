@@ -49,6 +49,14 @@ Reduce-scatter (all-gather is the mirror image, all-reduce = reduce-scatter + al
                   t = sum_l lat_l + (1-p) sum_l bw_l + p max_l bw_l
                   (tiers reached through the same ports, as NVL72's node and rack levels of
                   one NVLink Switch domain, add up instead of overlapping)
+    nvls          (all-reduce only) in-switch reduction on a switch that reduces (NVLink SHARP,
+                  NCCL's NVLS): each member loads its 1/g shard reduced by the switch (sending
+                  its whole n once) and stores it to a multicast address the switch copies to
+                  all (receiving n), so each port carries n (1 + 1/g) per direction:
+                  t = alpha_r + n (1 + 1/g) / (b eta_r)   eta_r = `in_switch_reduction_efficiency`,
+                                                          alpha_r = `in_switch_reduction_latency`
+                  Applies when every dimension the group spans is such a switch (GB200's node
+                  and NVL72 tiers together); as a level of 'hierarchical' it is NCCL's NVLS-tree.
 All-to-all: direct, tree (Bruck: log2 g steps of n/2), hierarchical (an all-to-all per tier
 on the full n). Broadcast: ring / bidir-ring (pipelined chain: (g-1) alpha + n/b), 2d-ring
 (a chain per dimension), tree (binomial: log2 g (alpha + n/b)), direct (scatter + all-gather),
@@ -66,7 +74,8 @@ NeuronCore as a rank) each chip adds an innermost dimension of r ranks one hop a
 `link_latency_node`, a copy through the chip's HBM: b = B_hbm eta_m / 2), so a flat ring over
 the g r ranks has g r - 1 steps; sizes stay per rank.
 
-Does not: model in-switch reduction (NVLS/SHARP), per-peer message costs, congestion between
+Does not: model NVLS's ramp to its asymptotic rate at mid sizes (NCCL reaches it only from
+~256 MiB on 8 H200s), in-switch reduction for collectives other than all-reduce, per-peer message costs, congestion between
 different groups beyond the per-chip NIC share, or choose parallelism plans (plan.py).
 """
 
@@ -81,7 +90,7 @@ from perfmodel.calibration import Calibration
 from perfmodel.graph import Collective
 from perfmodel.hardware import Scope, System, Topology
 
-ALGORITHMS = ("ring", "bidir-ring", "2d-ring", "tree", "direct", "hierarchical")
+ALGORITHMS = ("ring", "bidir-ring", "2d-ring", "tree", "direct", "nvls", "hierarchical")  # ties go to the first
 _MAX_TREE_STEPS = 24  # log2 of the largest group a tree dimension is evaluated for (16M members)
 
 # bus-bandwidth factor (nccl-tests): busbw = algbw x factor
@@ -112,6 +121,8 @@ class Dim:
     alpha_s: float
     lone_rate_bytes_per_s: float = 0.0  # scale-out: what one chip's flow can use alone (its NICs, >= 1 NIC)
     ports: int = 0  # which tier's ports carry this dimension's traffic (dimensions sharing ports add up)
+    reduce_eff: float = 0.0  # in-switch reduction rate / rate_bytes_per_s (0: the switch does not reduce)
+    reduce_alpha_s: float = 0.0  # latency of one in-switch-reduction all-reduce
 
 
 @dataclass(frozen=True)
@@ -150,7 +161,10 @@ def topology_dims(system: System, cal: Calibration) -> tuple[Dim, ...]:
         else:  # switch / full mesh: one hop between any pair of the tier's positions
             size = float(np.prod(tier.dims)) if tier.dims else float(system.node.chips)
             if size > 1:
-                dims.append(Dim(tier.scope, tier.name, size, False, bw * eta, alpha, ports=_switch_ports(system, k)))
+                red = tier.in_switch_reduction
+                dims.append(Dim(tier.scope, tier.name, size, False, bw * eta, alpha, ports=_switch_ports(system, k),
+                                reduce_eff=cal["in_switch_reduction_efficiency"] if red else 0.0,
+                                reduce_alpha_s=cal["in_switch_reduction_latency"] if red else 0.0))
     return tuple(dims)
 
 
@@ -340,6 +354,33 @@ def _level_rs(lvl, n_l):
     return _best(_seq(lvl, n_l, _ring_phase), _seq(lvl, n_l, _tree_phase), _direct_phase(lvl, n_l))
 
 
+def _nvls_pair(gds, n):
+    """All-reduce (reduce-scatter + all-gather pair) by in-switch reduction over the dimensions the
+    group spans: alpha_r + n (1 + 1/g) / (b eta_r); inf where one of them is not a reducing switch."""
+    g = np.prod([gd.m for gd in gds], axis=0)
+    ok = np.ones_like(g, dtype=bool)
+    rate = np.full_like(g, np.inf)
+    alpha = np.zeros_like(g)
+    for gd in gds:
+        on = gd.m > 1
+        d = gd.dim
+        reduces = (not d.link) and d.reduce_eff > 0 and np.isfinite(d.size)
+        ok &= ~on | reduces
+        rate = np.where(on, np.minimum(rate, d.rate_bytes_per_s * d.reduce_eff), rate)
+        alpha = np.where(on, np.maximum(alpha, d.reduce_alpha_s), alpha)
+    ok &= g > 1
+    safe = np.where(ok & np.isfinite(rate) & (rate > 0), rate, 1.0)
+    lat = np.where(ok, alpha, np.inf)
+    bw = np.where(ok, n * (1 + 1 / np.maximum(g, 1.0)) / safe, np.inf)
+    return lat, bw
+
+
+def _level_allreduce(lvl, n_l):
+    """One tier of a hierarchical all-reduce: its reduce-scatter and all-gather, or NVLS."""
+    a, b = _level_rs(lvl, n_l)
+    return _best((2 * a, 2 * b), _nvls_pair(lvl, n_l))
+
+
 def _hier(gds, n, p, level_cost, shrink: bool = True, factor: float = 1.0):
     """Tiers in turn; bandwidth = (1-p) sum + p max over tiers (tiers on the same ports add)."""
     lat = np.zeros_like(n)
@@ -403,11 +444,15 @@ def _seq_full(gds, n, phase):
 
 def _algorithm_cost(c: Collective, alg: str, gds, n, p: float):
     """(latency_s, bandwidth_s) of one algorithm, or None where it does not apply."""
+    if alg == "nvls" and c != Collective.ALL_REDUCE:
+        return None
     if c in (Collective.REDUCE_SCATTER, Collective.ALL_GATHER):
         return _rs(alg, gds, n, p)
     if c == Collective.ALL_REDUCE:
         if alg == "hierarchical":
-            return _hier(gds, n, p, lambda lvl, x: _level_rs(lvl, x), factor=2.0)
+            return _hier(gds, n, p, _level_allreduce)
+        if alg == "nvls":
+            return _nvls_pair(gds, n)
         a, b = _rs(alg, gds, n, p)
         return 2 * a, 2 * b
     if c == Collective.ALL_TO_ALL:

@@ -149,6 +149,7 @@ class LinkTier:
     per_node: bool = False
     latency_s: float | None = None
     ports: int | None = None
+    in_switch_reduction: bool = False  # the switch reduces data in flight (NVLink SHARP: NCCL's NVLS)
 
     @property
     def group_size(self) -> int:

@@ -262,6 +262,7 @@ class _TierRaw(BaseModel):
     direction: Literal["per-direction", "bidirectional", "unstated"]
     latency: Q("time") | None = None
     ports: Count | None = None
+    in_switch_reduction: Count | None = None  # 1: the switch reduces in-network (NVLink SHARP), 0: it does not
     note: str = ""
 
 
@@ -456,7 +457,11 @@ def build_system(sysfile: SystemFile, chip: Chip, chip_vals: dict[str, SpecValue
             name=t.name, scope=t.scope, topology=t.topology, dims=tuple(t.dims),
             bandwidth_bytes_per_s=t.bandwidth.si * factor, direction=t.direction,
             per_node=t.bandwidth_per == "node", latency_s=t.latency.si if t.latency else None,
-            ports=_int(t.ports.si) if t.ports else None))
+            ports=_int(t.ports.si) if t.ports else None,
+            in_switch_reduction=bool(t.in_switch_reduction and t.in_switch_reduction.si)))
+        if t.in_switch_reduction is not None and (t.topology != Topology.SWITCH
+                                                  or t.in_switch_reduction.si not in (0.0, 1.0)):
+            raise CatalogError(f"{path}: field tiers.{t.name}.in_switch_reduction: must be 0 or 1 on a switch tier")
         if t.scope in dims_in:
             if not t.dims:
                 raise CatalogError(f"{path}: field tiers.{t.name}.dims: a {t.scope.value} tier needs its dimensions")

@@ -21,7 +21,12 @@ Mapping of rows to the model (stated once per family, never per row, nothing fit
       out of date). Evidence that would close it: the same nccom-test run on the SDK 2.18 runtime.
     - p4de.24xlarge rows use p4d.24xlarge: the same NVSwitch and 4 x 100 Gbps EFA (only HBM differs).
     - 8x H200 rows use p5e.48xlarge. GCP a3-mega (TCPXO) is not in the catalogue: not predicted.
-    - The fastest algorithm is taken ('auto'); NCCL's NVLS (in-switch reduction) is not modelled.
+    - The fastest algorithm is taken ('auto'), NCCL's NVLS (in-switch reduction on NVSwitch gen 3 and
+      later, collectives 'nvls' and NVLS-tree as a level of 'hierarchical') included, with NCCL's own
+      tuning constants (0.85 / 0.74 efficiency, 25 us latency); a row whose run disabled NVLS
+      ('NVLS disabled') is predicted with in_switch_reduction_efficiency = 0. Known gap: NCCL's NVLS
+      reaches that rate only from ~256 MiB on one 8x H200 node and ~8 GiB on 2 x p5 (NVLS-tree), a
+      ramp the alpha-beta cost lacks (+24% at 64 MiB, +52% at 128 MiB on 2 nodes).
 
 Does not: tune anything to these rows; every miss is reported with its error.
 """
@@ -50,12 +55,14 @@ def _collective(text: str) -> Collective:
 
 
 def _predict(system_name: str, coll: Collective, size: float, chips: int, metric: str,
-             ranks_per_chip: int = 1) -> tuple[float, str]:
-    """(predicted value in the row's unit, algorithm) for one point: busbw GB/s or latency us."""
+             ranks_per_chip: int = 1, nvls: bool = True) -> tuple[float, str]:
+    """(predicted value in the row's unit, algorithm) for one point: busbw GB/s or latency us.
+    nvls=False: the run disabled in-switch reduction (NCCL_NVLS_ENABLE=0)."""
     s = catalog.load_system(system_name)
     group, rpc = (2, 1) if coll == Collective.SEND_RECV else (chips, ranks_per_chip)
+    cal = calibration_for(s) if nvls else calibration_for(s).with_overrides({"in_switch_reduction_efficiency": 0.0})
     # microbenchmarks (nccom-test, nccl-tests) launch every call from the host
-    df = co.sweep(s, calibration_for(s), coll, [size], [group], launch="host", ranks_per_chip=rpc)
+    df = co.sweep(s, cal, coll, [size], [group], launch="host", ranks_per_chip=rpc)
     r = df.iloc[0]
     if "latency" in metric:
         return float(r["time_s"] / units.US), r["algorithm"]
@@ -83,13 +90,20 @@ def _points(rows: pd.DataFrame, system_of, chips_of, note_of, ranks_per_chip_of=
                                reason=f"hardware {m['hardware']!r} is not in the catalogue"))
                 continue
             rpc = 1 if coll == Collective.SEND_RECV else ranks_per_chip_of(m)
-            pred, alg = _predict(system, coll, size, chips, metric, rpc)
+            pred, alg = _predict(system, coll, size, chips, metric, rpc, nvls=not _nvls_disabled(m))
             where = ("pairs of chips" if coll == Collective.SEND_RECV
                      else f"{chips} chips" + (f" x {rpc} ranks" if rpc > 1 else ""))
             out.append(row(cid, m["hardware"], metric, val, pred, unit,
                            f"{_fmt_size(size)} {coll.value} on {system}, {where}, chosen {alg}. "
                            f"{note_of(m)}".strip(), system=system))
     return frame(out)
+
+
+def _nvls_disabled(m) -> bool:
+    """The run itself turned NCCL's NVLS off ('NVLS disabled', NCCL_NVLS_ENABLE=0 in its model or
+    parallelism text; notes may mention other runs)."""
+    text = " ".join(str(m.get(k, "")) for k in ("model", "parallelism"))
+    return bool(re.search(r"NVLS disabled|NVLS_ENABLE=0|SHARP disabled", text))
 
 
 def _fmt_size(n: float) -> str:
@@ -141,9 +155,10 @@ _NCCL_SYSTEMS = {"p5.48xlarge": "p5.48xlarge", "p4de": "p4d.24xlarge", "H200": "
 
 
 @register_validation("nccl", selects=lambda r: r["phase"].eq("collective") & ~neuron_hardware(r),
-                     gaps={"collective": "NVLS in-switch reduction is not modelled, and the H200 small-message "
-                                         "points come from a torch.distributed script whose per-call launch cost "
-                                         "(~40 us at 32 KiB-1 MiB) is above nccl-tests' host launch"})
+                     gaps={"collective": "NCCL's NVLS / NVLS-tree reach their modelled rate only from ~256 MiB (8x "
+                                         "H200) and ~8 GiB (2 x p5), a ramp the alpha-beta cost lacks (+24% at "
+                                         "64 MiB, +52% at 128 MiB); the H200 small-message points take ~40 us per "
+                                         "call at 32 KiB-1 MiB in a torch.distributed script, above nccl-tests' launch"})
 def nccl(rows: pd.DataFrame) -> pd.DataFrame:
     """NCCL rows: all-reduce bus bandwidth curves and small-message latency."""
     def system_of(m):
@@ -156,8 +171,7 @@ def nccl(rows: pd.DataFrame) -> pd.DataFrame:
         extra = []
         if "p4de" in m["hardware"]:
             extra.append("p4de modelled as p4d (same NVSwitch and EFA)")
-        if "NVLS" in m["parallelism"] or "NVLS" in m["notes"]:
-            if "disabled" not in m["model"]:
-                extra.append("measured with NVLS in-switch reduction, not in the model")
+        if _nvls_disabled(m):
+            extra.append("the run disabled NVLS: predicted without in-switch reduction")
         return "; ".join(extra)
     return _points(rows, system_of, lambda m: _ranks(m["num_chips"]), note)

@@ -199,15 +199,42 @@ def test_real_systems_price_every_collective():
 
 def test_one_switch_domain_split_at_the_node_boundary_shares_ports():
     # GB200 NVL72: node [4] and rack [18] tiers are one NVLink Switch domain through the same ports,
-    # so no algorithm beats the per-GPU link rate on a 72-GPU all-reduce
+    # so no link-based algorithm beats the per-GPU link rate on a 72-GPU all-reduce, and in-switch
+    # reduction (each port carries n (1 + 1/g) per direction) cannot move data faster than the port
     from perfmodel.calibration import calibration_for
     s = catalog.load_system("gb200-nvl72")
     cal = calibration_for(s)
-    df = co.sweep(s, cal, "all-reduce", [2.0 ** 32], [72])
     link = s.tier(Scope.NODE).bandwidth_bytes_per_s * cal["link_efficiency_node"]
-    assert df["busbw_bytes_per_s"].iloc[0] <= link * (1 + 1e-9)
+    for alg in ("ring", "bidir-ring", "2d-ring", "tree", "direct"):
+        df = co.sweep(s, cal, "all-reduce", [2.0 ** 32], [72], algorithm=alg)
+        assert df["busbw_bytes_per_s"].iloc[0] <= link * (1 + 1e-9), alg
+    for alg in ("nvls", "hierarchical"):  # hierarchical = NVLS per tier (NVLS-tree), tiers on the same ports
+        df = co.sweep(s, cal, "all-reduce", [2.0 ** 32], [72], algorithm=alg)
+        assert df["algbw_bytes_per_s"].iloc[0] <= link * cal["in_switch_reduction_efficiency"] * 72 / 73, alg
     dims = co.topology_dims(s, cal)
     assert dims[0].ports == dims[1].ports != dims[2].ports
+
+
+def test_in_switch_reduction_all_reduce():
+    # NVLS on an NVSwitch node: per port n (1 + 1/g) instead of the ring's 2 (g-1)/g n, so it wins at
+    # large sizes by (2 (g-1)/g) / ((1 + 1/g) / eta_r) and the auto choice takes it; A100's NVSwitch
+    # (gen 2) has no SHARP, Trainium's NeuronLink no switch, so neither offers it
+    from perfmodel.calibration import calibration_for
+    s = catalog.load_system("p5e.48xlarge")
+    cal = calibration_for(s)
+    df = co.sweep(s, cal, "all-reduce", [2.0 ** 34], [8])
+    assert df["algorithm"].iloc[0] == "nvls"
+    ratio = df["time_ring_s"].iloc[0] / df["time_nvls_s"].iloc[0]
+    expect = (2 * 7 / 8) / ((1 + 1 / 8) / cal["in_switch_reduction_efficiency"])
+    assert ratio == pytest.approx(expect, rel=0.01)
+    for other in ("p4d.24xlarge", "trn1.32xlarge"):
+        o = catalog.load_system(other)
+        assert not np.isfinite(co.sweep(o, calibration_for(o), "all-reduce", [2.0 ** 30], [8])["time_nvls_s"]).any()
+    with pytest.raises(ValueError):  # only all-reduce has an NVLS form here
+        co.collective_cost(s, cal, "all-gather", [2.0 ** 30], [8], algorithm="nvls")
+    # Blackwell's switch reduces at a smaller fraction of its (faster) links (NCCL: 0.74 vs 0.85)
+    b = catalog.load_system("p6-b200.48xlarge")
+    assert calibration_for(b)["in_switch_reduction_efficiency"] < cal["in_switch_reduction_efficiency"]
 
 
 def test_expert_all_to_all_carries_the_load_imbalance():
