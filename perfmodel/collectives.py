@@ -75,8 +75,9 @@ NeuronCore as a rank) each chip adds an innermost dimension of r ranks one hop a
 the g r ranks has g r - 1 steps; sizes stay per rank.
 
 Does not: model NVLS's ramp to its asymptotic rate at mid sizes (NCCL reaches it only from
-~256 MiB on 8 H200s), in-switch reduction for collectives other than all-reduce, per-peer message costs, congestion between
-different groups beyond the per-chip NIC share, or choose parallelism plans (plan.py).
+~256 MiB on 8 H200s), in-switch reduction for collectives other than all-reduce, per-peer
+message costs, congestion between different groups beyond the per-chip NIC share, or choose
+parallelism plans (plan.py).
 """
 
 from __future__ import annotations
