@@ -120,6 +120,9 @@ SYSTEM_CASES = [
     ("torus does not span the node", _replace(GOOD_SYSTEM, "dims = [4, 4]", "dims = [4, 2]"), "tiers", "16"),
     ("unknown topology", _replace(GOOD_SYSTEM, 'topology = "torus2d"', 'topology = "hypercube"'), "topology", ""),
     ("unknown chip", _replace(GOOD_SYSTEM, 'chip = "trainium2"', 'chip = "trainium7"'), "trainium7", "no such chip"),
+    ("in-switch reduction on a torus", _replace(GOOD_SYSTEM, 'topology = "torus2d"\n', 'topology = "torus2d"\n'
+                                                 'in_switch_reduction = { value = "1", source = "S2", '
+                                                 'status = "published" }\n'), "in_switch_reduction", "switch tier"),
     ("node bandwidth given as capacity", _replace(GOOD_SYSTEM, 'value = "1024 GB/s"', 'value = "1024 GB"'),
      "tiers", "dimension"),
 ]
