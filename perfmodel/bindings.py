@@ -152,7 +152,8 @@ def hardware_values(system: System, cal: Calibration, compute) -> dict:
         # faster data types pack a whole number of elements per contraction lane (FP8 2x, MX 4x)
         S.mt: cal["tile_m"], S.nt: cal["tile_n"], S.kt: cal["tile_k"] * np.maximum(1.0, np.round(rt / rb)),
         S.kb: cal["tile_k"], S.t_ovh: cal["op_overhead"],
-        fm.p_av: cal["attention_vector_passes"], fm.x_tr: cal["attention_transpose_on_tensor"],
+        fm.p_av: cal["attention_vector_passes"], fm.p_sm: cal["materialised_softmax_vector_passes"],
+        fm.x_tr: cal["attention_transpose_on_tensor"],
         fm.qb: cal["attention_query_block"],
         # attention kernels' tensor-core efficiency relative to GEMMs' (a family without the
         # parameter runs attention at the GEMM efficiency)

@@ -28,7 +28,7 @@ _M, _K, _N, _n, _S = sp.symbols("M K N n S_avg", positive=True)
 _h, _kvh, _dqk, _dv, _Skv = sp.symbols("h h_kv d_qk d_v S_kv", positive=True)
 
 _EXTRA_LATEX = {fm.q_a: "q_a", fm.q_w: "q_w", fm.q_we: "q_{we}", fm.x_tr: "x_{tr}", fm.p_av: "p_{av}",
-                fm.qb: "q_b", gr.Lfa: "L_{full}", gr.Lsw: "L_{sw}", gr.Ld: "L_{dense}", gr.Lm: "L_{moe}",
+                fm.p_sm: "p_{sm}", fm.qb: "q_b", gr.Lfa: "L_{full}", gr.Lsw: "L_{sw}", gr.Ld: "L_{dense}", gr.Lm: "L_{moe}",
                 gr.da: "d_a", gr.nmb: "m", gr.i_a2a: r"\mathbb{1}_{a2a}", gr.zs: "z", gr.bg: "b_g",
                 gr.bo_r: "b_{o,r}", gr.bo_w: "b_{o,w}", gr.dp_: "d_p", _S: r"\bar{S}", _Skv: "S_{kv}",
                 _dqk: "d_{qk}", _kvh: "h_{kv}", rl.Rb: "R_{b16}", rl.Rxv: "r_v", rl.Rxs: "r_s", rl.hv: "h_v",
@@ -96,6 +96,7 @@ def symbol_table() -> pd.DataFrame:
              (fm.q_we, "vector passes per routed-expert weight element to dequantize it"),
              (fm.x_tr, "1 if attention transposes run on the tensor engine (Trn1/Trn2), 0 if hidden (Trn3, GPUs)"),
              (fm.p_av, "vector passes per attention score (row max, rescale)"),
+             (fm.p_sm, "vector passes per score element of an unfused (materialised) softmax"),
              (fm.qb, "flash-attention query block (tokens per KV sweep)"),
              (gr.da, "attention data parallel inside a replica"), (gr.nmb, "micro-batches per training step"),
              (gr.Lfa, "full-attention layers per stage"), (gr.Lsw, "sliding-window layers per stage"),

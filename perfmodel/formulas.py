@@ -36,6 +36,7 @@ q_w = sp.Symbol("q_w", nonnegative=True)  # vector passes per weight element to 
 q_we = sp.Symbol("q_we", nonnegative=True)  # the same for routed-expert weights
 x_tr = sp.Symbol("x_tr", nonnegative=True)  # 1 if attention transposes occupy the tensor engine, 0 if hidden
 p_av = sp.Symbol("p_av", nonnegative=True)  # vector passes per attention score (row max, rescale)
+p_sm = sp.Symbol("p_sm", nonnegative=True)  # vector passes per score element of an unfused (materialised) softmax
 qb = sp.Symbol("qb", positive=True)  # flash-attention query block (tokens per KV sweep)
 i_mat = sp.Symbol("i_mat", nonnegative=True)  # 1 if attention scores are materialised in HBM (no flash attention)
 r_att = sp.Symbol("r_att", positive=True)  # attention kernels' tensor efficiency relative to GEMMs' (eta_att / eta_t)
@@ -139,7 +140,7 @@ def _attention_parts(tokens_q, heads, kv_heads, s_avg, kv_tokens, d_qk, d_v, b_q
     s_issued = s_avg + i_mat * (s_full - s_avg)
     n_full = tokens_q * heads * s_full  # score elements of the whole matrix
     return {
-        "scores": scores, "flop": 2 * scores * (d_qk + d_v),
+        "scores": scores, "n_full": n_full, "flop": 2 * scores * (d_qk + d_v),
         "tensor": 2 * q(g_rows, mt) * kv_heads * s_issued * (q(d_qk, kt) + q(d_v, nt)) / r_att,
         "transpose": 2 * q(g_rows, mt) * kv_heads * s_issued * kb * x_tr / r_att,
         "q_bytes": tokens_q * heads * d_qk * b_q, "o_bytes": tokens_q * heads * d_v * b_q,
@@ -177,11 +178,16 @@ def attention(tokens_q: sp.Expr, heads: sp.Expr, kv_heads: sp.Expr, s_avg: sp.Ex
     scale-mask-softmax reads S and writes P; attention dropout (d = 1: training with attention
     dropout, Megatron-LM's default 0.1) reads P, writes P' and a 1-byte mask; P'V reads P':
         read += (2 + d) n b_a,   write += (2 + d) n b_a + d n
+    Its softmax is element-wise work over the whole matrix, masked entries included: exp = n and
+    vector = p_sm n (p_sm: the unfused softmax's vector passes: mask, row max, subtract, row sum,
+    normalise) in place of the flash kernel's p_av passes over the causal scores.
     """
     a = _attention_parts(tokens_q, heads, kv_heads, s_avg, kv_tokens, d_qk, d_v, b_q, b_kv_elem, kv_width,
                          hbm_passes, sram_passes, s_full, dropout)
-    return Work(flop=a["flop"], tensor_flop=a["tensor"], tensor_b16_flop=a["transpose"], exp=a["scores"],
-                vector=p_av * a["scores"],
+    # the unfused softmax touches every element of the matrix (i_mat = 1)
+    exp = a["scores"] + i_mat * (a["n_full"] - a["scores"])
+    vector = p_av * a["scores"] + i_mat * (p_sm * a["n_full"] - p_av * a["scores"])
+    return Work(flop=a["flop"], tensor_flop=a["tensor"], tensor_b16_flop=a["transpose"], exp=exp, vector=vector,
                 read=a["q_bytes"] + hbm_passes * a["kv_bytes"] + a["mat_fwd_read"],
                 write=a["o_bytes"] + a["mat_fwd_write"], sram=sram_passes * a["kv_bytes"])
 
@@ -194,7 +200,8 @@ def attention_backward(tokens_q: sp.Expr, heads: sp.Expr, kv_heads: sp.Expr, s_a
     work (FA2-style: P is recomputed by a separate recompute op in the graph); the backward reads
     Q, K, V, O, dO (2 x forward reads + forward writes) and writes dQ, dK, dV (= forward reads);
     exp 0, vector 3 scores (dP, dS = P (dP - D)) + the forward's vector passes. Materialised
-    attention (i_mat = 1) adds the unfused backward's score traffic (n = B T h S_full, d = dropout):
+    attention (i_mat = 1) runs those 3 passes over the whole matrix (vector = 3 n) and adds the
+    unfused backward's score traffic (n = B T h S_full, d = dropout):
         read += ((5 + d) b_a + d) n,   write += (2 + d) n b_a
     (dP' written; dropout backward reads dP' and the mask, writes dP; softmax backward reads dP
     and P, writes dS; dQ and dK read dS; dV reads P')."""
@@ -202,9 +209,10 @@ def attention_backward(tokens_q: sp.Expr, heads: sp.Expr, kv_heads: sp.Expr, s_a
                          hbm_passes, sram_passes, s_full, dropout)
     read = a["q_bytes"] + hbm_passes * a["kv_bytes"]
     write = a["o_bytes"]
+    flash_vector = 3 * a["scores"] + p_av * a["scores"]
     return Work(flop=2 * a["flop"], tensor_flop=2 * a["tensor"], tensor_b16_flop=2 * a["transpose"],
-                vector=3 * a["scores"] + p_av * a["scores"], read=2 * read + write + a["mat_bwd_read"],
-                write=read + a["mat_bwd_write"])
+                vector=flash_vector + i_mat * (3 * a["n_full"] - flash_vector),
+                read=2 * read + write + a["mat_bwd_read"], write=read + a["mat_bwd_write"])
 
 
 def kv_passes(tokens_q_seq: sp.Expr, group: sp.Expr, d_qk: sp.Expr, d_v: sp.Expr, b: sp.Expr) -> tuple:

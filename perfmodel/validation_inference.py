@@ -26,8 +26,10 @@ here and never per row (nothing is fitted to the rows):
             (bucket.context_sizes default); the prompt is padded to the smallest one that
             holds it and the whole bucket is computed.
   attention no flash attention: Transformers NeuronX 0.10 computes attention as plain HLO
-            (scores materialised over the whole padded context); its compiler flash-attention
-            kernel for context encoding arrived in 0.11 (Neuron 2.19, July 2024).
+            (scores materialised over the whole padded context; the mask select and hlo.softmax's
+            max / subtract / sum / divide are materialised_softmax_vector_passes = 5 VectorE passes
+            and one exp over every element); its compiler flash-attention kernel for context
+            encoding arrived in 0.11 (Neuron 2.19, July 2024).
   dtypes    'weights int8' -> int8 weight storage (cast to BF16 by the DMA engines,
             int8_weight_dequantize_passes); matmuls in BF16 ('model FP16' has the same bytes);
             KV cache BF16.

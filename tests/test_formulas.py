@@ -91,6 +91,20 @@ def test_materialised_attention_adds_score_traffic():
     assert ev((w.read + w.write).subs(fm.i_mat, 1)) - flash == 4 * scores * 2  # S and P written and read, b_a = 2
 
 
+def test_materialised_softmax_runs_over_the_whole_matrix():
+    """Unfused softmax: exp and p_sm vector passes over every element of the T x S_full matrix
+    (masked ones included); flash: exp and p_av passes over the causal scores only."""
+    tq, h, s_avg, s_full = 4, 2, 2.5, 4  # 4 causal queries: mean 2.5 keys of 4
+    w = fm.attention(tq, h, h, s_avg, s_full, 8, 8, s_full=s_full)
+    n_full, causal = tq * h * s_full, tq * h * s_avg
+    assert ev(w.exp) == causal and ev(w.vector) == 1.0 * causal  # p_av = 1
+    assert ev(w.exp.subs(fm.i_mat, 1)) == n_full
+    assert ev(w.vector.subs({fm.i_mat: 1, fm.p_sm: 5})) == 5 * n_full
+    # the backward's 3 softmax-backward passes cover the whole matrix too
+    b = fm.attention_backward(tq, h, h, s_avg, s_full, 8, 8, s_full=s_full)
+    assert ev(b.vector.subs(fm.i_mat, 1)) == 3 * n_full and ev(b.vector) == 4 * causal
+
+
 def test_formulas_differentiate_symbolically():
     """The same sympy formula gives the sensitivity: memory-bound time scales as 1 / BW_hbm."""
     from perfmodel.formula_catalog import symbolic_elasticity

@@ -100,6 +100,24 @@ def test_padding_and_replication_add_work_monotonically(trn1):
         assert qb["read"][core].item() / qa["read"][core].item() == pytest.approx(kv_ratio, rel=0.05)
 
 
+def test_unfused_softmax_runs_every_score_through_the_vector_engine(trn1):
+    """Transformers NeuronX 0.10 context encoding (no flash attention): the mask + softmax HLO ops
+    are p_sm VectorE passes over the whole T x T matrix of each head on the chip (64 padded heads
+    of Llama-2-13b over 16 chips = 4), and the longer prompt's core is bound by them."""
+    arch = arch_of("Llama-2-13b")
+    p_sm = calibration_for(trn1)["materialised_softmax_vector_passes"]
+    for T in (1024, 4096):
+        kn = bd.Knobs(phase=Phase.PREFILL, batch=1, seq_len=T, context=0, tp=16, head_shards=32, ranks_per_chip=2,
+                      flash_attention=False)
+        ops, q, _, _ = run(trn1, arch, kn)
+        core = next(i for i, o in enumerate(ops) if o.name == "attn.core")
+        assert q["vector"][core].item() == pytest.approx(p_sm * 4 * T * T)
+        assert q["exp"][core].item() == pytest.approx(4 * T * T)
+    flash = bd.Knobs(phase=Phase.PREFILL, batch=1, seq_len=4096, context=0, tp=16, head_shards=32, ranks_per_chip=2)
+    _, qf, _, _ = run(trn1, arch, flash)
+    assert qf["vector"][core].item() < q["vector"][core].item() / p_sm  # flash: causal half, p_av = 1 pass
+
+
 # ---------------------------------------------------------------- ranks per chip (NeuronCores as ranks)
 
 
