@@ -51,7 +51,8 @@ def _collective_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--per-octave", type=int, default=1, metavar="K", help="sizes per doubling in a sweep")
     p.add_argument("--algorithm", default="auto", choices=("auto",) + co.ALGORITHMS)
     p.add_argument("--launch", default="in-graph", choices=co.LAUNCH,
-                   help="per-call cost inside a compiled graph (default) or host-launched like nccom-test/nccl-tests")
+                   help="per-call cost inside a compiled graph (default), host-launched like nccom-test/nccl-tests, "
+                        "or eager through torch.distributed with the device waiting on each call")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=_SET_HELP)
     add_output_options(p)
 

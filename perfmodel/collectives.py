@@ -13,8 +13,9 @@ The topology is the spec sheet's link tiers, innermost first, turned into *dimen
 eta is `link_efficiency_{node,scaleup,scaleout}`; figures whose direction the source leaves
 unstated are multiplied by `unstated_link_direction_frac` first. alpha_d (s) is the per-hop
 latency of the tier (`link_latency_*`); every call adds a fixed cost F: `collective_fixed_latency`
-inside a compiled graph (the default) or `collective_host_launch_latency` for host-launched calls
-(microbenchmarks such as nccom-test and nccl-tests).
+inside a compiled graph (the default), `collective_host_launch_latency` for host-launched calls
+(microbenchmarks such as nccom-test and nccl-tests), plus `framework_call_overhead` for an eager
+framework call the device waits for (torch.distributed one call at a time).
 
 A group of g chips whose members are `stride` chips apart (groups are placed innermost
 first) has m_d members along dimension d (prod m_d = g), h_d physical hops between logical
@@ -507,16 +508,20 @@ def _outermost(gds: list[GroupDim], shape) -> np.ndarray:
     return out
 
 
-LAUNCH = ("in-graph", "host")
+LAUNCH = ("in-graph", "host", "eager")
 
 
 def fixed_latency(cal: Calibration, launch: str = "in-graph") -> float:
     """Fixed cost of one collective call: in a compiled graph (the compute engines trigger the
-    collective engines / a captured graph launches the kernel) or launched from the host one call
-    at a time, as microbenchmarks such as nccom-test and nccl-tests do."""
+    collective engines / a captured graph launches the kernel), launched from the host one call
+    at a time, as microbenchmarks such as nccom-test and nccl-tests do, or called eagerly through a
+    framework whose per-call host work the device waits for (F = host launch + framework overhead)."""
     if launch not in LAUNCH:
         raise ValueError(f"launch must be one of {', '.join(LAUNCH)}, got {launch!r}")
-    return cal["collective_fixed_latency"] if launch == "in-graph" else cal["collective_host_launch_latency"]
+    if launch == "in-graph":
+        return cal["collective_fixed_latency"]
+    eager = cal["framework_call_overhead"] if launch == "eager" else 0.0
+    return cal["collective_host_launch_latency"] + eager
 
 
 def core_dim(system: System, cal: Calibration, ranks_per_chip: int) -> Dim:

@@ -19,6 +19,13 @@ Mapping of rows to the model (stated once per family, never per row, nothing fit
       (link_latency_node 1.5 us), which the in-graph collectives of the SDK 2.18 decode cases
       confirm; the example's runtime version is not stated (the page warns its examples may be
       out of date). Evidence that would close it: the same nccom-test run on the SDK 2.18 runtime.
+    - nccl-tests and nccom-test call the C API: launch 'host' (collective_host_launch_latency per
+      call). Rows timed through torch.distributed (all_reduce_bench.py, NCCL-010/011) use launch
+      'eager', which adds PyTorch's per-call host overhead (framework_call_overhead, 20 us): that
+      run timed one call per trial on an idle GPU, and its small-payload times (40 us at 32 KiB,
+      46 us at 1 MiB) match the same author's later '--with-host-overhead' medians on an 8x H200
+      node (41.7 us, 50.9 us), not his host-hidden ones (20.9 us, 27.7 us) or nccl-tests' (20.4 us,
+      27.8 us); large payloads do not notice it.
     - p4de.24xlarge rows use p4d.24xlarge: the same NVSwitch and 4 x 100 Gbps EFA (only HBM differs).
     - 8x H200 rows use p5e.48xlarge. GCP a3-mega (TCPXO) is not in the catalogue: not predicted.
     - The fastest algorithm is taken ('auto'), NCCL's NVLS (in-switch reduction on NVSwitch gen 3 and
@@ -26,7 +33,8 @@ Mapping of rows to the model (stated once per family, never per row, nothing fit
       tuning constants (0.85 / 0.74 efficiency, 25 us latency); a row whose run disabled NVLS
       ('NVLS disabled') is predicted with in_switch_reduction_efficiency = 0. Known gap: NCCL's NVLS
       reaches that rate only from ~256 MiB on one 8x H200 node and ~8 GiB on 2 x p5 (NVLS-tree), a
-      ramp the alpha-beta cost lacks (+24% at 64 MiB, +52% at 128 MiB on 2 nodes).
+      ramp the alpha-beta cost lacks (+14% at 64 MiB on one node, +51% at 128 MiB on 2 nodes); the
+      2-node 1 MiB all-reduce (123 us) costs 54 us more than the 8 B one, the model ~9 us (+58%).
 
 Does not: tune anything to these rows; every miss is reported with its error.
 """
@@ -55,14 +63,15 @@ def _collective(text: str) -> Collective:
 
 
 def _predict(system_name: str, coll: Collective, size: float, chips: int, metric: str,
-             ranks_per_chip: int = 1, nvls: bool = True) -> tuple[float, str]:
+             ranks_per_chip: int = 1, nvls: bool = True, launch: str = "host") -> tuple[float, str]:
     """(predicted value in the row's unit, algorithm) for one point: busbw GB/s or latency us.
-    nvls=False: the run disabled in-switch reduction (NCCL_NVLS_ENABLE=0)."""
+    nvls=False: the run disabled in-switch reduction (NCCL_NVLS_ENABLE=0); launch 'host' for the
+    C-API microbenchmarks, 'eager' for torch.distributed scripts timing one call at a time."""
     s = catalog.load_system(system_name)
     group, rpc = (2, 1) if coll == Collective.SEND_RECV else (chips, ranks_per_chip)
     cal = calibration_for(s) if nvls else calibration_for(s).with_overrides({"in_switch_reduction_efficiency": 0.0})
     # microbenchmarks (nccom-test, nccl-tests) launch every call from the host
-    df = co.sweep(s, cal, coll, [size], [group], launch="host", ranks_per_chip=rpc)
+    df = co.sweep(s, cal, coll, [size], [group], launch=launch, ranks_per_chip=rpc)
     r = df.iloc[0]
     if "latency" in metric:
         return float(r["time_s"] / units.US), r["algorithm"]
@@ -90,7 +99,8 @@ def _points(rows: pd.DataFrame, system_of, chips_of, note_of, ranks_per_chip_of=
                                reason=f"hardware {m['hardware']!r} is not in the catalogue"))
                 continue
             rpc = 1 if coll == Collective.SEND_RECV else ranks_per_chip_of(m)
-            pred, alg = _predict(system, coll, size, chips, metric, rpc, nvls=not _nvls_disabled(m))
+            pred, alg = _predict(system, coll, size, chips, metric, rpc, nvls=not _nvls_disabled(m),
+                                 launch=_launch(m))
             where = ("pairs of chips" if coll == Collective.SEND_RECV
                      else f"{chips} chips" + (f" x {rpc} ranks" if rpc > 1 else ""))
             out.append(row(cid, m["hardware"], metric, val, pred, unit,
@@ -104,6 +114,13 @@ def _nvls_disabled(m) -> bool:
     parallelism text; notes may mention other runs)."""
     text = " ".join(str(m.get(k, "")) for k in ("model", "parallelism"))
     return bool(re.search(r"NVLS disabled|NVLS_ENABLE=0|SHARP disabled", text))
+
+
+def _launch(m) -> str:
+    """'eager' for rows timed through torch.distributed (all_reduce_bench.py): one call per trial,
+    PyTorch's per-call host overhead included; 'host' for the C-API tools (nccl-tests, nccom-test)."""
+    text = " ".join(str(m.get(k, "")) for k in ("model", "source"))
+    return "eager" if re.search(r"torch\.distributed|all_reduce_bench", text) else "host"
 
 
 def _fmt_size(n: float) -> str:
@@ -155,10 +172,10 @@ _NCCL_SYSTEMS = {"p5.48xlarge": "p5.48xlarge", "p4de": "p4d.24xlarge", "H200": "
 
 
 @register_validation("nccl", selects=lambda r: r["phase"].eq("collective") & ~neuron_hardware(r),
-                     gaps={"collective": "NCCL's NVLS / NVLS-tree reach their modelled rate only from ~256 MiB (8x "
-                                         "H200) and ~8 GiB (2 x p5), a ramp the alpha-beta cost lacks (+24% at "
-                                         "64 MiB, +52% at 128 MiB); the H200 small-message points take ~40 us per "
-                                         "call at 32 KiB-1 MiB in a torch.distributed script, above nccl-tests' launch"})
+                     gaps={"collective": "NCCL's NVLS-tree on 2 x p5 reaches its modelled rate only from ~8 GiB, "
+                                         "a ramp the alpha-beta cost lacks (+17% at 1 GiB, +51% at 128 MiB), and "
+                                         "the 2-node 1 MiB all-reduce takes 54 us more than the 8 B one where the "
+                                         "model adds ~9 us (+58%)"})
 def nccl(rows: pd.DataFrame) -> pd.DataFrame:
     """NCCL rows: all-reduce bus bandwidth curves and small-message latency."""
     def system_of(m):
@@ -173,5 +190,7 @@ def nccl(rows: pd.DataFrame) -> pd.DataFrame:
             extra.append("p4de modelled as p4d (same NVSwitch and EFA)")
         if _nvls_disabled(m):
             extra.append("the run disabled NVLS: predicted without in-switch reduction")
+        if _launch(m) == "eager":
+            extra.append("timed one torch.distributed call at a time: + PyTorch's per-call host overhead")
         return "; ".join(extra)
     return _points(rows, system_of, lambda m: _ranks(m["num_chips"]), note)

@@ -237,6 +237,28 @@ def test_in_switch_reduction_all_reduce():
     assert calibration_for(b)["in_switch_reduction_efficiency"] < cal["in_switch_reduction_efficiency"]
 
 
+def test_launch_modes_add_only_a_fixed_cost_per_call():
+    # in-graph F, host F_host, eager F_host + the framework's per-call overhead; the transfer is the same
+    cal = make_cal(collective_host_launch_latency=3 * F, framework_call_overhead=2 * F)
+    t = {lm: float(co.collective_cost(SW, cal, Collective.ALL_REDUCE, N, 8, launch=lm).time_s) for lm in co.LAUNCH}
+    assert t["host"] - t["in-graph"] == pytest.approx(2 * F)
+    assert t["eager"] - t["host"] == pytest.approx(2 * F)
+    with pytest.raises(ValueError, match="launch must be one of"):
+        co.collective_cost(SW, cal, Collective.ALL_REDUCE, N, 8, launch="graph")
+
+
+def test_eager_overhead_dominates_small_payloads_only():
+    # torch.distributed one call at a time: small all-reduces on 8x H200 cost about twice nccl-tests',
+    # 16 GiB ones the same (the overhead is a fixed 20 us per call)
+    from perfmodel.calibration import calibration_for
+    s = catalog.load_system("p5e.48xlarge")
+    cal = calibration_for(s)
+    host, eager = (co.sweep(s, cal, "all-reduce", [2.0 ** 15, 2.0 ** 34], [8], launch=lm)["time_s"].to_numpy()
+                   for lm in ("host", "eager"))
+    assert eager[0] / host[0] > 2.0
+    assert eager[1] / host[1] == pytest.approx(1.0, abs=1e-3)
+
+
 def test_expert_all_to_all_carries_the_load_imbalance():
     from perfmodel import bindings as bd
     from perfmodel import evaluate as ev

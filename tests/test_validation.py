@@ -37,6 +37,22 @@ def test_every_development_case_is_predicted_or_has_a_reason(dev):
     assert set(dev.loc[pred, "hardware_family"]) <= {"trainium", "inferentia", "nvidia"}
 
 
+def test_torch_distributed_rows_carry_the_per_call_host_overhead(dev):
+    """all_reduce_bench.py rows are eager calls (+ framework_call_overhead), nccl-tests rows are not;
+    the fixed 20 us moves the 32 KiB point (tens of us) and leaves 16 GiB (tens of ms) alone."""
+    by_id = dev.set_index("case_id")
+    assert "torch.distributed call" in by_id.loc["NCCL-010@32 KiB", "note"]
+    assert "torch.distributed" not in by_id.loc["NCCL-001@1 MiB", "note"]
+    from perfmodel.validation_comm import _predict
+    from perfmodel.graph import Collective
+    host = _predict("p5e.48xlarge", Collective.ALL_REDUCE, 2.0 ** 15, 8, "bus bandwidth")[0]
+    eager = _predict("p5e.48xlarge", Collective.ALL_REDUCE, 2.0 ** 15, 8, "bus bandwidth", launch="eager")[0]
+    assert by_id.loc["NCCL-010@32 KiB", "predicted"] == pytest.approx(eager) and eager < host / 2
+    big = [_predict("p5e.48xlarge", Collective.ALL_REDUCE, 2.0 ** 34, 8, "bus bandwidth", launch=lm)[0]
+           for lm in ("host", "eager")]
+    assert big[0] == pytest.approx(big[1], rel=1e-3)
+
+
 def test_summary_statistics_match_numpy(dev):
     s = v.summary(dev, "phase").set_index("phase")
     for phase, g in dev.groupby("phase"):
