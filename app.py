@@ -60,10 +60,10 @@ def memory_compare(systems: tuple[str, ...], workload: str, opts: wi.ScenarioOpt
 
 @st.cache_data(show_spinner="Collectives...")
 def collectives(systems: tuple[str, ...], names: tuple[str, ...], group: int, lo: float, hi: float,
-                algorithms: tuple[str, ...], whatif: wi.WhatIf):
+                algorithms: tuple[str, ...], whatif: wi.WhatIf, launch: str = "in-graph"):
     from perfmodel import collectives as co
 
-    return report.collective_frame(systems, names, group, co.size_range(lo, hi), algorithms, whatif)
+    return report.collective_frame(systems, names, group, co.size_range(lo, hi), algorithms, whatif, launch)
 
 
 @st.cache_data(show_spinner="Serving frontier (every plan, vectorised)...")
@@ -322,12 +322,18 @@ def page_collectives(ctx: dict) -> None:
     names = c2.multiselect("Collectives", [c.value for c in Collective],
                            default=[Collective.ALL_REDUCE.value], key="coll_names")
     group = c3.number_input("Group (chips)", min_value=2, max_value=65536, value=64, key="coll_group")
-    algs = st.multiselect("Algorithms", ["auto", *co.ALGORITHMS], default=["auto", "ring", "2d-ring", "direct"],
+    c4, c5 = st.columns([2, 1])
+    algs = c4.multiselect("Algorithms", ["auto", *co.ALGORITHMS], default=["auto", "ring", "2d-ring", "direct"],
                           key="coll_algs", help="auto: the fastest algorithm at each size")
+    launch = c5.selectbox("Call", co.LAUNCH, key="coll_launch",
+                          help="in-graph: inside a compiled graph (collective_fixed_latency per call); host: "
+                               "launched one call at a time like nccl-tests / nccom-test; eager: through "
+                               "torch.distributed with the device waiting on each call (+ framework_call_overhead)")
     if not systems or not names or not algs:
         st.info("Choose at least one system, collective and algorithm.")
         return
-    df = collectives(tuple(systems), tuple(names), int(group), units.KiB, units.GiB, tuple(algs), ctx["whatif"])
+    df = collectives(tuple(systems), tuple(names), int(group), units.KiB, units.GiB, tuple(algs), ctx["whatif"],
+                     launch)
     chart(charts.collective_times(df), "collectives", f"collectives_g{group}")
     st.dataframe(shown(df, ["series", "collective", "size_bytes", "time_s", "chosen_algorithm", "crosses"]),
                  hide_index=True, key="coll_table")

@@ -355,10 +355,12 @@ def display_table(df: pd.DataFrame, columns: Iterable[str] = SUMMARY_COLUMNS) ->
 
 
 def collective_frame(systems: Iterable[str], collectives: Iterable[str], group: int, sizes_bytes: Iterable[float],
-                     algorithms: Iterable[str] | None = None, whatif: wi.WhatIf = wi.WhatIf()) -> pd.DataFrame:
+                     algorithms: Iterable[str] | None = None, whatif: wi.WhatIf = wi.WhatIf(),
+                     launch: str = "in-graph") -> pd.DataFrame:
     """Time of each collective vs message size on each system, one row per (system, collective,
     algorithm, size): the fastest algorithm ('auto') and each algorithm of collectives.ALGORITHMS
-    that applies. `series` names the system's topology and the algorithm."""
+    that applies. `series` names the system's topology and the algorithm; `launch` is how each call
+    is made (collectives.LAUNCH: in a compiled graph, from the host, eagerly through a framework)."""
     from perfmodel import collectives as co
 
     sizes = np.asarray(list(sizes_bytes), dtype=float)
@@ -369,7 +371,7 @@ def collective_frame(systems: Iterable[str], collectives: Iterable[str], group: 
         cal = wi.apply_calibration(calibration_for(s), whatif.cal)
         topo = " + ".join(f"{t.topology.value}" for t in s.tiers if t.scope.value != "scaleout") or "scale-out only"
         for c in collectives:
-            sw = co.sweep(s, cal, c, sizes, float(group))
+            sw = co.sweep(s, cal, c, sizes, float(group), launch=launch)
             for a in algs:
                 col = "time_s" if a == "auto" else f"time_{a.replace('-', '_')}_s"
                 if col not in sw:
