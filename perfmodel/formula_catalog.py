@@ -28,7 +28,8 @@ _M, _K, _N, _n, _S = sp.symbols("M K N n S_avg", positive=True)
 _h, _kvh, _dqk, _dv, _Skv = sp.symbols("h h_kv d_qk d_v S_kv", positive=True)
 
 _EXTRA_LATEX = {fm.q_a: "q_a", fm.q_w: "q_w", fm.q_we: "q_{we}", fm.x_tr: "x_{tr}", fm.p_av: "p_{av}",
-                fm.p_sm: "p_{sm}", fm.qb: "q_b", gr.Lfa: "L_{full}", gr.Lsw: "L_{sw}", gr.Ld: "L_{dense}", gr.Lm: "L_{moe}",
+                fm.p_sm: "p_{sm}", fm.qb: "q_b", gr.Lfa: "L_{full}", gr.Lsw: "L_{sw}", gr.Ld: "L_{dense}",
+                gr.Lm: "L_{moe}",
                 gr.da: "d_a", gr.nmb: "m", gr.i_a2a: r"\mathbb{1}_{a2a}", gr.zs: "z", gr.bg: "b_g",
                 gr.bo_r: "b_{o,r}", gr.bo_w: "b_{o,w}", gr.dp_: "d_p", _S: r"\bar{S}", _Skv: "S_{kv}",
                 _dqk: "d_{qk}", _kvh: "h_{kv}", rl.Rb: "R_{b16}", rl.Rxv: "r_v", rl.Rxs: "r_s", rl.hv: "h_v",

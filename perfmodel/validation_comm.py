@@ -21,11 +21,11 @@ Mapping of rows to the model (stated once per family, never per row, nothing fit
       out of date). Evidence that would close it: the same nccom-test run on the SDK 2.18 runtime.
     - nccl-tests and nccom-test call the C API: launch 'host' (collective_host_launch_latency per
       call). Rows timed through torch.distributed (all_reduce_bench.py, NCCL-010/011) use launch
-      'eager', which adds PyTorch's per-call host overhead (framework_call_overhead, 20 us): that
-      run timed one call per trial on an idle GPU, and its small-payload times (40 us at 32 KiB,
-      46 us at 1 MiB) match the same author's later '--with-host-overhead' medians on an 8x H200
-      node (41.7 us, 50.9 us), not his host-hidden ones (20.9 us, 27.7 us) or nccl-tests' (20.4 us,
-      27.8 us); large payloads do not notice it.
+      'eager', which adds PyTorch's per-call host overhead (framework_call_overhead, 20 us). The
+      script's timing mode is read from its numbers, as its results page does not name it: the
+      small-payload times (40 us at 32 KiB, 46 us at 1 MiB) match the same author's later
+      '--with-host-overhead' medians on an 8x H200 node (41.7 us, 50.9 us), not his host-hidden
+      ones (20.9 us, 27.7 us) or nccl-tests' (20.4 us, 27.8 us); large payloads do not notice it.
     - p4de.24xlarge rows use p4d.24xlarge: the same NVSwitch and 4 x 100 Gbps EFA (only HBM differs).
     - 8x H200 rows use p5e.48xlarge. GCP a3-mega (TCPXO) is not in the catalogue: not predicted.
     - The fastest algorithm is taken ('auto'), NCCL's NVLS (in-switch reduction on NVSwitch gen 3 and
