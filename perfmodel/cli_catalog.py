@@ -129,9 +129,9 @@ def cmd_workloads_show(args) -> int:
 
 
 def cmd_workloads_import(args) -> int:
-    from perfmodel import catalog, workload_files
+    from perfmodel import catalog, hf_import, workload_files
 
-    text = workload_files.import_hf_config(Path(args.path), name=args.name)
+    text = hf_import.import_hf_config(Path(args.path), name=args.name)
     if args.write:
         name = args.name or Path(args.path).resolve().parent.name
         dest = catalog.catalog_root() / "workloads" / f"{name}.toml"

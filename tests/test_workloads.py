@@ -12,8 +12,8 @@ from perfmodel.dtypes import DType
 from perfmodel.specs import CatalogError
 from perfmodel.workload import (AttentionKind, ModelArch, attention_params_per_layer, expert_params,
                                 parameter_count)
-from perfmodel.workload_files import (import_hf_config, list_workloads, load_workload, load_workload_file,
-                                      write_workload)
+from perfmodel.hf_import import import_hf_config
+from perfmodel.workload_files import list_workloads, load_workload, load_workload_file, write_workload
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hf"
