@@ -6,7 +6,7 @@
     build_report(...)                Report: sections of DataFrames and Altair charts (no printing;
                                      export.write_report renders Markdown / HTML)
     claims_frame()                   every seed claim, computed now
-    (re-exported from frames.py: load, run_scenario, the chart and page frames)
+    (re-exported from frames.py and page_frames.py: load, run_scenario, the chart and page frames)
 
 Each case picks its parallelism plan with memory.min_fit (fewest chips that hold the weights,
 the KV cache or training state, and the batch) and its data type as the first of the case's
@@ -60,13 +60,15 @@ CASES = (
 Progress = Callable[[int, int, str], None]
 
 
-# The scenario runner and the chart / page frames live in frames.py; re-exported so that
+# The scenario runner and chart frames live in frames.py, the page frames in page_frames.py; re-exported so that
 # `report.load`, `report.run_scenario`, ... (the documented Python API) keep working.
 from perfmodel.frames import (  # noqa: E402,F401
-    BASIS_COLUMNS, CLAIM_SCENARIO, FIGURE_BASIS, FRONTIER_Y, GRIDS, HEADLINE, SUMMARY_COLUMNS, Loaded, Run, bound_shares, capacity_plan,
-    claim_points, collective_frame, display_table, economics, engine_frame, fit_plan, headline, inputs_frame, load,
-    memory_comparison, memory_frames, pick_dtype, plan_text, roofline_frames, run_scenario, scenario_page,
-    sensitivity_frame, serving_frontier, summary_columns, workbook, _basis, _with_inputs)
+    BASIS_COLUMNS, FIGURE_BASIS, SUMMARY_COLUMNS, Loaded, Run, bound_shares, display_table, economics, engine_frame,
+    fit_plan, inputs_frame, load, memory_frames, pick_dtype, plan_text, roofline_frames, run_scenario, scenario_page,
+    summary_columns, workbook, _basis, _with_inputs)
+from perfmodel.page_frames import (  # noqa: E402,F401
+    CLAIM_SCENARIO, FRONTIER_Y, GRIDS, HEADLINE, capacity_plan, claim_points, collective_frame, headline,
+    memory_comparison, sensitivity_frame, serving_frontier)
 
 
 # ---------------------------------------------------------------- the comparison
