@@ -54,6 +54,12 @@ Known gaps (the model's remaining misses on these rows, not tuned away):
                decode step by ~0.2-0.35 ms per layer on trn1 and ~0.4-0.6 ms per layer on inf2
                (all models, incl. 70B), far above the step's FLOPs, bytes and collectives.
                Evidence: a profile of a 128-token context-encoding NEFF.
+            3. Batch at short prompts: going from B=1 to B=8 at 128 tokens costs 1.7-2.4x the
+               model's time per added token on inf2 (Llama-3-8B 45 vs 26 us, Llama-2-7b 56 vs 25,
+               Mistral 56 vs 25, Llama-2-13b 93 vs 39), while a longer prompt costs what the model
+               says (term a below): the batched graph does more than B prompts' work.
+            Ruled out: TTFT as context encoding plus one token-generation step (adding the
+            modelled decode step leaves the inf2 B=1 128-token rows of the 7-8B models 34-44% low).
             Where the miss sits (TTFT = c + a S + b S^2 through each fast-regime inf2 B=1 series,
             measured vs model): the per-token term a is right (Llama-3-8B 33 vs 26 us/token,
             Llama-2-13b 34 vs 40, Llama-3-70B 167 vs 159), so the matmuls and TP all-reduces are
