@@ -39,13 +39,7 @@ import pandas as pd
 
 from perfmodel.calibration import Calibration
 from perfmodel.collective_algorithms import ALGORITHMS, algorithm_cost
-from perfmodel.collective_topology import (
-    GroupDim,
-    core_dim,
-    place_group,
-    scope_key,
-    topology_dims,
-)
+from perfmodel.collective_topology import GroupDim, core_dim, place_group, scope_key, topology_dims
 from perfmodel.graph import Collective
 from perfmodel.hardware import System
 

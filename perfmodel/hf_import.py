@@ -18,13 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel.specs import SCHEMA_VERSION, CatalogError
-from perfmodel.workload_files import (
-    CONFIG_FIELDS,
-    HF_ALIASES,
-    PERFMODEL_FIELDS,
-    build_arch,
-    field_error,
-)
+from perfmodel.workload_files import CONFIG_FIELDS, HF_ALIASES, PERFMODEL_FIELDS, build_arch, field_error
 
 # Structural facts per model_type (transformers' modelling code for each family).
 _FAMILIES: dict[str, dict[str, Any]] = {
@@ -145,10 +139,10 @@ def import_hf_config(path: str | Path, name: str | None = None) -> str:
     model_type = raw.get("model_type")
     if not isinstance(model_type, str):
         raise field_error(p, "model_type", "required field is missing" if model_type is None else
-                    f"expected a string, got {model_type!r}")
+                          f"expected a string, got {model_type!r}")
     if model_type not in _FAMILIES:
         raise field_error(p, "model_type", f"cannot infer the structural fields of {model_type!r}; "
-                    f"known: {', '.join(sorted(_FAMILIES))}")
+                          f"known: {', '.join(sorted(_FAMILIES))}")
     fam = _FAMILIES[model_type]
     label = fam["label"]
     used: set[str] = {"model_type"}
@@ -240,8 +234,9 @@ def import_hf_config(path: str | Path, name: str | None = None) -> str:
         if "num_experts_per_tok" not in cfg:
             put("num_experts_per_tok", raw["experts_per_token"], "experts_per_token")
         elif raw["experts_per_token"] != cfg["num_experts_per_tok"][0]:
-            raise field_error(p, "experts_per_token", f"{raw['experts_per_token']!r} disagrees with num_experts_per_tok "
-                        f"{cfg['num_experts_per_tok'][0]!r}")
+            raise field_error(p, "experts_per_token",
+                              f"{raw['experts_per_token']!r} disagrees with num_experts_per_tok "
+                              f"{cfg['num_experts_per_tok'][0]!r}")
     if model_type == "qwen3_moe":
         for key, ok in (("decoder_sparse_step", 1), ("mlp_only_layers", [])):
             if key in raw:

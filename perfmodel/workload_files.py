@@ -51,11 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from perfmodel.catalog import catalog_root, read_toml
 from perfmodel.dtypes import DType
-from perfmodel.specs import (
-    CatalogError,
-    DTypeName,
-    format_validation_error,
-)
+from perfmodel.specs import CatalogError, DTypeName, format_validation_error
 from perfmodel.workload import ModelArch
 
 STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -190,8 +186,9 @@ def _precheck(data: dict, path: str) -> None:
             raise field_error(path, section, f"must be a table ([{section}]), got {type(data[section]).__name__}")
     for key in data.get("config", {}) or {}:
         if key in HF_ALIASES:
-            raise field_error(path, f"config.{key}", f"unknown key (not in the schema): {key!r} is the Hugging Face alias "
-                        f"of {HF_ALIASES[key]!r}; write {HF_ALIASES[key]} = ... instead")
+            raise field_error(path, f"config.{key}",
+                              f"unknown key (not in the schema): {key!r} is the Hugging Face alias "
+                              f"of {HF_ALIASES[key]!r}; write {HF_ALIASES[key]} = ... instead")
 
 
 def build_arch(data: dict, path: str | Path, expect_name: str | None = None) -> ModelArch:
@@ -210,10 +207,10 @@ def build_arch(data: dict, path: str | Path, expect_name: str | None = None) -> 
     c, p, s = wf.config, wf.perfmodel, wf.source
     if not (s.retrieved.strip() or s.version.strip()):
         raise field_error(path, "source.retrieved", "required field is missing: give 'retrieved' (date read) or "
-                    "'version' (document version)")
+                          "'version' (document version)")
     if s.parameters is not None and not s.parameters_source.strip():
         raise field_error(path, "source.parameters_source", "required with 'parameters': where the published count "
-                    "comes from (model card / paper / safetensors total)")
+                          "comes from (model card / paper / safetensors total)")
     if s.active_parameters is not None and s.parameters is None:
         raise field_error(path, "source.parameters", "required with 'active_parameters' (the published total)")
 
@@ -221,10 +218,10 @@ def build_arch(data: dict, path: str | Path, expect_name: str | None = None) -> 
         in_c, in_p = getattr(c, key), getattr(p, key)
         if in_c is not None and in_p is not None:
             raise field_error(path, f"perfmodel.{key}", f"also given in [config]; state it once ([config] when "
-                        "config.json has it, else [perfmodel])")
+                              "config.json has it, else [perfmodel])")
         if in_c is None and in_p is None:
             raise field_error(path, f"perfmodel.{key}", "required field is missing (state it in [config] when "
-                        "config.json has it, else in [perfmodel])")
+                              "config.json has it, else in [perfmodel])")
         return bool(in_c if in_c is not None else in_p)
 
     attention_bias, mlp_bias = once("attention_bias"), once("mlp_bias")
@@ -232,7 +229,7 @@ def build_arch(data: dict, path: str | Path, expect_name: str | None = None) -> 
     K = c.num_key_value_heads if c.num_key_value_heads is not None else H
     if K > H or H % K:
         raise field_error(path, "config.num_key_value_heads",
-                    f"num_attention_heads ({H}) must be a multiple of num_key_value_heads ({K})")
+                          f"num_attention_heads ({H}) must be a multiple of num_key_value_heads ({K})")
     mla = c.kv_lora_rank > 0
     if mla:
         for key in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
@@ -242,31 +239,33 @@ def build_arch(data: dict, path: str | Path, expect_name: str | None = None) -> 
         for key in ("q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
             if getattr(c, key):
                 raise field_error(path, f"config.{key}", "only meaningful with multi-head latent attention "
-                            "(kv_lora_rank > 0)")
+                                  "(kv_lora_rank > 0)")
     if c.head_dim is not None:
         head_dim = c.head_dim
     elif mla:
         head_dim = c.qk_nope_head_dim + c.qk_rope_head_dim
     elif D % H:
         raise field_error(path, "config.head_dim", f"required when hidden_size ({D}) is not a multiple of "
-                    f"num_attention_heads ({H})")
+                          f"num_attention_heads ({H})")
     else:
         head_dim = D // H
     moe = c.num_experts > 0
     if moe:
         if not 1 <= c.num_experts_per_tok <= c.num_experts:
             raise field_error(path, "config.num_experts_per_tok",
-                        f"must be between 1 and num_experts ({c.num_experts}), got {c.num_experts_per_tok}")
+                              f"must be between 1 and num_experts ({c.num_experts}), got {c.num_experts_per_tok}")
         if c.moe_intermediate_size <= 0:
-            raise field_error(path, "config.moe_intermediate_size", "a mixture-of-experts model needs the expert width > 0")
+            raise field_error(path, "config.moe_intermediate_size",
+                              "a mixture-of-experts model needs the expert width > 0")
         if c.first_k_dense_replace >= L:
             raise field_error(path, "config.first_k_dense_replace",
-                        f"must be less than num_hidden_layers ({L}), got {c.first_k_dense_replace}")
+                              f"must be less than num_hidden_layers ({L}), got {c.first_k_dense_replace}")
     else:
         for key in ("num_experts_per_tok", "moe_intermediate_size", "num_shared_experts",
                     "shared_expert_intermediate_size", "first_k_dense_replace"):
             if getattr(c, key):
-                raise field_error(path, f"config.{key}", "only meaningful for a mixture-of-experts model (num_experts > 0)")
+                raise field_error(path, f"config.{key}",
+                                  "only meaningful for a mixture-of-experts model (num_experts > 0)")
         if p.expert_weight_dtype is not None:
             raise field_error(path, "perfmodel.expert_weight_dtype", "only meaningful for a mixture-of-experts model")
         if p.router_bias:
@@ -276,14 +275,14 @@ def build_arch(data: dict, path: str | Path, expect_name: str | None = None) -> 
     if c.layer_types:
         if len(c.layer_types) != L:
             raise field_error(path, "config.layer_types",
-                        f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
+                              f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
         if "sliding_attention" in c.layer_types and not c.sliding_window:
             raise field_error(path, "config.sliding_window", "layer_types has sliding_attention layers but no window")
     if p.pooler and not p.encoder_only:
         raise field_error(path, "perfmodel.pooler", "a pooler belongs to an encoder-only model (encoder_only = true)")
     if s.parameters is not None and s.active_parameters is not None and s.active_parameters > s.parameters:
         raise field_error(path, "source.active_parameters",
-                    f"({s.active_parameters:g}) exceeds the total parameters ({s.parameters:g})")
+                          f"({s.active_parameters:g}) exceeds the total parameters ({s.parameters:g})")
 
     return ModelArch(
         name=wf.name, display_name=wf.display_name, model_type=c.model_type, hidden_size=D,
