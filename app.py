@@ -3,7 +3,7 @@
 Run:  streamlit run app.py
 Pages: hardware, roofline, memory, collectives, serving, capacity planner, formulas, validation. The
 sidebar holds the scenario and the what-if overrides; both live in the URL query parameters,
-so a view can be shared. Every number shown is computed in perfmodel (report.py and the
+so a view can be shared. Every number shown is computed in perfmodel (the report package and the
 model modules); this file only draws widgets, calls cached functions and lays out results.
 
 Does not: compute model quantities.
@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from perfmodel import catalog, charts, export, report, spec_tables, units
-from perfmodel import whatif as wi
-from perfmodel.provenance_frame import MARKER_LEGEND
+from perfmodel import catalog, report
+from perfmodel.catalog import spec_tables
+from perfmodel.catalog import whatif as wi
+from perfmodel.core import units
+from perfmodel.report import charts, export
+from perfmodel.report.provenance_frame import MARKER_LEGEND
 
 st.set_page_config(page_title="perfmodel explorer", page_icon=":bar_chart:", layout="wide")
 
@@ -61,7 +64,7 @@ def memory_compare(systems: tuple[str, ...], workload: str, opts: wi.ScenarioOpt
 @st.cache_data(show_spinner="Collectives...")
 def collectives(systems: tuple[str, ...], names: tuple[str, ...], group: int, lo: float, hi: float,
                 algorithms: tuple[str, ...], whatif: wi.WhatIf, launch: str = "in-graph"):
-    from perfmodel import collectives as co
+    from perfmodel.comm import collectives as co
 
     return report.collective_frame(systems, names, group, co.size_range(lo, hi), algorithms, whatif, launch)
 
@@ -84,7 +87,8 @@ def plan(systems: tuple[str, ...], workload: str, whatif: wi.WhatIf, isl: int, o
 
 @st.cache_data(show_spinner=False)
 def formulas(workload: str, phase: str):
-    from perfmodel import formula_catalog, workload_files
+    from perfmodel.catalog import workload_files
+    from perfmodel.model import formula_catalog
 
     arch = workload_files.load_workload(workload)
     return formula_catalog.op_formula_table(arch, phase), formula_catalog.symbol_table()
@@ -200,7 +204,7 @@ def whatif_controls() -> wi.WhatIf:
 
 
 def _cal():
-    from perfmodel.calibration import calibration_for
+    from perfmodel.catalog.calibration import calibration_for
 
     return calibration_for(catalog.load_system(st.session_state["system"]))
 
@@ -312,8 +316,8 @@ def page_memory(ctx: dict) -> None:
 
 
 def page_collectives(ctx: dict) -> None:
-    from perfmodel import collectives as co
-    from perfmodel.graph import Collective
+    from perfmodel.comm import collectives as co
+    from perfmodel.comm.algorithms import Collective
 
     st.subheader("Collective time vs message size")
     c1, c2, c3 = st.columns(3)

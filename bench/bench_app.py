@@ -38,7 +38,7 @@ def machine_load() -> str:
 
 def model_times(values: list[float]) -> tuple[float, list[float]]:
     from perfmodel import report
-    from perfmodel import whatif as wi
+    from perfmodel.catalog import whatif as wi
 
     opts = wi.ScenarioOptions(phase="decode", batch=64, seq_len=2048, context=4096, tp=4, pp=1, ep=1, dtype="bf16",
                               zero=0, microbatches=1)  # the app's default scenario (app.SCENARIO_KEYS)

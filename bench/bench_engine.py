@@ -23,8 +23,8 @@ import os
 import threading
 import time
 
-from perfmodel.sweep import SweepSpec
-from perfmodel.sweep_run import run_sweep
+from perfmodel.sweep.engine import SweepSpec
+from perfmodel.sweep.run import run_sweep
 
 SYSTEM = "trn2-ultraserver"
 CASES = [  # (label, workload, phase, grid, fixed)
@@ -123,7 +123,7 @@ def main() -> None:
     # back to this process; (2) each chunk is reduced where it is evaluated to its best row (a typical huge sweep)
     from dask.distributed import Client
 
-    from perfmodel.sweep_run import local_cluster
+    from perfmodel.sweep.run import local_cluster
 
     def best(df):
         return df.nlargest(1, "tokens_per_s_per_chip")

@@ -11,10 +11,13 @@ import time
 
 import numpy as np
 
-from perfmodel import bindings as bd
-from perfmodel import calibration, catalog, collectives, evaluate, workload_files
-from perfmodel.graph import Collective
-from perfmodel.scenario import Parallelism, Phase, Scenario
+from perfmodel import catalog
+from perfmodel.catalog import calibration, workload_files
+from perfmodel.comm import collectives
+from perfmodel.comm.algorithms import Collective
+from perfmodel.core.scenario import Parallelism, Phase, Scenario
+from perfmodel.model import bindings as bd
+from perfmodel.model import evaluate
 
 
 def timed(fn, repeat: int = 1) -> float:

@@ -34,10 +34,12 @@ from pathlib import Path
 
 import numpy as np
 
-from perfmodel import bindings as bd
-from perfmodel import catalog, evaluate, workload_files
-from perfmodel.calibration import calibration_for
-from perfmodel.scenario import Parallelism, Phase, Scenario
+from perfmodel import catalog
+from perfmodel.catalog import workload_files
+from perfmodel.catalog.calibration import calibration_for
+from perfmodel.core.scenario import Parallelism, Phase, Scenario
+from perfmodel.model import bindings as bd
+from perfmodel.model import evaluate
 
 HERE = Path(__file__).resolve().parent
 PEERS_DIR = HERE / ".peers"

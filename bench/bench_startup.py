@@ -4,7 +4,7 @@
 
 Each figure is the median wall time of several fresh processes (subprocess, output discarded),
 measured in this run: `perfmodel --help` (target: under 0.5 s; the parser imports no model
-module, see perfmodel/cli.py), `perfmodel roofline ...` (one scenario: imports + one graph
+module, see perfmodel/cli/main.py), `perfmodel roofline ...` (one scenario: imports + one graph
 compile + one evaluation) and `perfmodel report` (the default report: every case on every
 system plus the seed claims). Timing lives here, never in unit tests.
 """
@@ -77,7 +77,7 @@ def main() -> None:
           f"CPU {CPU[tuple(cmd + ['--help'])]:.3f} s; target {HELP_TARGET_S} s: {verdict}, "
           f"{HELP_TARGET_S / help_s:.1f}x headroom)")
     sub_s, _ = wall(cmd + ["report", "--help"], args.runs)
-    print(f"perfmodel report --help:                  {sub_s:6.3f} s  (loads report.py for the option defaults)")
+    print(f"perfmodel report --help:                  {sub_s:6.3f} s  (loads the report package for the option defaults)")
     roof = ["roofline", "--hardware", "trn2-ultraserver", "--workload", "llama-3-70b", "--phase", "decode",
             "--batch", "64", "--context", "4096", "--tp", "4"]
     roof_s, _ = wall(cmd + roof, max(1, min(args.runs, 3)))

@@ -15,8 +15,10 @@ import time
 
 import numpy as np
 
-from perfmodel import catalog, search, workload_files
-from perfmodel.serving import Mix
+from perfmodel import catalog
+from perfmodel.catalog import workload_files
+from perfmodel.serving import search
+from perfmodel.serving.steady_state import Mix
 
 
 def main() -> None:

@@ -2,6 +2,6 @@
 
 import sys
 
-from perfmodel.cli import main
+from perfmodel.cli.main import main
 
 sys.exit(main())

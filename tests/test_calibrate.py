@@ -8,8 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfmodel import calibrate, calibration, catalog, cli, validation
-from perfmodel.specs import CatalogError
+from perfmodel import catalog, cli, validation
+from perfmodel.catalog import calibration
+from perfmodel.catalog.spec_schema import CatalogError
+from perfmodel.validation import calibrate, fit_problem
 
 TRUE_TENSOR = 0.6  # the family file says 0.9
 FAMILY = "neuron-latency"
@@ -82,7 +84,7 @@ def test_file_round_trips_and_changes_predictions_only_inside_the_context(fitted
     s = calibration.load_calibrated_set(path)
     assert s.family == "neuron" and s.values["tensor_efficiency"] == pytest.approx(fitted.fitted["tensor_efficiency"])
     f = s.file
-    assert f.fitted_on.sha256 == calibrate._sha256(synthetic) and f.fitted_on.cases == len(fitted.problem.case_ids)
+    assert f.fitted_on.sha256 == fit_problem.sha256_of(synthetic) and f.fitted_on.cases == len(fitted.problem.case_ids)
     assert f.cross_validation.folds == 2 and f.params["tensor_efficiency"].initial == 0.9
     assert f.method.startswith("scipy.optimize.least_squares")
     trn1, h100 = catalog.load_system("trn1.32xlarge"), catalog.load_system("p5.48xlarge")
@@ -194,18 +196,18 @@ def test_identify_holds_parameters_without_effect_or_not_separable():
     a = rng.normal(size=20)
     b = rng.normal(size=20)
     jac = np.column_stack([a, b, np.zeros(20), 2 * a + 1e-6 * rng.normal(size=20)])
-    held = calibrate.identify(jac, ["a", "b", "none", "twice_a"])
+    held = fit_problem.identify(jac, ["a", "b", "none", "twice_a"])
     assert set(held) == {"none", "twice_a"}
     assert held["none"].startswith("no effect") and held["twice_a"].startswith("not separable from a")
 
 
 def test_folds_keep_groups_whole_and_cap_at_the_number_of_groups():
     groups = ["m1"] * 5 + ["m2"] * 3 + ["m3"] * 3 + ["m4"]
-    f = calibrate.assign_folds(groups, 3, seed=0)
+    f = fit_problem.assign_folds(groups, 3, seed=0)
     for g in set(groups):
         assert len({int(x) for x, gg in zip(f, groups) if gg == g}) == 1
     assert sorted(set(f.tolist())) == [0, 1, 2]
-    assert calibrate.assign_folds(groups, 10).max() == 3
+    assert fit_problem.assign_folds(groups, 10).max() == 3
 
 
 @pytest.mark.parametrize("params, message", [
@@ -214,18 +216,18 @@ def test_folds_keep_groups_whole_and_cap_at_the_number_of_groups():
     (["tensor_efficiency", "tensor_efficiency"], "listed twice"),
 ])
 def test_unfittable_parameters_are_refused(params, message):
-    with pytest.raises(calibrate.CalibrateError, match=message):
-        calibrate.setup("neuron", params)
+    with pytest.raises(fit_problem.CalibrateError, match=message):
+        fit_problem.setup("neuron", params)
 
 
 def test_bounds_by_kind():
-    assert calibrate.bounds_for("ratio", 0.9) == (0.05, 1.0)
-    assert calibrate.bounds_for("ratio", 0.0) == (0.0, 1.0)
-    assert calibrate.bounds_for("ratio", 1.25) == (0.05, math.inf)
-    assert calibrate.bounds_for("time", 2e-6) == (0.0, math.inf)
+    assert fit_problem.bounds_for("ratio", 0.9) == (0.05, 1.0)
+    assert fit_problem.bounds_for("ratio", 0.0) == (0.0, 1.0)
+    assert fit_problem.bounds_for("ratio", 1.25) == (0.05, math.inf)
+    assert fit_problem.bounds_for("time", 2e-6) == (0.0, math.inf)
 
 
 def test_help_lists_the_default_parameters():
-    from perfmodel import cli_calibrate
+    from perfmodel.cli import calibrate as cli_calibrate
 
     assert cli_calibrate._DEFAULT_HELP == ", ".join(calibrate.DEFAULT_PARAMS)

@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from perfmodel import catalog, workload_files
-from perfmodel.check import check_catalog
-from perfmodel.hardware import Scope
-from perfmodel.specs import CatalogError
+from perfmodel import catalog
+from perfmodel.catalog import workload_files
+from perfmodel.catalog.check import check_catalog
+from perfmodel.catalog.spec_schema import CatalogError
+from perfmodel.core.hardware import Scope
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIRED_SYSTEMS = ["trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "inf2.48xlarge", "trn2.48xlarge",

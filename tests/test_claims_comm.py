@@ -7,14 +7,15 @@ import math
 
 import pytest
 
-from perfmodel import claims, claims_comm
+from perfmodel import claims
+from perfmodel.claims import comm
 
 
 @pytest.fixture(scope="module")
 def rows():
     out = []
-    for fn in (claims_comm.c1_two_d_ring, claims_comm.c2_neuronswitch, claims_comm.c3_gpt3_overhead,
-               claims_comm.c4_scaling):
+    for fn in (comm.c1_two_d_ring, comm.c2_neuronswitch, comm.c3_gpt3_overhead,
+               comm.c4_scaling):
         out.extend(fn())
     return {r.id: r for r in out}
 

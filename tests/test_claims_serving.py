@@ -6,7 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfmodel import claims, claims_serving as cs
+from perfmodel import claims
+from perfmodel.claims import serving as cs
+from perfmodel.claims import serving_curves as curves
 
 
 @pytest.fixture(scope="module")
@@ -42,22 +44,22 @@ def test_misses_name_a_driver_and_a_value(rows):
 
 
 def test_readings_agree_with_the_chart():
-    fr = cs.sweeps()
-    r = cs.readings(fr)
+    fr = curves.sweeps()
+    r = curves.readings(fr)
     assert r["s1"] == pytest.approx(r["s1_new"] / r["s1_old"])
     assert r["s2_old"] == pytest.approx(r["c_ref"])
-    chart = cs.chart_frame()
-    assert set(chart["system"]) == {cs.NEW, cs.OLD} and {"tokens_per_mw", "concurrency"} <= set(chart["curve"])
+    chart = curves.chart_frame()
+    assert set(chart["system"]) == {curves.NEW, curves.OLD} and {"tokens_per_mw", "concurrency"} <= set(chart["curve"])
     s1 = chart[chart["reading"] == "S1 reading (trn3, interpolated)"]
-    assert s1[cs.MW].iloc[0] == pytest.approx(r["s1_new"])
+    assert s1[curves.MW].iloc[0] == pytest.approx(r["s1_new"])
     # the interpolated reading lies between its two neighbouring frontier points
-    nb = chart[(chart["system"] == cs.NEW) & chart["reading"].str.contains("S1 neighbour")]
-    assert nb[cs.MW].min() <= r["s1_new"] <= nb[cs.MW].max()
+    nb = chart[(chart["system"] == curves.NEW) & chart["reading"].str.contains("S1 neighbour")]
+    assert nb[curves.MW].min() <= r["s1_new"] <= nb[curves.MW].max()
     assert chart["power_caveat"].str.len().gt(0).all()
 
 
 def test_read_curve_is_the_drawn_curve():
     df = pd.DataFrame({"eligible": True, "x": [1.0, 10.0, 100.0], "y": [100.0, 10.0, 1.0]})
-    assert cs.read_curve(df, "x", "y", [0.5, 1.0, 3.1623, 100.0, 200.0])[:4] == pytest.approx(
+    assert curves.read_curve(df, "x", "y", [0.5, 1.0, 3.1623, 100.0, 200.0])[:4] == pytest.approx(
         [100.0, 100.0, 31.623, 1.0], rel=1e-3)
-    assert np.isnan(cs.read_curve(df, "x", "y", 200.0))
+    assert np.isnan(curves.read_curve(df, "x", "y", 200.0))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from perfmodel.cli import main
+from perfmodel.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,11 +7,12 @@ import json
 import pandas as pd
 import pytest
 
-from perfmodel import claims, claims_specs, cli
+from perfmodel import claims, cli
+from perfmodel.claims import specs
 
-SPEC_CLAIMS = [claims_specs.d1_trn1, claims_specs.d2_trn1_vs_p4d, claims_specs.d3_inf2,
-               claims_specs.d4_trn3_vs_trn2_ultraserver, claims_specs.d5_trn3_vs_trn2_chip,
-               claims_specs.d6_trn2_ultraserver, claims_specs.d7_trn4_vs_trn3]
+SPEC_CLAIMS = [specs.d1_trn1, specs.d2_trn1_vs_p4d, specs.d3_inf2,
+               specs.d4_trn3_vs_trn2_ultraserver, specs.d5_trn3_vs_trn2_chip,
+               specs.d6_trn2_ultraserver, specs.d7_trn4_vs_trn3]
 COMMANDS = ("report", "claims", "roofline", "memory", "knobs")
 SMALL_REPORT = ["report", "--cases", "llama-3-70b-decode", "--systems", "trn2-ultraserver", "trn3-ultraserver",
                 "--no-claims", "--no-progress"]

@@ -7,7 +7,9 @@ import json
 import subprocess
 import sys
 
-from perfmodel import cli, export
+from perfmodel import cli
+from perfmodel.cli import common
+from perfmodel.report import export
 
 HEAVY = ("pandas", "numpy", "sympy", "scipy", "pint", "pydantic", "streamlit", "altair", "rich")
 
@@ -19,7 +21,7 @@ def _imported_after(code: str) -> set[str]:
 
 
 def test_cli_formats_match_export():
-    assert cli.FORMATS == export.FORMATS
+    assert common.FORMATS == export.FORMATS
 
 
 def test_top_level_help_imports_no_model_module():

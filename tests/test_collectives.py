@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from perfmodel import catalog
-from perfmodel import collectives as co
-from perfmodel.calibration import Calibration, Param
-from perfmodel.graph import Collective
-from perfmodel.hardware import LinkTier, Scope, Topology
+from perfmodel.catalog.calibration import Calibration, Param
+from perfmodel.comm import collectives as co
+from perfmodel.comm.algorithms import Collective
+from perfmodel.core.hardware import LinkTier, Scope, Topology
 
 B = 100e9  # B/s per chip per direction (node tier)
 B_OUT = 80e9  # B/s per node (scale-out)
@@ -189,7 +189,7 @@ def test_sweep_frame_columns_and_regimes():
 def test_real_systems_price_every_collective():
     for name in ("trn1.32xlarge", "trn2-ultraserver", "trn3-ultraserver", "p5.48xlarge", "gb200-nvl72"):
         s = catalog.load_system(name)
-        from perfmodel.calibration import calibration_for
+        from perfmodel.catalog.calibration import calibration_for
         cal = calibration_for(s)
         for c in ALL:
             g = 2 if c == Collective.SEND_RECV else 2 * s.scaleup_chips
@@ -201,7 +201,7 @@ def test_one_switch_domain_split_at_the_node_boundary_shares_ports():
     # GB200 NVL72: node [4] and rack [18] tiers are one NVLink Switch domain through the same ports,
     # so no link-based algorithm beats the per-GPU link rate on a 72-GPU all-reduce, and in-switch
     # reduction (each port carries n (1 + 1/g) per direction) cannot move data faster than the port
-    from perfmodel.calibration import calibration_for
+    from perfmodel.catalog.calibration import calibration_for
     s = catalog.load_system("gb200-nvl72")
     cal = calibration_for(s)
     link = s.tier(Scope.NODE).bandwidth_bytes_per_s * cal["link_efficiency_node"]
@@ -219,7 +219,7 @@ def test_in_switch_reduction_all_reduce():
     # NVLS on an NVSwitch node: per port n (1 + 1/g) instead of the ring's 2 (g-1)/g n, so it wins at
     # large sizes by (2 (g-1)/g) / ((1 + 1/g) / eta_r) and the auto choice takes it; A100's NVSwitch
     # (gen 2) has no SHARP, Trainium's NeuronLink no switch, so neither offers it
-    from perfmodel.calibration import calibration_for
+    from perfmodel.catalog.calibration import calibration_for
     s = catalog.load_system("p5e.48xlarge")
     cal = calibration_for(s)
     df = co.sweep(s, cal, "all-reduce", [2.0 ** 34], [8])
@@ -250,7 +250,7 @@ def test_launch_modes_add_only_a_fixed_cost_per_call():
 def test_eager_overhead_dominates_small_payloads_only():
     # torch.distributed one call at a time: small all-reduces on 8x H200 cost about twice nccl-tests',
     # 16 GiB ones the same (the overhead is a fixed 20 us per call)
-    from perfmodel.calibration import calibration_for
+    from perfmodel.catalog.calibration import calibration_for
     s = catalog.load_system("p5e.48xlarge")
     cal = calibration_for(s)
     host, eager = (co.sweep(s, cal, "all-reduce", [2.0 ** 15, 2.0 ** 34], [8], launch=lm)["time_s"].to_numpy()
@@ -260,10 +260,10 @@ def test_eager_overhead_dominates_small_payloads_only():
 
 
 def test_expert_all_to_all_carries_the_load_imbalance():
-    from perfmodel import bindings as bd
-    from perfmodel import evaluate as ev
-    from perfmodel import workload_files
-    from perfmodel.scenario import Phase
+    from perfmodel.catalog import workload_files
+    from perfmodel.core.scenario import Phase
+    from perfmodel.model import bindings as bd
+    from perfmodel.model import evaluate as ev
     s = catalog.load_system("trn2.48xlarge")
     arch = workload_files.load_workload("mixtral-8x7b")
     kn = bd.Knobs(phase=Phase.PREFILL, batch=8, seq_len=1024, tp=1, da=8, ep=8, moe_imbalance=np.array([1.0, 2.0]))

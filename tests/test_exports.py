@@ -6,8 +6,9 @@ import openpyxl
 import pandas as pd
 import pytest
 
-from perfmodel import cli, export, report
-from perfmodel import whatif as wi
+from perfmodel import cli, report
+from perfmodel.catalog import whatif as wi
+from perfmodel.report import export
 
 SCENARIO = ["--hardware", "trn2-ultraserver", "--workload", "llama-3-70b", "--phase", "decode", "--batch", "32",
             "--tp", "4"]
@@ -95,7 +96,7 @@ def small_report():
 
 
 def test_report_html_inlines_charts(tmp_path, small_report):
-    path = export.write_report(small_report, tmp_path / "r.html")
+    path = report.write_report(small_report, tmp_path / "r.html")
     html = path.read_text()
     assert html.count("<svg") == sum(len(s.charts) for s in small_report.sections) >= 3
     assert "Llama-3 70B decode" in html and "†" in html  # Trn4 figures rest on projected inputs
@@ -103,14 +104,14 @@ def test_report_html_inlines_charts(tmp_path, small_report):
 
 
 def test_report_markdown_writes_chart_images(tmp_path, small_report):
-    path = export.write_report(small_report, tmp_path / "r.md")
+    path = report.write_report(small_report, tmp_path / "r.md")
     text = path.read_text()
     pngs = sorted((tmp_path / "r_charts").glob("*.png"))
     assert len(pngs) == sum(len(s.charts) for s in small_report.sections)
     assert all(f"](r_charts/{p.name})" in text for p in pngs)
     assert pngs[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match=".md or .html"):
-        export.write_report(small_report, tmp_path / "r.txt")
+        report.write_report(small_report, tmp_path / "r.txt")
 
 
 def test_python_api_frames_are_tidy():

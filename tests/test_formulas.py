@@ -3,9 +3,9 @@
 import pytest
 import sympy as sp
 
-from perfmodel import formulas as fm
-from perfmodel import roofline as rl
-from perfmodel import symbols as S
+from perfmodel.core import symbols as S
+from perfmodel.model import formulas as fm
+from perfmodel.model import roofline as rl
 
 HW = {S.Rt: 100.0, rl.Rb: 100.0, S.Rv: 10.0, S.Rs: 5.0, rl.Rxv: 0.0, rl.Rxs: 5.0, rl.hv: 0.0, S.Rg: 10.0,
       S.Bhbm: 50.0, S.eta_t: 1.0, S.eta_m: 1.0, S.eta_v: 1.0, S.t_ovh: 0.0, S.mt: 1.0, S.kt: 1.0, S.kb: 1.0,
@@ -107,7 +107,7 @@ def test_materialised_softmax_runs_over_the_whole_matrix():
 
 def test_formulas_differentiate_symbolically():
     """The same sympy formula gives the sensitivity: memory-bound time scales as 1 / BW_hbm."""
-    from perfmodel.formula_catalog import symbolic_elasticity
+    from perfmodel.model.formula_catalog import symbolic_elasticity
     w = fm.matmul(4, 8, 16)
     t_mem = rl.engine_times(w)["memory"]
     assert symbolic_elasticity(t_mem, S.Bhbm) == -1
@@ -116,11 +116,12 @@ def test_formulas_differentiate_symbolically():
 
 
 def test_op_time_elasticity_follows_the_bound():
-    from perfmodel import bindings as bd
-    from perfmodel import catalog, workload_files
-    from perfmodel.calibration import calibration_for
-    from perfmodel.formula_catalog import op_time_elasticities
-    from perfmodel.scenario import Phase
+    from perfmodel import catalog
+    from perfmodel.catalog import workload_files
+    from perfmodel.catalog.calibration import calibration_for
+    from perfmodel.core.scenario import Phase
+    from perfmodel.model import bindings as bd
+    from perfmodel.model.formula_catalog import op_time_elasticities
     arch = workload_files.load_workload("llama-3-8b")
     system = catalog.load_system("p5.48xlarge")
     cal = calibration_for(system)

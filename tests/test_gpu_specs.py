@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from perfmodel import catalog, units
-from perfmodel.dtypes import DType
-from perfmodel.hardware import Family, Scope, Topology
-from perfmodel.provenance import Status
+from perfmodel import catalog
+from perfmodel.core import units
+from perfmodel.core.dtypes import DType
+from perfmodel.core.hardware import Family, Scope, Topology
+from perfmodel.core.provenance import Status
 
 GPU_SYSTEMS = {
     # system: (chip, GPUs per node, nodes in the scale-up domain, EFA Gbps per node)

@@ -1,14 +1,16 @@
 """Operator graphs: two independent derivations agree (parameters; training FLOPs vs 6ND)."""
 
-import numpy as np
 import pytest
 
-from perfmodel import bindings as bd
-from perfmodel import catalog, memory, workload_files
-from perfmodel.evaluate import evaluate
-from perfmodel.graph import GraphKey, Pass, build_graph, graph_for
-from perfmodel.scenario import Parallelism, Phase, Scenario
-from perfmodel.workload import parameter_count
+from perfmodel import catalog
+from perfmodel.catalog import workload_files
+from perfmodel.core.scenario import Parallelism, Phase, Scenario
+from perfmodel.core.workload import parameter_count
+from perfmodel.model import bindings as bd
+from perfmodel.model import memory
+from perfmodel.model.evaluate import evaluate
+from perfmodel.model.graph import graph_for
+from perfmodel.model.ops import GraphKey, Pass
 
 ALL = workload_files.list_workloads()
 
@@ -54,7 +56,7 @@ def test_training_flops_match_6nd_plus_attention(name):
 def test_recompute_adds_hardware_flops_not_model_flops():
     arch = workload_files.load_workload("llama-3-8b")
     s = catalog.load_system("trn2.48xlarge")
-    from perfmodel.scenario import Recompute
+    from perfmodel.core.scenario import Recompute
     base = evaluate(s, arch, Scenario(Phase.TRAIN, batch=1, seq_len=2048))
     full = evaluate(s, arch, Scenario(Phase.TRAIN, batch=1, seq_len=2048, recompute=Recompute.FULL))
     assert full["model_flop"] == pytest.approx(base["model_flop"])

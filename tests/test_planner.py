@@ -7,7 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfmodel import catalog, planner, workload_files
+from perfmodel import catalog
+from perfmodel.catalog import workload_files
+from perfmodel.serving import planner, training_run
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = {"tp": [1, 2], "da": [1, 2, 4], "pp": [1], "concurrency": [1, 4, 16, 64, 256], "dtypes": ["fp8"]}
@@ -81,11 +83,11 @@ def test_infeasible_sla_is_reported():
 def test_training_plan_arithmetic():
     s = catalog.load_system("trn2.48xlarge")
     a = workload_files.load_workload("llama-3-8b")
-    df = planner.plan_training(s, a, 1e12, chips=16, seq_len=2048, global_batch_tokens=2 ** 20)
+    df = training_run.plan_training(s, a, 1e12, chips=16, seq_len=2048, global_batch_tokens=2 ** 20)
     r = df.iloc[0]
     assert r["chips"] == 16 and r["tp"] * r["pp"] * r["dp"] == 16
     assert r["days"] == pytest.approx(1e12 / r["tokens_per_s"] / 86400)
     assert r["usd_per_run"] == pytest.approx(16 * 85.964 / 16 * 24 * r["days"], rel=1e-6)
     assert 0 < r["mfu_frac"] < 1
     with pytest.raises(ValueError, match="exactly one"):
-        planner.plan_training(s, a, 1e12)
+        training_run.plan_training(s, a, 1e12)

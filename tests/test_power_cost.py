@@ -6,9 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfmodel import catalog, cost, power, search, workload_files
-from perfmodel.calibration import calibration_for
-from perfmodel.serving import Grid, Mix
+from perfmodel import catalog
+from perfmodel.catalog import workload_files
+from perfmodel.catalog.calibration import calibration_for
+from perfmodel.serving import cost, power, search
+from perfmodel.serving.steady_state import Grid, Mix
 
 ZERO = {e: 0.0 for e in ("tensor", "vector", "scalar", "gpsimd", "memory", "comm")}
 ONE = {e: 1.0 for e in ZERO}

@@ -4,15 +4,17 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from perfmodel import bindings as bd
-from perfmodel import catalog, workload_files
-from perfmodel.dtypes import DType, bytes_per_element
-from perfmodel.evaluate import evaluate, evaluate_sweep
-from perfmodel.memory import footprint
-from perfmodel.roofline import Overlap
-from perfmodel.scenario import Parallelism, Phase, Precision, Scenario
+from perfmodel import catalog
+from perfmodel.catalog import workload_files
+from perfmodel.core.dtypes import DType, bytes_per_element
+from perfmodel.core.scenario import Parallelism, Phase, Precision, Scenario
+from perfmodel.model import bindings as bd
+from perfmodel.model.evaluate import evaluate, evaluate_sweep
+from perfmodel.model.memory import footprint
+from perfmodel.model.roofline import Overlap
 
 LLAMA8 = workload_files.load_workload("llama-3-8b")
 H100 = catalog.load_system("p5.48xlarge")
@@ -41,7 +43,8 @@ def test_prefill_at_long_sequence_is_compute_bound():
 
 
 def test_fp8_halves_matmul_time_on_trn2():
-    from perfmodel import formulas as fm, kernels
+    from perfmodel.model import formulas as fm
+    from perfmodel.model import kernels
     t = {d: kernels.kernel_costs(TRN2, {"mm": fm.matmul(4096, 4096, 4096)}, d).iloc[0].time_s for d in ("bf16", "fp8")}
     assert t["bf16"] / t["fp8"] == pytest.approx(2.0, rel=0.02)
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfmodel import catalog, search, workload_files
-from perfmodel.dtypes import DType
-from perfmodel.serving import Mix
+from perfmodel import catalog
+from perfmodel.catalog import workload_files
+from perfmodel.core.dtypes import DType
+from perfmodel.serving import search
+from perfmodel.serving.steady_state import Mix
 
 
 def brute_pareto(x, y):

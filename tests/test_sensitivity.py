@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfmodel import catalog, sensitivity, workload_files
-from perfmodel.calibration import calibration_for
-from perfmodel.serving import Grid, Mix, serve
+from perfmodel import catalog
+from perfmodel.catalog import workload_files
+from perfmodel.catalog.calibration import calibration_for
+from perfmodel.serving import sensitivity
+from perfmodel.serving.steady_state import Grid, Mix, serve
 
 
 @pytest.fixture(scope="module")

@@ -5,11 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfmodel import bindings as bd
-from perfmodel import catalog, evaluate, serving, workload_files
-from perfmodel.dtypes import DType
-from perfmodel.scenario import Phase
-from perfmodel.serving import Grid, Mix, Mode, ServingOptions, serve
+from perfmodel import catalog, serving
+from perfmodel.catalog import workload_files
+from perfmodel.core.dtypes import DType
+from perfmodel.core.scenario import Phase
+from perfmodel.model import bindings as bd
+from perfmodel.model import evaluate
+from perfmodel.serving import steady_state
+from perfmodel.serving.steady_state import Grid, Mix, Mode, ServingOptions, serve
 
 MIX = Mix(1024, 512)
 
@@ -99,7 +102,7 @@ def test_only_touched_experts_run(oss):
     """Decode at batch 1 runs k of E experts per layer; a large batch runs all of them; FLOPs per
     token do not depend on how many experts are touched."""
     s = catalog.load_system("trn3-ultraserver")
-    cal = serving.calibration_for(s)
+    cal = steady_state.calibration_for(s)
     kn = bd.Knobs(phase=Phase.DECODE, batch=np.array([1.0, 4096.0]), context=1024, tp=4, ep=4,
                   weights=DType.MXFP8, compute=DType.MXFP8, kv_cache=DType.FP8, expert_weights=DType.MXFP4)
     ops, q, _, _ = evaluate.run(s, oss, kn, cal)
@@ -127,13 +130,13 @@ def test_errors_are_clear(trn2, llama):
 
 def test_sweep_is_vectorised(monkeypatch, trn2, llama):
     calls = []
-    real = serving.run_rows
+    real = steady_state.run_rows
 
     def counting(*a, **k):
         calls.append(1)
         return real(*a, **k)
 
-    monkeypatch.setattr(serving, "run_rows", counting)
+    monkeypatch.setattr(steady_state, "run_rows", counting)
     g = Grid.of(tp=[[1], [2], [4], [8], [16]], concurrency=np.arange(1, 401)[None, :], compute="fp8")
     df = serve(trn2, llama, g, MIX)
     assert len(df) == 2000 and len(calls) == 2  # one decode and one prefill evaluation for 2,000 configurations

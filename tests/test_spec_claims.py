@@ -11,12 +11,14 @@ import math
 
 import pytest
 
-from perfmodel import catalog, claims_specs, units
-from perfmodel.claims import CLAIMS, ClaimResult
+from perfmodel import catalog
+from perfmodel.claims import specs
+from perfmodel.claims.registry import CLAIMS, ClaimResult
+from perfmodel.core import units
 
-FUNCS = [claims_specs.d1_trn1, claims_specs.d2_trn1_vs_p4d, claims_specs.d3_inf2,
-         claims_specs.d4_trn3_vs_trn2_ultraserver, claims_specs.d5_trn3_vs_trn2_chip,
-         claims_specs.d6_trn2_ultraserver, claims_specs.d7_trn4_vs_trn3]
+FUNCS = [specs.d1_trn1, specs.d2_trn1_vs_p4d, specs.d3_inf2,
+         specs.d4_trn3_vs_trn2_ultraserver, specs.d5_trn3_vs_trn2_chip,
+         specs.d6_trn2_ultraserver, specs.d7_trn4_vs_trn3]
 
 EXPECTED_IDS = {
     "D1.chips", "D1.bf16", "D1.fp32", "D1.hbm_capacity", "D1.hbm_bandwidth", "D1.efa", "D1.efa_trn1n",

@@ -6,11 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfmodel import bindings as bd
-from perfmodel import calibration, catalog, evaluate, training, workload_files
-from perfmodel.scenario import Phase
-from perfmodel.sweep import SweepSpec, evaluate_chunk, geometric, iter_chunks, linear, parse_values
-from perfmodel.sweep_run import run_sweep
+from perfmodel import catalog, training
+from perfmodel.catalog import calibration, workload_files
+from perfmodel.core.scenario import Phase
+from perfmodel.model import bindings as bd
+from perfmodel.model import evaluate
+from perfmodel.sweep import SweepSpec, geometric, iter_chunks, linear, parse_values, run_sweep
+from perfmodel.sweep.engine import evaluate_chunk
 
 SYSTEM, MODEL = "trn2-ultraserver", "llama-3-8b"
 
@@ -161,7 +163,7 @@ def test_a_hundred_million_configurations_are_enumerated_lazily():
 
 
 def test_cli_sweep_writes_a_file_and_errors_in_one_line(tmp_path, capsys):
-    from perfmodel.cli import main
+    from perfmodel.cli.main import main
 
     out = tmp_path / "r.csv"
     assert main(["sweep", "--hardware", SYSTEM, "--workload", MODEL, "--phase", "prefill", "--grid", "batch=1,2",

@@ -7,9 +7,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from perfmodel import catalog, memory, plan, training, workload_files
-from perfmodel import bindings as bd
-from perfmodel.scenario import Optimizer, Parallelism, Phase, Recompute, Scenario
+from perfmodel import catalog, training
+from perfmodel.catalog import workload_files
+from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Recompute, Scenario
+from perfmodel.model import bindings as bd
+from perfmodel.model import memory, plan
 
 TRN1 = catalog.load_system("trn1.32xlarge")
 P5 = catalog.load_system("p5.48xlarge")
@@ -109,9 +111,11 @@ def test_plan_checks_and_placement():
 def test_plan_collectives_follow_the_plan_fields():
     """The graph's pipeline send/recv count uses the same virtual stages as the bubble, and
     sequence parallelism splits the pipeline activations t ways."""
-    from perfmodel import bindings as bd, catalog, workload_files
-    from perfmodel.scenario import Phase
-    from perfmodel.training import step_arrays
+    from perfmodel import catalog
+    from perfmodel.catalog import workload_files
+    from perfmodel.core.scenario import Phase
+    from perfmodel.model import bindings as bd
+    from perfmodel.training.step import step_arrays
     s = catalog.load_system("trn2-ultraserver")
     arch = workload_files.load_workload("llama-3-8b")
     kn = bd.Knobs(phase=Phase.TRAIN, batch=1, seq_len=2048, tp=4, pp=4, dp=1, microbatches=8)

@@ -3,9 +3,10 @@
 import math
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from perfmodel import units
+from perfmodel.core import units
 
 
 @pytest.mark.parametrize("text,kind,expected", [

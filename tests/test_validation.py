@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from perfmodel import validation as v
-from perfmodel.cli import main
+from perfmodel.cli.main import main
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +43,8 @@ def test_torch_distributed_rows_carry_the_per_call_host_overhead(dev):
     by_id = dev.set_index("case_id")
     assert "torch.distributed call" in by_id.loc["NCCL-010@32 KiB", "note"]
     assert "torch.distributed" not in by_id.loc["NCCL-001@1 MiB", "note"]
-    from perfmodel.validation_comm import _predict
-    from perfmodel.graph import Collective
+    from perfmodel.comm.algorithms import Collective
+    from perfmodel.validation.comm import _predict
     host = _predict("p5e.48xlarge", Collective.ALL_REDUCE, 2.0 ** 15, 8, "bus bandwidth")[0]
     eager = _predict("p5e.48xlarge", Collective.ALL_REDUCE, 2.0 ** 15, 8, "bus bandwidth", launch="eager")[0]
     assert by_id.loc["NCCL-010@32 KiB", "predicted"] == pytest.approx(eager) and eager < host / 2

@@ -8,23 +8,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfmodel import bindings as bd
 from perfmodel import catalog
-from perfmodel import collectives as co
 from perfmodel import validation as v
-from perfmodel.calibration import calibration_for
-from perfmodel.dtypes import DType
-from perfmodel.evaluate import evaluate_sweep, run
-from perfmodel.scenario import Phase
-from perfmodel.validation_inference import (
-    arch_of,
-    context_buckets,
-    decode_bucket,
-    find_bucket,
-    prefill_bucket,
-    token_buckets,
-)
-from perfmodel.validation_serving import bucket_counts
+from perfmodel.catalog.calibration import calibration_for
+from perfmodel.comm import collectives as co
+from perfmodel.core.dtypes import DType
+from perfmodel.core.scenario import Phase
+from perfmodel.model import bindings as bd
+from perfmodel.model.evaluate import evaluate_sweep, run
+from perfmodel.validation.inference import (arch_of, context_buckets, decode_bucket, find_bucket, prefill_bucket,
+                                            token_buckets)
+from perfmodel.validation.serving import bucket_counts
 
 NRN_FAMILIES = ["neuron-latency", "serving-throughput", "neuron-collectives"]
 

@@ -13,15 +13,17 @@ import pandas as pd
 import pytest
 import sympy as sp
 
-from perfmodel import catalog, training, validation, workload_files
-from perfmodel import formulas as fm
-from perfmodel import validation_kernels as vk
-from perfmodel import validation_training as vt
-from perfmodel.calibration import calibration_for
-from perfmodel.dtypes import DType
-from perfmodel.graph import Pass, graph_for
-from perfmodel.scenario import Parallelism, Phase, Precision, Recompute, Scenario
-from perfmodel.workload import parameter_count
+from perfmodel import catalog, training, validation
+from perfmodel.catalog import workload_files
+from perfmodel.catalog.calibration import calibration_for
+from perfmodel.core.dtypes import DType
+from perfmodel.core.scenario import Parallelism, Phase, Precision, Recompute, Scenario
+from perfmodel.core.workload import parameter_count
+from perfmodel.model import formulas as fm
+from perfmodel.model.graph import graph_for
+from perfmodel.model.ops import Pass
+from perfmodel.validation import kernels as vk
+from perfmodel.validation import training as vt
 
 PHASES = ("train", "gemm", "bandwidth")
 # llm-foundry scripts/train/benchmarking/README.md, NumParams at SeqLen 2048, and the nominal sizes

@@ -4,11 +4,12 @@ import dataclasses
 
 import pytest
 
-from perfmodel import catalog, report, workload_files
-from perfmodel import whatif as wi
-from perfmodel.calibration import calibration_for
-from perfmodel.dtypes import DType
-from perfmodel.hardware import Scope
+from perfmodel import catalog, report
+from perfmodel.catalog import whatif as wi
+from perfmodel.catalog import workload_files
+from perfmodel.catalog.calibration import calibration_for
+from perfmodel.core.dtypes import DType
+from perfmodel.core.hardware import Scope
 
 
 @pytest.fixture(scope="module")
@@ -165,8 +166,9 @@ def test_what_if_is_frozen():
 
 
 def test_shipped_expert_weights_kept_only_where_native():
-    from perfmodel import catalog, workload_files
-    from perfmodel.whatif import ScenarioOptions, scenario_of
+    from perfmodel import catalog
+    from perfmodel.catalog import workload_files
+    from perfmodel.catalog.whatif import ScenarioOptions, scenario_of
     oss = workload_files.load_workload("gpt-oss-120b")
     opts = ScenarioOptions(phase="decode", batch=8, seq_len=1, context=1024, dtype="mxfp8")
     trn3 = scenario_of(opts, oss, catalog.load_system("trn3-ultraserver"))

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from perfmodel.dtypes import DType
-from perfmodel.specs import CatalogError
-from perfmodel.workload import (AttentionKind, ModelArch, attention_params_per_layer, expert_params,
-                                parameter_count)
-from perfmodel.hf_import import import_hf_config
-from perfmodel.workload_files import list_workloads, load_workload, load_workload_file, write_workload
+from perfmodel.catalog.hf_import import import_hf_config
+from perfmodel.catalog.spec_schema import CatalogError
+from perfmodel.catalog.workload_files import list_workloads, load_workload, load_workload_file, write_workload
+from perfmodel.core.dtypes import DType
+from perfmodel.core.workload import AttentionKind, ModelArch, attention_params_per_layer, expert_params, parameter_count
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hf"

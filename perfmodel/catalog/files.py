@@ -1,0 +1,132 @@
+"""The catalogue: the only module that reads spec, workload and calibration files.
+
+Layout (file name = catalogue key):
+    hardware_specs/<system>.toml          systems (node, scale-up domain, link tiers)
+    hardware_specs/chips/<chip>.toml      chips, referenced by systems
+    hardware_specs/sources.toml           source registry (S1, S2, ... seed-000 ...)
+    hardware_specs/calibration/*.toml     modelling assumptions (never datasheet facts)
+    workloads/<model>.toml                model architectures (Hugging Face field names)
+
+The root is the directory holding hardware_specs/ and workloads/: $PERFMODEL_CATALOG if
+set, else the checkout this package lives in.
+
+Does not: compute anything beyond building typed objects.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from perfmodel.catalog.spec_schema import CatalogError, ChipFile, SystemFile, validate_file
+from perfmodel.catalog.specs import build_chip, build_system, chip_values
+from perfmodel.core.hardware import System
+from perfmodel.core.provenance import SpecValue
+
+
+def catalog_root() -> Path:
+    env = os.environ.get("PERFMODEL_CATALOG")
+    root = Path(env) if env else Path(__file__).resolve().parents[2]
+    if not (root / "hardware_specs").is_dir():
+        raise CatalogError(f"{root}: no hardware_specs/ directory here; set PERFMODEL_CATALOG to the folder that "
+                           "holds hardware_specs/ and workloads/")
+    return root
+
+
+def read_toml(path: Path) -> dict:
+    """Parse a TOML file (safe: data only), naming the file on any syntax error."""
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{path}: malformed TOML: {exc}") from None
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot read file: {exc.strerror}") from None
+
+
+@dataclass(frozen=True)
+class Source:
+    key: str
+    title: str
+    url: str = ""
+    document: str = ""
+    date: str = ""
+
+
+@lru_cache(maxsize=8)
+def load_sources(root: Path | None = None) -> dict[str, Source]:
+    root = root or catalog_root()
+    path = root / "hardware_specs" / "sources.toml"
+    data = read_toml(path)
+    if data.pop("schema_version", None) != 1:
+        raise CatalogError(f"{path}: field schema_version: must be 1")
+    out = {}
+    for key, entry in data.items():
+        if not isinstance(entry, dict) or "title" not in entry:
+            raise CatalogError(f"{path}: field {key}: a source needs at least a title")
+        unknown = set(entry) - {"title", "url", "document", "date"}
+        if unknown:
+            raise CatalogError(f"{path}: field {key}.{sorted(unknown)[0]}: unknown key (not in the schema)")
+        out[key] = Source(key=key, **entry)
+    return out
+
+
+def _check_name(path: Path, data: dict) -> None:
+    if data.get("name") != path.stem:
+        raise CatalogError(f"{path}: field name: must equal the file name {path.stem!r}, got {data.get('name')!r}")
+
+
+@lru_cache(maxsize=64)
+def _chip(name: str, root: Path) -> tuple[ChipFile, dict[str, SpecValue], ChipFile | None]:
+    path = root / "hardware_specs" / "chips" / f"{name}.toml"
+    if not path.exists():
+        known = ", ".join(list_chips(root))
+        raise CatalogError(f"{path}: no such chip {name!r} (known: {known})")
+    data = read_toml(path)
+    chip = validate_file(ChipFile, data, str(path), set(load_sources(root)))
+    _check_name(path, data)
+    base_vals, base_file = None, None
+    if chip.base:
+        base_file, base_vals, _ = _chip(chip.base, root)
+    return chip, chip_values(chip, base_vals, str(path)), base_file
+
+
+@lru_cache(maxsize=128)
+def load_system(name: str, variant: str = "nominal", root: Path | None = None) -> System:
+    """The typed System for catalogue key `name` (variant low/high: ends of projected ranges)."""
+    root = root or catalog_root()
+    path = root / "hardware_specs" / f"{name}.toml"
+    if not path.exists():
+        known = ", ".join(list_systems(root))
+        raise CatalogError(f"no system {name!r} in {root / 'hardware_specs'} (known: {known})")
+    data = read_toml(path)
+    sysfile = validate_file(SystemFile, data, str(path), set(load_sources(root)))
+    _check_name(path, data)
+    chip_file, vals, base_file = _chip(sysfile.chip, root)
+    chip_path = str(root / "hardware_specs" / "chips" / f"{sysfile.chip}.toml")
+    chip = build_chip(chip_file, vals, chip_path, variant=variant, base_file=base_file)
+    return build_system(sysfile, chip, vals, str(path))
+
+
+def list_systems(root: Path | None = None) -> list[str]:
+    root = root or catalog_root()
+    return sorted(p.stem for p in (root / "hardware_specs").glob("*.toml") if p.stem != "sources")
+
+
+def list_chips(root: Path | None = None) -> list[str]:
+    root = root or catalog_root()
+    return sorted(p.stem for p in (root / "hardware_specs" / "chips").glob("*.toml"))
+
+
+def list_workloads(root: Path | None = None) -> list[str]:
+    root = root or catalog_root()
+    return sorted(p.stem for p in (root / "workloads").glob("*.toml"))
+
+
+def clear_caches() -> None:
+    load_sources.cache_clear()
+    _chip.cache_clear()
+    load_system.cache_clear()

@@ -1,0 +1,80 @@
+"""Scenario options: the flat, hashable form of a scenario that the CLI flags, the app's widgets and
+its URL hold, and the Scenario it stands for (scenario_of).
+
+Does not: evaluate anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from perfmodel.core.dtypes import DType
+from perfmodel.core.hardware import System
+from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Precision, Recompute, Scenario
+from perfmodel.core.workload import ModelArch
+
+
+@dataclass(frozen=True)
+class ScenarioOptions:
+    """The plain options the CLI and the app expose, hashable. `dtype` picks
+    Precision.uniform(dtype); a model that ships smaller routed-expert weights (gpt-oss:
+    MXFP4) keeps them when they are smaller than `dtype`. Training uses BF16 activations
+    and the optimizer's own state sizes."""
+
+    phase: str = "decode"
+    batch: int = 1
+    seq_len: int = 2048
+    context: int = 0
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    da: int = 1
+    dtype: str = "bf16"
+    microbatches: int = 1
+    zero: int = 0
+    recompute: str = "none"
+    optimizer: str = "adam-mixed"
+    sequence_parallel: bool = False
+
+    def replace(self, **changes) -> "ScenarioOptions":
+        return dataclasses.replace(self, **changes)
+
+    def resolved(self) -> "ScenarioOptions":
+        """Copy with defaults filled in: decode without a context gets DEFAULT_CONTEXT."""
+        if self.phase == "decode" and not self.context:
+            return self.replace(context=DEFAULT_CONTEXT["decode"])
+        return self
+
+
+DEFAULT_CONTEXT = {"decode": 4096, "prefill": 0, "train": 0}  # tokens already cached before a decode step
+
+
+def scenario_of(opts: ScenarioOptions, arch: ModelArch, system: System | None = None) -> Scenario:
+    """The Scenario for plain options; decode without a context gets DEFAULT_CONTEXT.
+
+    Routed experts keep the shipped data type (gpt-oss: MXFP4) when it is smaller than the
+    compute type and, given a `system`, its tensor engine consumes that type natively;
+    otherwise they are stored in the compute type (converted offline, as a deployment on
+    hardware without MX support does)."""
+    from perfmodel.core.dtypes import bytes_per_element
+
+    phase = Phase(opts.phase)
+    d = DType.parse(opts.dtype)
+    prec = Precision.uniform(d)
+    ew = arch.expert_weight_dtype
+    native = system is None or system.chip.supports(ew) if ew else False
+    if ew and arch.is_moe and bytes_per_element(ew) < bytes_per_element(d) and native:
+        prec = dataclasses.replace(prec, expert_weights=ew)
+    sc = Scenario(phase=phase, batch=int(opts.batch), seq_len=int(opts.seq_len), context=int(opts.resolved().context),
+                  parallel=Parallelism(tp=int(opts.tp), pp=int(opts.pp), dp=int(opts.dp), ep=int(opts.ep),
+                                       da=int(opts.da), zero=int(opts.zero), microbatches=int(opts.microbatches),
+                                       sequence_parallel=bool(opts.sequence_parallel)),
+                  precision=prec, recompute=Recompute(opts.recompute), optimizer=Optimizer(opts.optimizer))
+    sc.validate()
+    return sc
+
+
+def plan_label(opts: ScenarioOptions) -> str:
+    return f"tp{opts.tp} pp{opts.pp} ep{opts.ep} dp{opts.dp}"

@@ -1,0 +1,198 @@
+"""CLI: `collective` (cost and algorithm per message size), `train` (training step).
+
+    perfmodel collective --hardware trn1.32xlarge --op all-reduce --chips 512 --size 1GiB
+    perfmodel collective --hardware trn2-ultraserver --op all-gather --chips 64 --size-range 1B:4GiB
+    perfmodel train --hardware trn1.32xlarge --nodes 16 --workload gpt3-6.7b --seq 2048 \
+        --global-batch 1024 --micro-batch 1 --tp 4 --pp 1 [--dp 64] [--zero 1] [--show comm]
+
+Every command builds a DataFrame with library calls and hands it to export.emit.
+Does not: compute anything itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import TYPE_CHECKING
+
+from perfmodel.cli.common import add_output_options, defer, print_result
+
+if TYPE_CHECKING:  # the model is imported inside the functions (start-up time: see cli/main.py)
+    from perfmodel.core.scenario import Scenario
+
+_SET_HELP = "override a calibration parameter, e.g. --set collective_fixed_latency='10 us' (repeatable)"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("collective", help="collective time, chosen algorithm and every algorithm's time vs size",
+                       description="Alpha-beta cost of one collective over the system's topology, for one size or "
+                                   "a size sweep; the fastest algorithm is chosen per size unless --algorithm.")
+    p.set_defaults(func=cmd_collective)
+    defer(p, _collective_args)
+
+    p = sub.add_parser("train", help="training step: time, tokens/s, MFU, exposed vs hidden communication",
+                       description="One training step of a parallelism plan (per chip: forward, backward, "
+                                   "optimizer, pipeline bubble, communication exposed and hidden).")
+    p.set_defaults(func=cmd_train)
+    defer(p, _train_args)
+
+
+def _collective_args(p: argparse.ArgumentParser) -> None:
+    from perfmodel.comm import collectives as co
+    from perfmodel.comm.algorithms import Collective
+
+    p.add_argument("--hardware", required=True, metavar="NAME", help="system key (perfmodel specs list)")
+    p.add_argument("--op", required=True, choices=[c.value for c in Collective], help="collective")
+    p.add_argument("--chips", required=True, metavar="N[,N...]", help="group size(s) in chips")
+    p.add_argument("--stride", type=int, default=1, metavar="S", help="chips between group members (default 1)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--size", metavar="SIZE", help="bytes per chip, e.g. 1MiB (nccl-tests 'size')")
+    g.add_argument("--size-range", metavar="LO:HI", help="sweep powers of two from LO to HI, e.g. 1KiB:4GiB")
+    p.add_argument("--per-octave", type=int, default=1, metavar="K", help="sizes per doubling in a sweep")
+    p.add_argument("--algorithm", default="auto", choices=("auto",) + co.ALGORITHMS)
+    p.add_argument("--launch", default="in-graph", choices=co.LAUNCH,
+                   help="per-call cost inside a compiled graph (default), host-launched like nccom-test/nccl-tests, "
+                        "or eager through torch.distributed with the device waiting on each call")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=_SET_HELP)
+    add_output_options(p)
+
+
+def _train_args(p: argparse.ArgumentParser) -> None:
+    from perfmodel import training
+    from perfmodel.core.scenario import Optimizer, Recompute
+
+    p.add_argument("--hardware", required=True, metavar="NAME")
+    p.add_argument("--nodes", required=True, type=int, metavar="N", help="instances")
+    p.add_argument("--workload", required=True, metavar="NAME")
+    p.add_argument("--seq", required=True, type=int, metavar="N", help="sequence length")
+    p.add_argument("--global-batch", required=True, type=int, metavar="N", help="sequences per optimizer step")
+    p.add_argument("--micro-batch", required=True, type=int, metavar="N", help="sequences per micro-batch per replica")
+    p.add_argument("--tp", type=int, default=1, metavar="N")
+    p.add_argument("--pp", type=int, default=1, metavar="N")
+    p.add_argument("--dp", type=int, metavar="N", help="data parallel (default: the chips left over)")
+    p.add_argument("--cp", type=int, default=1, metavar="N", help="context parallel")
+    p.add_argument("--ep", type=int, default=1, metavar="N", help="expert parallel")
+    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (3 = FSDP)")
+    p.add_argument("--dtype", default="bf16", metavar="TYPE", help="weights / matmul data type (default bf16)")
+    p.add_argument("--optimizer", default=Optimizer.ADAM_MIXED.value, choices=[o.value for o in Optimizer])
+    p.add_argument("--recompute", default="none", choices=[r.value for r in Recompute])
+    p.add_argument("--schedule", default="1f1b", choices=training.SCHEDULES, help="pipeline schedule")
+    p.add_argument("--virtual", type=int, default=1, metavar="V", help="virtual stages (interleaved)")
+    p.add_argument("--sequence-parallel", action="store_true")
+    p.add_argument("--show", default="summary",
+                   choices=("summary", "comm", "comm-ops", "timeline", "placement", "scaling"),
+                   help="what to print (scaling: 1..nodes in powers of two at this per-node plan)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=_SET_HELP)
+    add_output_options(p)
+
+
+def _overrides(items: list[str]) -> dict:
+    out = {}
+    for it in items:
+        if "=" not in it:
+            raise ValueError(f"--set expects NAME=VALUE, got {it!r}")
+        k, v = it.split("=", 1)
+        try:
+            out[k.strip()] = float(v)
+        except ValueError:
+            out[k.strip()] = v.strip()
+    return out
+
+
+def _size(text: str) -> float:
+    from perfmodel.core import units
+
+    return units.parse(text, "capacity")
+
+
+def cmd_collective(args) -> int:
+    from perfmodel import catalog
+    from perfmodel.catalog.calibration import calibration_for
+    from perfmodel.comm import collectives as co
+    from perfmodel.report import export
+
+    s = catalog.load_system(args.hardware)
+    cal = calibration_for(s).with_overrides(_overrides(args.overrides))
+    chips = [int(c) for c in str(args.chips).split(",")]
+    if args.size_range:
+        lo, hi = args.size_range.split(":")
+        sizes = co.size_range(_size(lo), _size(hi), args.per_octave)
+    else:
+        sizes = [_size(args.size or "1MiB")]
+    df = co.sweep(s, cal, args.op, sizes, chips, args.stride, args.algorithm, args.launch)
+    title = f"{s.display_name}: {args.op} over {args.chips} chips (stride {args.stride})"
+    if args.format in ("table", "md"):
+        keep = ["group", "size_bytes", "algorithm", "time_s", "latency_s", "bandwidth_s", "busbw_bytes_per_s",
+                "regime", "crosses"] + [c for c in df.columns if c.startswith("time_") and c != "time_s"]
+        df = df[keep].assign(size=[_human(n) for n in df["size_bytes"]]).drop(columns=["size_bytes"])
+        df = df[["group", "size"] + [c for c in df.columns if c not in ("group", "size")]]
+    meta = {"system": s.name, "collective": args.op, "stride": args.stride, "algorithm": args.algorithm,
+            "launch": args.launch}
+    print_result(export.emit(df, args.format, title, args.out, meta=meta,
+                             default_name=f"collective_{s.name}_{args.op}"))
+    return 0
+
+
+def _human(n: float) -> str:
+    from perfmodel.core import units
+
+    for name, div in (("GiB", units.GiB), ("MiB", units.MiB), ("KiB", units.KiB)):
+        if n >= div:
+            return f"{n / div:g} {name}"
+    return f"{n:g} B"
+
+
+def _train_scenario(args, s) -> Scenario:
+    from perfmodel.core.dtypes import DType
+    from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Precision, Recompute, Scenario
+
+    chips = args.nodes * s.node.chips
+    dp = args.dp or chips // (args.tp * args.pp * args.cp)
+    if args.global_batch % (args.micro_batch * dp):
+        raise ValueError(f"global batch {args.global_batch} is not a multiple of micro-batch {args.micro_batch} x "
+                         f"dp {dp}")
+    d = DType.parse(args.dtype)
+    par = Parallelism(tp=args.tp, pp=args.pp, dp=dp, cp=args.cp, ep=args.ep, zero=args.zero,
+                      sequence_parallel=args.sequence_parallel,
+                      microbatches=args.global_batch // (args.micro_batch * dp), pp_schedule=args.schedule,
+                      pp_virtual=args.virtual)
+    return Scenario(phase=Phase.TRAIN, batch=args.micro_batch, seq_len=args.seq, parallel=par,
+                    precision=Precision.uniform(d), recompute=Recompute(args.recompute),
+                    optimizer=Optimizer(args.optimizer))
+
+
+def cmd_train(args) -> int:
+    import pandas as pd
+
+    from perfmodel import catalog, training
+    from perfmodel.catalog import workload_files
+    from perfmodel.catalog.calibration import calibration_for
+    from perfmodel.report import export
+
+    s = catalog.load_system(args.hardware)
+    arch = workload_files.load_workload(args.workload)
+    cal = calibration_for(s).with_overrides(_overrides(args.overrides))
+    sc = _train_scenario(args, s)
+    title = f"{s.display_name}: {arch.display_name} training, {args.nodes} nodes"
+    if args.show == "scaling":
+        per_node = sc.replace(parallel=dataclasses.replace(sc.parallel, dp=sc.parallel.dp // args.nodes))
+        nodes = [2 ** k for k in range(args.nodes.bit_length()) if 2 ** k <= args.nodes]
+        df = training.scaling(s, arch, per_node, nodes, cal)
+    else:
+        r = training.train(s, arch, sc, args.nodes, cal)
+        df = {"summary": r.summary, "comm": r.comm, "comm-ops": r.comm_ops, "timeline": r.timeline,
+              "placement": r.check.placement}[args.show]
+        if args.show == "summary" and args.format in ("table", "md"):
+            row = r.summary.iloc[0]
+            df = pd.DataFrame({"quantity": list(row.index), "value": [_cell(v) for v in row.values]})
+        for w in r.check.warnings + r.check.errors:
+            title += f"\n  note: {w}"
+    print_result(export.emit(df, args.format, title, args.out, meta={"system": s.name, "workload": arch.name},
+                             default_name=f"train_{s.name}_{arch.name}"))
+    return 0
+
+
+def _cell(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)

@@ -1,0 +1,103 @@
+"""`perfmodel` command line: argparse subcommands, thin over the library.
+
+Every command builds a DataFrame with library calls and hands it to export.emit
+(--format table|md|csv|json|xlsx, --out FILE). Errors print one line naming what is
+wrong; --debug shows the traceback.
+
+Command modules (cli/<group>.py) each define `register(subparsers)`; this module wires them.
+Start-up stays fast (`perfmodel --help` well under half a second): this module and the
+command modules import the model (pandas, sympy, pint, ...) only inside command functions,
+and a command whose options need model names (choices, defaults) adds them through
+`defer`, run only when that command is parsed (or by build_parser(complete=True)).
+Does not: compute anything itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from perfmodel.cli.common import CALIBRATION_HELP, SubParsers, complete_deferred
+
+COMMAND_MODULES = ("perfmodel.cli.catalog", "perfmodel.cli.comm", "perfmodel.cli.validate", "perfmodel.cli.calibrate",
+                   "perfmodel.cli.serve", "perfmodel.cli.report", "perfmodel.cli.sweep")
+
+
+def build_parser(complete: bool = True) -> argparse.ArgumentParser:
+    """The full parser; complete=False leaves each command's deferred options until it is parsed."""
+    parser = argparse.ArgumentParser(
+        prog="perfmodel",
+        description="Analytic performance, memory, communication, power and cost model for AWS Trainium "
+                    "(Trn1, Trn2, Trn3, projected Trn4) and comparable GPUs.",
+        epilog="Run 'perfmodel COMMAND --help' for a command's options.")
+    parser.add_argument("--catalog", metavar="DIR",
+                        help="folder holding hardware_specs/ and workloads/ (default: this checkout, "
+                             "or $PERFMODEL_CATALOG)")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback on errors")
+    parser.add_argument("--calibration", metavar="FILE", action="append", default=[], help=CALIBRATION_HELP)
+    parser.register("action", "parsers", SubParsers)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for mod in COMMAND_MODULES:
+        importlib.import_module(mod).register(sub)
+    for p in dict.fromkeys(sub.choices.values()):  # also accepted after the command: perfmodel validate --calibration F
+        p.add_argument("--calibration", metavar="FILE", action="append", dest="calibration_cmd",
+                       default=argparse.SUPPRESS, help=CALIBRATION_HELP)
+    if complete:
+        for p in sub.choices.values():
+            complete_deferred(p)
+    return parser
+
+
+def _calibrated(files: list[str]):
+    """Context in which the calibrated sets of `files` replace their family-file values (none: no change)."""
+    import contextlib
+
+    if not files:
+        return contextlib.nullcontext()
+    from perfmodel.catalog import calibration
+
+    sets = [calibration.load_calibrated_set(f) for f in files]
+    for s in sets:
+        print(f"perfmodel: calibrated set {s.origin} applied ({s.family}: "
+              f"{', '.join(f'{k} = {calibration._as_written(v, _kind(s, k))}' for k, v in s.values.items())})",
+              file=sys.stderr)
+    return calibration.applied(*sets)
+
+
+def _kind(s, name: str) -> str:
+    return s.file.params[name].kind if s.file else "ratio"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser(complete=False)
+    args = parser.parse_args(argv)
+    if args.catalog:
+        os.environ["PERFMODEL_CATALOG"] = str(Path(args.catalog).resolve())
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        with _calibrated(list(args.calibration) + list(getattr(args, "calibration_cmd", []))):
+            return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one clear line; --debug for the traceback
+        if args.debug:
+            traceback.print_exc()
+        else:
+            msg = str(exc).strip() or type(exc).__name__
+            first = msg.splitlines()
+            print(f"perfmodel: error: {first[0]}" + (f" (+{len(first) - 1} more lines; --debug)" if len(first) > 1
+                                                       else ""), file=sys.stderr)
+            for extra in first[1:6]:
+                print(f"  {extra}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,379 @@
+"""CLI: `report`, `claims`, `roofline`, `memory`, `knobs` (thin over the report package and whatif.py).
+
+    perfmodel report                      Trn1-Trn4 and GPU peers on the built-in cases
+    perfmodel report --out report.html    the same with charts (or report.md, charts as PNG files)
+    perfmodel claims [--misses]           every seed claim: quoted, modelled, within, reason
+    perfmodel roofline --hardware trn2-ultraserver --workload llama-3-70b --phase decode --tp 4
+    perfmodel memory   --hardware trn3-ultraserver --workload deepseek-v3 --phase decode --tp 8 --ep 8
+    perfmodel knobs --hardware trn2-ultraserver    what --set can change, with current values
+
+Does not: compute model quantities (the report and model packages do).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from perfmodel.cli.common import add_output_options, defer, print_result
+
+if TYPE_CHECKING:  # the model (report, whatif, export, pandas) is imported inside the functions: see cli/main.py
+    import pandas as pd
+
+    from perfmodel import report
+    from perfmodel.catalog import whatif as wi
+
+SET_HELP = ("what-if override, repeatable: a spec value (hbm_bandwidth, hbm_capacity, tensor_rate, "
+            "tensor_rate.<dtype>, vector_rate, exp_rate, link_bandwidth, scaleout_bandwidth, tdp, price, ...), a "
+            "calibration parameter (hbm_efficiency, tensor_efficiency, op_overhead, ...) or a numeric workload field "
+            "(num_hidden_layers, ...). VALUE sets (units as in the spec files: '6 TB/s', '0.8') or scales "
+            "('x1.5', '+50%%', '-20%%'). Prefix spec./cal./workload. to disambiguate. "
+            "'perfmodel knobs --hardware NAME' lists them all")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report", help="compare Trn1, Trn2, Trn3, Trn4 (projected) and GPU peers on representative work",
+        description="The main report: GPT-OSS 120B decode, Llama-3 70B prefill and decode, DeepSeek-V3 MoE "
+                    "serving and GPT-3 175B training on each system, with sustained vs peak, the bounding "
+                    "engine, memory per chip and the minimum chips, tokens per MW and $ per million tokens. "
+                    "Figures resting on estimated (*), projected (†) or what-if (‡) inputs are marked.",
+        epilog="Examples: perfmodel report; perfmodel report --out report.html; perfmodel report --format xlsx "
+               "--out report.xlsx; perfmodel report --systems trn2-ultraserver trn3-ultraserver --cases "
+               "gpt-oss-120b-decode --set hbm_bandwidth=+50%%",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(func=cmd_report)
+    defer(p, _report_args)
+
+    p = sub.add_parser(
+        "claims", help="every seed claim: quoted value, modelled value, within tolerance, reason for a miss",
+        description="Computes every claim of seed_claims.md now (claims.all_claims): quoted, modelled, relative "
+                    "error, tolerance, within or not, and the note that explains each miss.")
+    p.add_argument("--id", default="", metavar="PREFIX", help="only claims whose id starts with PREFIX (e.g. D4, S)")
+    p.add_argument("--misses", action="store_true", help="only the claims that are not within tolerance")
+    add_output_options(p)
+    p.set_defaults(func=cmd_claims)
+
+    p = sub.add_parser(
+        "roofline", help="per-operator roofline table of one scenario, plus its summary",
+        description="Evaluates one workload on one system: each operator's FLOPs, HBM bytes, intensity, time on "
+                    "each engine, time, bound and achieved rate, then the step summary (sustained vs peak, "
+                    "tokens/s) and the time by bounding engine.",
+        epilog="Example: perfmodel roofline --hardware trn2-ultraserver --workload llama-3-70b --phase decode "
+               "--batch 64 --context 4096 --tp 4 --set hbm_bandwidth=+50%%")
+    p.set_defaults(func=cmd_roofline)
+    defer(p, _roofline_args)
+
+    p = sub.add_parser(
+        "memory", help="per-chip memory footprint of one scenario, whether it fits, and the minimum chips",
+        description="Footprint per chip by component (weights, gradients, master weights, optimizer state, "
+                    "activations, attention scores, KV cache, runtime reserve), the HBM capacity and headroom, "
+                    "and memory.min_fit: the fewest chips (and instances) and the plan that hold the scenario.",
+        epilog="Example: perfmodel memory --hardware trn1.32xlarge --workload gpt3-175b --phase train --seq 2048 "
+               "--zero 1 --format xlsx --out gpt3.xlsx")
+    p.set_defaults(func=cmd_memory)
+    defer(p, _memory_args)
+
+    p = sub.add_parser("knobs", help="list what --set can change: spec values, calibration parameters, "
+                                     "workload fields, with current values",
+                       description="The names --set NAME=VALUE (CLI) and the app's what-if box accept.")
+    p.add_argument("--hardware", required=True, metavar="NAME", help="system key (perfmodel specs list)")
+    p.add_argument("--workload", metavar="NAME", help="also list this workload's numeric fields")
+    add_output_options(p)
+    p.set_defaults(func=cmd_knobs)
+
+
+def _report_args(p: argparse.ArgumentParser) -> None:
+    from perfmodel import report
+
+    p.add_argument("--systems", nargs="+", metavar="NAME", default=list(report.SYSTEMS),
+                   help=f"systems to compare (default: {' '.join(report.SYSTEMS)})")
+    p.add_argument("--cases", nargs="+", metavar="CASE", choices=[c.key for c in report.CASES],
+                   default=[c.key for c in report.CASES],
+                   help=f"cases to run (default: all: {', '.join(c.key for c in report.CASES)})")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=SET_HELP)
+    p.add_argument("--no-claims", action="store_true", help="leave out the seed-claims section (faster)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_output_options(p)
+
+
+def _roofline_args(p: argparse.ArgumentParser) -> None:
+    _scenario_args(p)
+    p.add_argument("--overlap", choices=("pipelined", "serial"), default="pipelined",
+                   help="engines overlap (max of engine times, default) or run serially (sum)")
+    add_output_options(p)
+
+
+def _memory_args(p: argparse.ArgumentParser) -> None:
+    _scenario_args(p)
+    add_output_options(p)
+
+
+def _scenario_args(p: argparse.ArgumentParser) -> None:
+    from perfmodel.catalog import whatif as wi
+
+    g = p.add_argument_group("scenario")
+    g.add_argument("--hardware", required=True, metavar="NAME", help="system key, e.g. trn2-ultraserver "
+                   "(perfmodel specs list)")
+    g.add_argument("--workload", required=True, metavar="NAME", help="workload key, e.g. llama-3-70b "
+                   "(perfmodel workloads list)")
+    g.add_argument("--phase", choices=("prefill", "decode", "train"), default="decode",
+                   help="prefill (prompt), decode (one token per sequence per step) or train (default: decode)")
+    g.add_argument("--batch", type=int, default=1, metavar="N",
+                   help="sequences per step on one replica (training: per micro-batch; default 1)")
+    g.add_argument("--seq", type=int, default=2048, metavar="N",
+                   help="tokens per sequence this step for prefill / train (default 2048; decode uses 1)")
+    g.add_argument("--context", type=int, default=0, metavar="N",
+                   help=f"tokens already in the KV cache (decode default {wi.DEFAULT_CONTEXT['decode']})")
+    g.add_argument("--tp", type=int, default=1, metavar="N", help="tensor parallel degree (default 1)")
+    g.add_argument("--pp", type=int, default=1, metavar="N", help="pipeline stages (default 1)")
+    g.add_argument("--ep", type=int, default=1, metavar="N", help="expert parallel degree; divides tp (default 1)")
+    g.add_argument("--dp", type=int, default=1, metavar="N", help="data parallel replicas (default 1)")
+    g.add_argument("--microbatches", type=int, default=1, metavar="N", help="micro-batches per training step")
+    g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage for training (default 0)")
+    g.add_argument("--dtype", default="bf16", type=_dtype, metavar="TYPE",
+                   help="weights and matmul data type: bf16, fp8, mxfp8, mxfp4, fp16, fp32, ... (default bf16); "
+                        "the KV cache follows (8-bit for 8-bit types)")
+    g.add_argument("--recompute", choices=("none", "selective", "full"), default="none",
+                   help="activation recomputation for training (default none)")
+    g.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=SET_HELP)
+
+
+def _dtype(text: str) -> str:
+    from perfmodel.core.dtypes import DType
+
+    try:
+        return DType.parse(text).value
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _load(args) -> tuple[report.Loaded, wi.ScenarioOptions]:
+    from perfmodel import catalog, report
+    from perfmodel.catalog import whatif as wi
+    from perfmodel.catalog.calibration import calibration_for
+
+    cal = calibration_for(catalog.load_system(args.hardware))
+    whatif = wi.parse_assignments(args.overrides, cal)
+    ld = report.load(args.hardware, args.workload, whatif)
+    opts = wi.ScenarioOptions(phase=args.phase, batch=args.batch, seq_len=args.seq, context=args.context, tp=args.tp,
+                              pp=args.pp, ep=args.ep, dp=args.dp, dtype=args.dtype, microbatches=args.microbatches,
+                              zero=args.zero, recompute=args.recompute).resolved()
+    return ld, opts
+
+
+def _name(kind: str, ld: report.Loaded, opts: wi.ScenarioOptions) -> str:
+    from perfmodel import report
+    from perfmodel.report import export, frames
+
+    return export.config_name([("", kind), ("", ld.system.name), ("", ld.arch.name), ("", opts.phase),
+                               ("b", opts.batch), ("s", opts.seq_len if opts.phase != "decode" else None),
+                               ("c", opts.context or None), ("", report.plan_text(opts).replace(" ", "")),
+                               ("", opts.dtype), ("", ld.whatif.label() or None)])
+
+
+def _meta(ld: report.Loaded, opts: wi.ScenarioOptions) -> dict:
+    from perfmodel import __version__
+
+    return {"perfmodel_version": __version__, "system": ld.system.name, "workload": ld.arch.name,
+            "scenario": opts.__dict__, "whatif": ld.whatif.assignments(), "units": "SI (s, bytes, FLOP/s, W, USD)"}
+
+
+OP_COLUMNS = ("op", "pass", "count", "flop", "hbm_read_bytes", "hbm_write_bytes", "intensity_flop_per_byte",
+              "tensor_s", "vector_s", "scalar_s", "memory_s", "comm_s", "time_s", "total_time_s", "bound",
+              "achieved_flop_per_s")
+
+
+def cmd_roofline(args) -> int:
+    from perfmodel import report
+    from perfmodel.model import evaluate
+    from perfmodel.report import export, provenance_frame
+
+    ld, opts = _load(args)
+
+    run = report.run_scenario(ld, opts, with_fit=False)
+    if args.overlap != "pipelined":
+        res = evaluate.evaluate(ld.system, ld.arch, run.scenario, ld.cal, overlap=evaluate.Overlap(args.overlap))
+        run = report.Run(ld, opts, res, run.components, run.totals, None, "", run.provenance)
+    sheets = run.sheets()
+    name = _name("roofline", ld, opts)
+    if args.format in ("table", "md"):
+        summ = sheets["results"]
+        ops = run.result.ops[list(OP_COLUMNS)]
+        shares = report.bound_shares(run.result.ops)
+        cols = report.summary_columns(opts.phase)
+        parts = [_text(report.display_table(ops, OP_COLUMNS), args.format,
+                       f"{ld.system.display_name} / {ld.arch.display_name}: per operator"),
+                 _text(report.display_table(summ.assign(plan=report.plan_text(opts)), cols), args.format, "Summary"),
+                 export.emit(shares, args.format, "Time by bounding engine")]
+        text = "\n".join(parts) + "\n" + provenance_frame.MARKER_LEGEND
+        return _write(text, args.out)
+    print_result(export.emit_sheets(sheets, args.format, "per_operator", args.out, _meta(ld, opts), name))
+    return 0
+
+
+def cmd_memory(args) -> int:
+    import pandas as pd
+
+    from perfmodel import report
+    from perfmodel.report import export, frames
+
+    ld, opts = _load(args)
+    run = report.run_scenario(ld, opts, with_fit=True)
+    sheets = run.sheets()
+    comp = frames._with_inputs(run.components.drop(columns="label"), sheets["results"])
+    sheets = {"inputs": sheets["inputs"], "results": sheets["results"], "components": comp,
+              "per_operator": sheets["per_operator"], "provenance": sheets["provenance"]}
+    name = _name("memory", ld, opts)
+    if args.format in ("table", "md"):
+        t = run.totals.iloc[0]
+        shown = run.components[["component", "footprint_bytes"]].assign(
+            share_frac=run.components["footprint_bytes"] / t["total_bytes"])
+        fit = run.fit
+        summary = pd.DataFrame([{"total_bytes": t["total_bytes"], "capacity_bytes": t["capacity_bytes"],
+                                 "headroom_bytes": t["headroom_bytes"], "fits": "yes" if t["fits"] else "NO",
+                                 "min_chips": fit.chips if fit else None,
+                                 "min_instances": fit.instances if fit else None,
+                                 "min_fit_plan": " ".join(f"{k}{v}" for k, v in fit.plan.items()) if fit else
+                                 run.fit_error}])
+        title = f"{ld.system.display_name} / {ld.arch.display_name}, {opts.phase} ({report.plan_text(opts)})"
+        note = run.totals.iloc[0]["notes"]
+        text = "\n".join([_text(report.display_table(shown, shown.columns), args.format, f"Memory per chip: {title}"),
+                          _text(report.display_table(summary, summary.columns), args.format,
+                                "Fit and minimum chips")] + ([note] if note else []))
+        return _write(text, args.out)
+    print_result(export.emit_sheets(sheets, args.format, "components", args.out, _meta(ld, opts), name))
+    return 0
+
+
+def _text(df: pd.DataFrame, fmt: str, title: str) -> str:
+    from perfmodel.report import export, frames
+
+    if fmt == "md":
+        return f"## {title}\n\n" + export.to_markdown(df, scale=False)
+    return export.render_text_table(df, title)
+
+
+def _write(text: str, out: str | None) -> int:
+    if out:
+        Path(out).write_text(text)
+        print_result(f"wrote {out}")
+    else:
+        print_result(text)
+    return 0
+
+
+def cmd_claims(args) -> int:
+    from perfmodel import report
+    from perfmodel.report import export, frames
+
+    df = report.claims_frame(args.id)
+    if args.misses:
+        df = df[~df["within"]].reset_index(drop=True)
+    if not len(df):
+        raise ValueError(f"no claims match id prefix {args.id!r}" + (" among the misses" if args.misses else ""))
+    meta = {"claims": len(df), "within": int(df["within"].sum()), "source": "seed_claims.md, computed now"}
+    if args.format in ("table", "md"):
+        shown = report.claims_display(df)
+        summary = f"{meta['within']} of {meta['claims']} within tolerance"
+        text = (f"## Seed claims\n\n{export.to_markdown(shown, scale=False)}\n\n{summary}" if args.format == "md"
+                else export.render_text_table(shown, "Seed claims") + summary)
+        return _write(text, args.out)
+    print_result(export.emit(df, args.format, "Seed claims", args.out, meta=meta,
+                             default_name=export.config_name([("", "claims"), ("", args.id or None),
+                                                              ("", "misses" if args.misses else None)])))
+    return 0
+
+
+def cmd_report(args) -> int:
+    from perfmodel import report
+    from perfmodel.catalog import whatif as wi
+    from perfmodel.report import documents, export
+
+    whatif = wi.parse_assignments(args.overrides)  # calibration names are checked per system
+    cases = [c for c in report.CASES if c.key in args.cases]
+    with _progress(not args.no_progress) as progress:
+        rep = report.build_report(cases, args.systems, whatif, progress, with_claims=not args.no_claims)
+    cmp = rep.comparison
+    if len(cmp.errors):
+        for e in cmp.errors.itertuples():
+            print(f"perfmodel: note: {e.case} on {e.system} not run: {e.error}", file=sys.stderr)
+    name = export.config_name([("", "report"), ("", f"{len(args.systems)}systems"), ("", f"{len(cases)}cases"),
+                               ("", whatif.label() or None)])
+    out = Path(args.out) if args.out else None
+    if args.format == "table" and out and out.suffix.lower() in (".md", ".markdown", ".html", ".htm"):
+        print_result(f"wrote {documents.write_report(rep, out)}")
+        return 0
+    if args.format == "table":
+        return _write(documents.report_text(rep), args.out)
+    if args.format == "md":
+        if out:
+            print_result(f"wrote {documents.write_report(rep, out.with_suffix('.md'))}")
+            return 0
+        print_result(documents.report_markdown(rep))
+        return 0
+    meta = {"cases": [c.key for c in cases], "systems": args.systems, "whatif": whatif.assignments(),
+            "legend": rep.legend, "units": "SI (s, bytes, FLOP/s, W, USD)"}
+    sheets = {**cmp.sheets()}
+    if not args.no_claims:
+        sheets["claims"] = report.claims_frame()
+    print_result(export.emit_sheets(sheets, args.format, "results", args.out, meta, name))
+    return 0
+
+
+class _progress:
+    """A rich progress bar on stderr (only on a terminal), as a context manager yielding a callback."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and sys.stderr.isatty()
+        self.bar = None
+
+    def __enter__(self):
+        if not self.enabled:
+            return None
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            console=Console(stderr=True), transient=True)
+        self.bar.__enter__()
+        self.task = self.bar.add_task("evaluating", total=None)
+
+        def update(i: int, n: int, label: str) -> None:
+            self.bar.update(self.task, total=n, completed=i, description=label)
+
+        return update
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+        return False
+
+
+def cmd_knobs(args) -> int:
+    import pandas as pd
+
+    from perfmodel import catalog
+    from perfmodel.catalog import whatif as wi
+    from perfmodel.catalog.calibration import calibration_for
+    from perfmodel.report import export, frames
+
+    system = catalog.load_system(args.hardware)
+    cal = calibration_for(system)
+    spec = wi.knobs_frame(system)
+    rows = [{"family": "spec", "name": r.name, "current": r.value_si, "unit": r.unit, "description": r.description}
+            for r in spec.itertuples()]
+    rows += [{"family": "cal", "name": p.name, "current": p.value, "unit": p.kind, "description": p.reason}
+             for p in cal.params.values()]
+    if args.workload:
+        from perfmodel.catalog import workload_files
+
+        arch = workload_files.load_workload(args.workload)
+        rows += [{"family": "workload", "name": f, "current": getattr(arch, f), "unit": "", "description": ""}
+                 for f in wi.WORKLOAD_FIELDS]
+    df = pd.DataFrame(rows)
+    print_result(export.emit(df, args.format, f"What-if names for {system.name}", args.out,
+                             default_name=f"knobs_{system.name}"))
+    return 0

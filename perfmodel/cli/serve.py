@@ -1,0 +1,375 @@
+"""CLI: `serve`, `pareto`, `plan`, `sensitivity` (thin over serving / search / planner / sensitivity).
+
+    perfmodel serve --hardware trn3-ultraserver --workload gpt-oss-120b --tp 1 --da 16 --ep 8 \
+        --concurrency 256 1024 --dtype mxfp4
+    perfmodel pareto --hardware trn2-ultraserver trn3-ultraserver --workload gpt-oss-120b --y mw
+    perfmodel pareto --claims-chart                        the S4 chart data (claims_serving)
+    perfmodel plan --demand workloads/demands/chat-gpt-oss-120b.toml --systems trn2-ultraserver trn3-ultraserver
+    perfmodel plan --train --workload llama-3-70b --tokens 15e12 --hardware trn2-ultraserver --days 90
+    perfmodel sensitivity --hardware trn3-ultraserver --workload gpt-oss-120b --da 16 --ep 8 \
+        --concurrency 1024 --dtype mxfp4 --metric output_tokens_per_s_per_mw
+    perfmodel sensitivity --claim S1
+
+Every command prints a DataFrame through export.emit (--format table|md|csv|json|xlsx); power
+outputs carry the chip-power caveat and cost outputs the price status in their rows and captions.
+Does not: compute anything itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from perfmodel.cli.common import add_output_options, print_result
+
+if TYPE_CHECKING:  # pandas and the model are imported inside the functions (start-up time: see cli/main.py)
+    import pandas as pd
+
+SET_HELP = ("what-if override, repeatable: a spec value (hbm_bandwidth, tensor_rate, link_bandwidth, tdp, price, "
+            "...) or a calibration parameter (hbm_efficiency, power_idle_frac, pue, node_overhead_power, ...); VALUE "
+            "sets ('6 TB/s', '0.8', '690 W') or scales ('x1.5', '+50%%'). 'perfmodel knobs --hardware NAME' lists them")
+SUMMARY_COLS = ("system", "mode", "tp", "da", "ep", "pp", "concurrency", "compute_dtype", "expert_weights_dtype",
+                "tokens_per_s_per_user", "ttft_s", "time_per_output_token_s", "e2e_latency_s",
+                "output_tokens_per_s_per_chip", "output_tokens_per_s_per_scaleup", "concurrency_per_scaleup",
+                "chip_power_w", "output_tokens_per_s_per_mw", "output_tokens_per_s_per_mw_at_low_power",
+                "output_tokens_per_s_per_mw_at_high_power", "usd_per_million_output_tokens", "price_status", "kv_fits")
+PLAN_COLS = ("system", "feasible", "mode", "tp", "da", "ep", "pp", "compute_dtype", "expert_weights_dtype",
+             "concurrency", "capacity_concurrency", "ttft_s", "time_per_output_token_s", "replicas", "chips",
+             "instances", "scaleups",
+             "facility_power_peak_w", "facility_power_peak_at_low_tdp_w", "facility_power_peak_at_high_tdp_w",
+             "usd_per_month", "usd_per_million_output_tokens", "price_status", "note")
+TRAIN_COLS = ("system", "chips", "tp", "pp", "dp", "ep", "microbatches", "recompute", "step_time_s", "bubble_frac",
+              "tokens_per_s", "mfu_frac", "days", "facility_power_w", "energy_mwh", "usd_per_run", "note")
+
+
+def _dtype(text: str) -> str:
+    from perfmodel.core.dtypes import DType
+
+    try:
+        return DType.parse(text).value
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _lengths(text: str):
+    """'1024' or '512:0.5,4096:0.5' (length:weight pairs)."""
+    try:
+        if ":" not in text:
+            return int(text)
+        return [(int(a), float(b)) for a, b in (p.split(":") for p in text.split(","))]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"lengths: a whole number or LENGTH:WEIGHT,... pairs, got {text!r}") from None
+
+
+@contextmanager
+def progress_bar(label: str, enabled: bool = True):
+    """A rich progress bar on stderr; yields a callback(done, total)."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as prog:
+        task = prog.add_task(label, total=None)
+
+        def cb(done: int, total: int) -> None:
+            prog.update(task, completed=done, total=total)
+
+        yield cb
+
+
+def _common(p: argparse.ArgumentParser, hardware_many: bool = False) -> None:
+    g = p.add_argument_group("system and workload")
+    if hardware_many:
+        g.add_argument("--hardware", nargs="+", metavar="NAME", default=["trn2-ultraserver", "trn3-ultraserver"],
+                       help="system keys (default: trn2-ultraserver trn3-ultraserver)")
+    else:
+        g.add_argument("--hardware", metavar="NAME", default="trn3-ultraserver",
+                       help="system key (default trn3-ultraserver; perfmodel specs list)")
+    g.add_argument("--workload", metavar="NAME", default="gpt-oss-120b", help="workload key (default gpt-oss-120b)")
+    g.add_argument("--input", type=int, default=1024, metavar="N", help="input tokens per request (default 1024)")
+    g.add_argument("--output", type=int, default=1024, metavar="N", help="output tokens per request (default 1024)")
+    g.add_argument("--variant", choices=("nominal", "low", "high"), default="nominal",
+                   help="projected systems (trn4-projected): the low or high end of the stated ranges")
+    g.add_argument("--tdp", type=float, metavar="W", help="chip power override in W (Trainium power is not published)")
+    g.add_argument("--price", type=float, metavar="USD", help="node (instance) price per hour: reserved / negotiated")
+    g.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=SET_HELP)
+    g.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def _plan_args(p: argparse.ArgumentParser, many: bool) -> None:
+    g = p.add_argument_group("serving configuration")
+    nargs = "+" if many else None
+    g.add_argument("--tp", type=int, default=1 if not many else None, nargs=nargs, metavar="N", help="tensor parallel")
+    g.add_argument("--da", type=int, default=1 if not many else None, nargs=nargs, metavar="N",
+                   help="attention data parallel inside the replica")
+    g.add_argument("--ep", type=int, default=1 if not many else None, nargs=nargs, metavar="N",
+                   help="expert parallel (divides tp x da)")
+    g.add_argument("--pp", type=int, default=1 if not many else None, nargs=nargs, metavar="N", help="pipeline stages")
+    g.add_argument("--concurrency", type=int, nargs="+", default=None if many else [1, 16, 64, 256], metavar="N",
+                   help="sequences in flight per replica")
+    g.add_argument("--mode", choices=("aggregated", "chunked", "disaggregated"), default="aggregated",
+                   nargs="+" if many else None, help="serving mode(s)")
+    g.add_argument("--chunk", type=int, default=512, metavar="N", help="prefill chunk tokens (chunked mode)")
+    if many:
+        g.add_argument("--dtypes", nargs="+", type=_dtype, metavar="TYPE",
+                       help="compute types to sweep (default: bf16 fp8 mxfp8 mxfp4 where supported)")
+    else:
+        g.add_argument("--dtype", type=_dtype, default="bf16", metavar="TYPE", help="compute / weight type")
+        g.add_argument("--expert-dtype", type=_dtype, metavar="TYPE",
+                       help="routed-expert weight type (default: the workload's shipped type, e.g. mxfp4)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="serving metrics of given plans: TTFT, TPOT, tokens/s per user / chip / MW, $",
+                       description="Steady-state continuous-batching serving of one plan at one or more concurrencies "
+                                   "(serving/steady_state.py): TTFT, time per output token, interactivity, throughput per chip / "
+                                   "node / UltraServer, end-to-end latency, KV fit, power and cost.")
+    _common(p)
+    _plan_args(p, many=False)
+    add_output_options(p)
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("pareto", help="frontier of interactivity vs throughput per chip / MW / $ over all plans",
+                       description="Sweeps every plan (tp, da, ep, pp), data type and concurrency inside the scale-up "
+                                   "domain in a few vectorised evaluations and keeps the Pareto frontier.")
+    _common(p, hardware_many=True)
+    _plan_args(p, many=True)
+    p.add_argument("--y", choices=("mw", "chip", "usd", "concurrency"), default="mw",
+                   help="frontier axis: tokens/s per MW (default), per chip, per $, or concurrent users")
+    p.add_argument("--max-ttft", type=float, metavar="S", help="only configurations with TTFT <= S seconds")
+    p.add_argument("--all", action="store_true", help="every configuration, not only the frontier")
+    p.add_argument("--claims-chart", action="store_true",
+                   help="the S4 chart data: Trn3 vs Trn2 UltraServer gpt-oss-120b frontiers with the S1-S3 readings")
+    add_output_options(p)
+    p.set_defaults(func=cmd_pareto)
+
+    p = sub.add_parser("plan", help="capacity plan: demand + SLA -> best config, chips, instances, MW, $/month "
+                                    "per system; or --train: chips and days to train N tokens",
+                       description="Serving: from a demand (requests/s, length distributions, TTFT / TPOT targets, "
+                                   "peak-to-average factor) to the best configuration per system. Training (--train): "
+                                   "chips and days for N tokens.")
+    p.add_argument("--demand", metavar="FILE", help="TOML demand file ([demand] table; see workloads/demands/)")
+    p.add_argument("--systems", nargs="+", metavar="NAME", default=["trn2-ultraserver", "trn3-ultraserver"],
+                   help="systems to compare side by side")
+    p.add_argument("--workload", default="gpt-oss-120b", metavar="NAME")
+    p.add_argument("--rps", type=float, metavar="R", help="average requests per second")
+    p.add_argument("--input", type=_lengths, default=1024, metavar="N|L:W,..", help="input tokens (or distribution)")
+    p.add_argument("--output", type=_lengths, default=1024, metavar="N|L:W,..", help="output tokens (or distribution)")
+    p.add_argument("--ttft", type=float, default=2.0, metavar="S", help="TTFT target, seconds (default 2)")
+    p.add_argument("--tpot", type=float, default=0.05, metavar="S", help="time per output token target (default 0.05)")
+    p.add_argument("--peak-factor", type=float, default=1.5, metavar="F", help="peak-to-average factor (default 1.5)")
+    p.add_argument("--objective", choices=("cost", "power", "chips"), default="cost")
+    p.add_argument("--whole-ultraserver", action="store_true", help="bill whole UltraServers, not instances")
+    p.add_argument("--mode", nargs="+", choices=("aggregated", "chunked", "disaggregated"), default=["aggregated"])
+    p.add_argument("--train", action="store_true", help="training plan instead of serving")
+    p.add_argument("--tokens", type=float, metavar="N", help="training tokens (with --train)")
+    p.add_argument("--hardware", metavar="NAME", help="system for --train (default: the first of --systems)")
+    p.add_argument("--chips", type=int, metavar="N", help="training chip count (with --train)")
+    p.add_argument("--days", type=float, metavar="D", help="training deadline in days (with --train)")
+    p.add_argument("--seq", type=int, default=4096, metavar="N", help="training sequence length (default 4096)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_output_options(p)
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("sensitivity", help="elasticity of a serving result to every spec and assumption, ranked",
+                       description="d ln(result) / d ln(parameter) by central finite differences for every spec "
+                                   "field and calibration parameter, ranked by |elasticity|.")
+    _common(p)
+    _plan_args(p, many=False)
+    p.add_argument("--metric", default="output_tokens_per_s_per_mw",
+                   help="result column (default output_tokens_per_s_per_mw; e.g. tokens_per_s_per_user, "
+                        "output_tokens_per_s_per_chip, usd_per_million_output_tokens, ttft_s)")
+    p.add_argument("--claim", choices=("S1", "S2", "S3"), help="the Trn3/Trn2 ratio of a serving claim instead")
+    p.add_argument("--rel-step", type=float, default=0.05, metavar="H", help="relative step (default 0.05)")
+    p.add_argument("--top", type=int, default=0, metavar="N", help="only the N largest")
+    add_output_options(p)
+    p.set_defaults(func=cmd_sensitivity)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _load(name: str, workload: str, overrides: list[str], variant: str = "nominal"):
+    from perfmodel import catalog
+    from perfmodel.catalog import whatif as wi
+    from perfmodel.catalog import workload_files
+    from perfmodel.catalog.calibration import calibration_for
+
+    system = catalog.load_system(name, variant=variant)
+    cal = calibration_for(system)
+    arch = workload_files.load_workload(workload)
+    if overrides:
+        system, arch, cal = wi.apply(system, arch, cal, wi.parse_assignments(overrides, cal))
+    return system, arch, cal
+
+
+def _caption(df: pd.DataFrame) -> str:
+    parts = []
+    if "power_caveat" in df:
+        parts += [f"POWER: {c}" for c in df["power_caveat"].dropna().unique()]
+    if "price_note" in df:
+        parts += [f"PRICE: {c}" for c in df["price_note"].dropna().unique()]
+    return "\n".join(parts)
+
+
+def _emit(df: pd.DataFrame, args, title: str, name: str, meta: dict | None = None, full: pd.DataFrame | None = None,
+          cols: tuple[str, ...] = SUMMARY_COLS):
+    """Tables and Markdown show `cols` (and reading / curve / note); csv, json and xlsx every column."""
+    from perfmodel.report import export
+
+    cap = _caption(full if full is not None else df)
+    meta = {**(meta or {}), "caveats": cap.splitlines(), "units": "SI (s, bytes, W, USD); tokens/s per MW of facility "
+            "power"}
+    shown = df
+    if args.format in ("table", "md") and set(cols) & set(df.columns):
+        shown = df[[c for c in cols if c in df.columns] + [c for c in ("reading", "curve", "note")
+                                                          if c in df.columns and c not in cols]]
+    print_result(export.emit(shown, args.format, title, args.out, meta=meta, default_name=name, caption=cap))
+
+
+# ---------------------------------------------------------------- commands
+
+
+def cmd_serve(args) -> int:
+    from perfmodel.report import export
+    from perfmodel.serving import cost, search
+    from perfmodel.serving.steady_state import Grid, Mix
+
+    system, arch, cal = _load(args.hardware, args.workload, args.overrides, args.variant)
+    ew = args.expert_dtype or (arch.expert_weight_dtype.value if arch.expert_weight_dtype else None)
+    grid = Grid.of(tp=args.tp, da=args.da, ep=args.ep, pp=args.pp, concurrency=args.concurrency, compute=args.dtype,
+                   expert_weights=ew)
+    price = cost.price_for(system, cal, args.price)
+    df = search.frontier_sweep(system, arch, Mix(args.input, args.output), [args.mode], grid=grid, cal=cal,
+                               price=price, tdp_w=args.tdp, chunk_tokens=args.chunk)
+    name = export.config_name([("", "serve"), ("", system.name), ("", arch.name), ("tp", args.tp), ("da", args.da),
+                               ("ep", args.ep), ("pp", args.pp), ("", args.dtype), ("", args.mode)])
+    _emit(df, args, f"{system.display_name}: {arch.name} serving ({args.mode}, {args.input}/{args.output} tokens)",
+          name, {"system": system.name, "workload": arch.name})
+    return 0
+
+
+def cmd_pareto(args) -> int:
+    import pandas as pd
+
+    from perfmodel.report import export
+    from perfmodel.serving import cost, search
+
+    if args.claims_chart:
+        from perfmodel.claims import serving_curves
+
+        with progress_bar("Trn3 vs Trn2 frontier sweeps", not args.no_progress):
+            df = serving_curves.chart_frame()
+        _emit(df, args, "S4: gpt-oss-120b, Trn3 vs Trn2 UltraServer frontiers (tokens/MW and concurrency)",
+              "pareto_claims_chart", {"x_ref_tokens_per_s_per_user": serving_curves.X_REF,
+                                      "mix": serving_curves.MIX.label})
+        return 0
+    from perfmodel.serving.steady_state import Mix
+
+    frames = []
+    grid_kw = {k: v for k, v in dict(tp=args.tp, da=args.da, pp=args.pp, concurrency=args.concurrency,
+                                     dtypes=args.dtypes).items() if v}
+    modes = args.mode if isinstance(args.mode, list) else [args.mode]
+    for name in args.hardware:
+        system, arch, cal = _load(name, args.workload, args.overrides, args.variant)
+        price = cost.price_for(system, cal, args.price)
+        grid = search.plan_grid(system, arch, **grid_kw)
+        if args.ep:
+            import numpy as np
+
+            grid = grid.take(np.isin(grid.ep, args.ep))
+        with progress_bar(f"{name}: {len(grid) * len(modes):,} configurations", not args.no_progress) as cb:
+            frames.append(search.frontier_sweep(system, arch, Mix(args.input, args.output), modes, grid=grid,
+                                                cal=cal, price=price, tdp_w=args.tdp, max_ttft_s=args.max_ttft,
+                                                chunk_tokens=args.chunk, progress=cb))
+    df = pd.concat(frames, ignore_index=True)
+    ycol = {"concurrency": "concurrency_per_scaleup"}.get(args.y, search.Y_COLS.get(args.y))
+    for name, grp in df.groupby("system"):
+        if grp[ycol].isna().all():
+            why = grp["power_caveat"].iloc[0] if args.y == "mw" else grp["price_note"].iloc[0]
+            raise ValueError(f"{name}: no {args.y} frontier: {why}")
+    if not args.all:
+        df = search.frontier(df, "concurrency_per_scaleup" if args.y == "concurrency" else args.y)
+    _emit(df, args, f"{args.workload}: interactivity vs {args.y} frontier ({args.input}/{args.output} tokens)",
+          export.config_name([("", "pareto"), ("", args.workload), ("", args.y)] + [("", h) for h in args.hardware]),
+          {"systems": args.hardware, "workload": args.workload, "y": args.y}, full=df)
+    return 0
+
+
+def cmd_plan(args) -> int:
+    from perfmodel.serving import planner, training_run
+
+    if args.train:
+        from perfmodel import catalog
+        from perfmodel.catalog import workload_files
+
+        if not args.tokens:
+            raise ValueError("--train needs --tokens N")
+        system = catalog.load_system(args.hardware or args.systems[0])
+        arch = workload_files.load_workload(args.workload)
+        df = training_run.plan_training(system, arch, args.tokens, chips=args.chips, days=args.days, seq_len=args.seq)
+        _emit(df, args, f"Training {arch.name} on {system.display_name}: {args.tokens:.3g} tokens", "plan_train",
+              cols=TRAIN_COLS)
+        return 0
+    if args.demand:
+        demand = planner.Demand.from_toml(args.demand)
+    else:
+        if args.rps is None:
+            raise ValueError("give --demand FILE or --rps R (with --input/--output/--ttft/--tpot)")
+        demand = planner.Demand.from_dict({"workload": args.workload, "requests_per_s": args.rps,
+                                           "input_tokens": args.input, "output_tokens": args.output,
+                                           "ttft_s": args.ttft, "tpot_s": args.tpot,
+                                           "peak_to_average": args.peak_factor})
+    opts = planner.PlanOptions(modes=tuple(args.mode), objective=args.objective,
+                               whole_scaleup=args.whole_ultraserver)
+    with progress_bar(f"planning {len(args.systems)} systems", not args.no_progress) as cb:
+        df = planner.plan_serving(demand, args.systems, opts, progress=cb)
+    _emit(df, args, f"Capacity plan: {demand.name} ({demand.workload}, {demand.requests_per_s:g} req/s, "
+                    f"TTFT <= {demand.ttft_s:g} s, TPOT <= {demand.tpot_s * 1e3:g} ms)", f"plan_{demand.name}",
+          {"demand": demand.as_dict()}, cols=PLAN_COLS)
+    return 0
+
+
+def cmd_sensitivity(args) -> int:
+    from perfmodel.report import export
+    from perfmodel.serving import cost, search, sensitivity
+    from perfmodel.serving.steady_state import Grid, Mix
+
+    if args.claim:
+        from perfmodel.claims import serving as serving_claims
+
+        with progress_bar(f"{args.claim}: perturbing every parameter", not args.no_progress):
+            df = serving_claims.claim_sensitivity()
+        df = df[df["result_name"] == args.claim.lower()].drop(columns=["result_name"])
+        title = f"Sensitivity of claim {args.claim} (Trn3 / Trn2 ratio)"
+        name = f"sensitivity_{args.claim}"
+    else:
+        system, arch, cal = _load(args.hardware, args.workload, args.overrides, args.variant)
+        ew = args.expert_dtype or (arch.expert_weight_dtype.value if arch.expert_weight_dtype else None)
+        grid = Grid.of(tp=args.tp, da=args.da, ep=args.ep, pp=args.pp, concurrency=args.concurrency[0],
+                       compute=args.dtype, expert_weights=ew)
+        mix = Mix(args.input, args.output)
+
+        def fn(inputs) -> float:
+            s, c = inputs["system"]
+            df = search.frontier_sweep(s, arch, mix, [args.mode], grid=grid, cal=c,
+                                       price=cost.price_for(s, c, args.price), tdp_w=args.tdp,
+                                       chunk_tokens=args.chunk)
+            if args.metric not in df:
+                raise ValueError(f"unknown metric {args.metric!r}; choose a numeric column such as "
+                                 "tokens_per_s_per_user, output_tokens_per_s_per_chip, output_tokens_per_s_per_mw")
+            return float(df[args.metric].iloc[0])
+
+        with progress_bar("perturbing every parameter", not args.no_progress) as cb:
+            df = sensitivity.elasticities(fn, {"system": (system, cal)}, rel_step=args.rel_step, progress=cb)
+        title = f"Sensitivity of {args.metric}: {system.name}, {arch.name}"
+        name = export.config_name([("", "sensitivity"), ("", system.name), ("", args.metric)])
+    if args.top:
+        df = df.head(args.top)
+    _emit(df, args, title, name)
+    return 0
+

@@ -1,0 +1,65 @@
+"""CLI: `validate` (predicted vs measured on a measurements file, error statistics).
+
+    perfmodel validate                                  # the vendored development cases
+    perfmodel validate --cases my_measurements.csv      # any file with the same columns
+    perfmodel validate nccl megatron --show summary -f json
+
+Every command builds DataFrames with library calls and hands them to export.
+Does not: compute anything itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from perfmodel.cli.common import add_output_options, print_result
+
+SHOW = ("all", "cases", "summary", "not-expressed")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("validate", help="predicted vs measured on a measurements file, with error statistics",
+                       description="Run every case of a measurements file (columns of "
+                                   "reference/published_measurements.csv) through the model: predicted vs "
+                                   "measured, signed error per case, median and 90th-percentile |error| by phase, "
+                                   "hardware family and metric. Cases the model cannot express are listed with "
+                                   "the reason. Nothing is fitted.")
+    p.add_argument("families", nargs="*", metavar="FAMILY", help="families to run (default: all)")
+    p.add_argument("--cases", metavar="FILE", help="measurements CSV (default: reference/published_measurements.csv)")
+    p.add_argument("--show", choices=SHOW, default="all",
+                   help="cases, summary (by phase, hardware family, metric), not-expressed, or all (default)")
+    p.add_argument("--summary-only", action="store_true", help="same as --show summary")
+    add_output_options(p)
+    p.set_defaults(func=cmd_validate)
+
+
+def cmd_validate(args) -> int:
+    from perfmodel import validation
+    from perfmodel.catalog import calibration
+    from perfmodel.report import export
+
+    show = "summary" if args.summary_only else args.show
+    sheets = validation.sheets(args.cases, args.families or None)
+    pick = {"cases": ["cases"], "summary": ["by_phase", "by_hardware_family", "by_metric", "by_family"],
+            "not-expressed": ["not_expressed"], "all": list(sheets)}[show]
+    chosen = {k: sheets[k] for k in pick}
+    if args.format in ("json", "xlsx"):
+        print_result(export.emit_sheets(chosen, args.format, pick[0], args.out, default_name="validation",
+                                        meta={"cases_file": args.cases or "reference/published_measurements.csv",
+                                              "calibrated_sets": ", ".join(
+                                                  s.origin for s in calibration.active().values()) or "none"}))
+        return 0
+    if args.format == "csv":
+        print_result(export.emit(chosen[pick[0]], "csv", out=args.out))
+        return 0
+    titles = {"cases": "validation cases (error = (predicted - measured) / measured)",
+              "by_phase": "by phase (target: median |error| <= 15%, p90 <= 40%)",
+              "by_hardware_family": "by hardware family", "by_metric": "by metric", "by_family": "by family",
+              "not_expressed": "cases the model cannot express yet"}
+    text = "\n\n".join(export.emit(df, args.format, titles[k]) for k, df in chosen.items() if len(df))
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write(text)
+        text = f"wrote {args.out}"
+    print_result(text)
+    return 0

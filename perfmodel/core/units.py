@@ -1,0 +1,165 @@
+"""Units: the one place that knows prefixes. Parses human quantity strings at the edge.
+
+Quantities in spec and workload files are strings as the source prints them ("2.9 TB/s",
+"820 GiB/s", "96 GiB", "800 Gbps", "190 TFLOPS", "1.5 us", "21.50 USD/h"). `parse` checks
+the dimension against the kind a field expects and returns an SI float; everything past
+the loaders computes on those floats. Decimal (GB = 1e9 B) and binary (GiB = 2**30 B)
+prefixes are different units here, as they are in pint.
+
+Internal units, by kind (the suffix every stored name carries):
+    capacity -> bytes, bandwidth -> bytes_per_s, flop_rate -> flop_per_s,
+    time -> s, frequency -> hz, power -> w, price_rate -> usd_per_hour,
+    elements_per_cycle -> elems, count / ratio -> plain float.
+
+Does not: know anything about hardware or models.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import pint
+
+# Named constants for the few conversions code needs outside parsing. Nothing else in the
+# package may write 1e9, 2**30 or 3600 (tests/test_architecture.py enforces it).
+BITS_PER_BYTE = 8.0
+GB = 1e9
+GiB = float(2**30)
+TB = 1e12
+MB = 1e6
+MiB = float(2**20)
+KiB = float(2**10)
+TFLOPS = 1e12
+PFLOPS = 1e15
+US = 1e-6
+MS = 1e-3
+KW = 1e3
+MW = 1e6
+SECONDS_PER_HOUR = 3600.0
+SECONDS_PER_DAY = 86400.0
+HOURS_PER_DAY = 24.0
+HOURS_PER_MONTH = 730.0  # 8,760 h per year / 12, the convention of cloud price sheets
+MILLION = 1e6
+BILLION = 1e9
+PETA = 1e15
+
+
+class UnitError(ValueError):
+    """A quantity string that is malformed or has the wrong dimension for its field."""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a field measures: the pint dimensionality it must have and its internal unit."""
+
+    name: str
+    dimensionality: str
+    internal_unit: str
+    description: str
+
+
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in (
+        Kind("capacity", "[information]", "B", "a memory capacity such as '96 GiB'"),
+        Kind("bandwidth", "[information]/[time]", "B/s", "a bandwidth such as '2.9 TB/s' or '800 Gbps'"),
+        Kind("flop_rate", "[work]/[time]", "FLOP/s", "a compute rate such as '190 TFLOPS'"),
+        Kind("time", "[time]", "s", "a time such as '1.5 us'"),
+        Kind("frequency", "1/[time]", "Hz", "a clock frequency such as '2.4 GHz'"),
+        Kind("power", "[power]", "W", "a power such as '500 W'"),
+        Kind("price_rate", "[currency]/[time]", "USD/h", "a price per hour such as '21.50 USD/h'"),
+        Kind("elements_per_cycle", "[elements]", "elem", "a per-cycle element count such as '128 elem/cycle'"),
+        Kind("count", "", "", "a plain number such as '16'"),
+        Kind("ratio", "", "", "a plain ratio such as '0.85' or '85 %'"),
+    )
+}
+
+
+@lru_cache(maxsize=1)
+def registry() -> pint.UnitRegistry:
+    """The perfmodel unit registry (cached; read-only after creation)."""
+    path = resources.files("perfmodel.core").joinpath("units_registry.txt")
+    with resources.as_file(path) as p:
+        return pint.UnitRegistry(str(p), autoconvert_offset_to_baseunit=False)
+
+
+@lru_cache(maxsize=None)
+def _dimensionality(kind: str):
+    ureg = registry()
+    spec = KINDS[kind].dimensionality
+    return ureg.Quantity(1).dimensionality if not spec else ureg.get_dimensionality(spec)
+
+
+def parse(text: str | int | float, kind: str) -> float:
+    """Parse a quantity into the internal unit of `kind` and return a finite float.
+
+    Numbers (int/float) are accepted only for dimensionless kinds (count, ratio).
+    Raises UnitError naming what was expected and what was found.
+    """
+    if kind not in KINDS:
+        raise KeyError(f"unknown quantity kind {kind!r}")
+    k = KINDS[kind]
+    ureg = registry()
+    if isinstance(text, bool):
+        raise UnitError(f"expected {k.description}, got a boolean")
+    if isinstance(text, (int, float)):
+        if k.dimensionality:
+            raise UnitError(f"expected {k.description} with its unit, got the bare number {text!r}")
+        value = float(text)
+    else:
+        s = str(text).strip()
+        if not s:
+            raise UnitError(f"expected {k.description}, got an empty string")
+        if k.dimensionality and _is_bare_number(s):
+            raise UnitError(f"expected {k.description} with its unit, got the bare number {s!r}")
+        try:
+            q = ureg.Quantity(s)
+        except Exception as exc:  # pint raises several error types for bad strings
+            raise UnitError(f"cannot read {s!r} as a quantity ({type(exc).__name__}: {exc})") from None
+        if not isinstance(q, pint.Quantity):
+            q = ureg.Quantity(q)
+        if q.dimensionality != _dimensionality(kind):
+            found = str(q.dimensionality) if str(q.dimensionality) != "dimensionless" else "a plain number"
+            raise UnitError(f"expected {k.description}, got {s!r} whose dimension is {found}")
+        value = float(q.to(k.internal_unit).magnitude) if k.internal_unit else float(q.to("count").magnitude)
+    if not math.isfinite(value):
+        raise UnitError(f"value {text!r} is not finite")
+    return value
+
+
+def _is_bare_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+_DISPLAY: dict[str, tuple[tuple[float, str], ...]] = {
+    "capacity": ((2**50, "PiB"), (2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B")),
+    "bandwidth": ((1e15, "PB/s"), (1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s"), (1, "B/s")),
+    "flop_rate": ((1e18, "EFLOP/s"), (1e15, "PFLOP/s"), (1e12, "TFLOP/s"), (1e9, "GFLOP/s"), (1, "FLOP/s")),
+    "time": ((86400, "d"), (3600, "h"), (1, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")),
+    "frequency": ((1e9, "GHz"), (1e6, "MHz"), (1, "Hz")),
+    "power": ((1e6, "MW"), (1e3, "kW"), (1, "W")),
+    "price_rate": ((1, "USD/h"),),
+    "elements_per_cycle": ((1, "elem/cycle"),),
+}
+
+
+def format_quantity(value: float, kind: str, digits: int = 4) -> str:
+    """Human-readable string for an internal-unit float, e.g. 2.9e12 bandwidth -> '2.9 TB/s'."""
+    if kind not in _DISPLAY:
+        return f"{value:.{digits}g}"
+    if not math.isfinite(value):
+        return str(value)
+    scales = _DISPLAY[kind]
+    mag = abs(value)
+    for factor, unit in scales:
+        if mag >= factor:
+            return f"{value / factor:.{digits}g} {unit}"
+    factor, unit = scales[-1]
+    return f"{value / factor:.{digits}g} {unit}"

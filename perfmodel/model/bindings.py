@@ -1,0 +1,256 @@
+"""Bind numbers to formula symbols: model sizes, scenario fields, hardware rates, assumptions.
+
+Every scenario field may be a scalar or a numpy array (one entry per configuration);
+values broadcast, so one call binds a whole sweep. Data types map to bytes per element
+and to the tensor-engine rate of the chip for that type.
+
+Does not: evaluate formulas (evaluate.py) or read files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from perfmodel.catalog.calibration import Calibration
+from perfmodel.core import symbols as S
+from perfmodel.core.dtypes import DType, bytes_per_element, is_microscaled
+from perfmodel.core.hardware import System
+from perfmodel.core.scenario import Optimizer, Phase, Scenario
+from perfmodel.core.workload import ModelArch
+from perfmodel.model import formulas as fm
+from perfmodel.model import ops
+from perfmodel.model import roofline as rl
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """Scenario fields as arrays (or scalars) for one evaluation; see scenario.Scenario."""
+
+    phase: Phase
+    batch: object = 1
+    seq_len: object = 2048
+    context: object = 0
+    tp: object = 1
+    da: object = 1
+    ep: object = 1
+    cp: object = 1
+    pp: object = 1
+    dp: object = 1
+    microbatches: object = 1
+    zero: object = 0
+    weights: object = DType.BF16
+    compute: object = DType.BF16
+    activations: object = DType.BF16
+    kv_cache: object = DType.BF16
+    expert_weights: object = None  # None: same as weights
+    pp_virtual: object = 1  # virtual pipeline stages per device (interleaved schedule)
+    flash_attention: object = True  # False: attention scores materialised in HBM
+    sequence_parallel: object = False  # Megatron sequence parallelism (pipeline activations split t ways)
+    moe_imbalance: object = None
+    optimizer: Optimizer = Optimizer.ADAM_MIXED
+    # Software ranks: 0 = heads split over `tp` devices as the model defines them; n > 0 = the
+    # attention heads are sharded whole over n ranks (sharded_heads: padded / replicated to n)
+    head_shards: object = 0
+    ranks_per_chip: object = 1  # ranks of a TP group on one chip (Neuron runtimes: one per NeuronCore)
+
+    @classmethod
+    def of(cls, s: Scenario) -> "Knobs":
+        p, q = s.parallel, s.precision
+        return cls(phase=s.phase, batch=s.batch, seq_len=s.seq_len, context=s.context, tp=p.tp, da=p.da, ep=p.ep,
+                   cp=p.cp, pp=p.pp, dp=p.dp, microbatches=p.microbatches, zero=p.zero, weights=q.weights,
+                   compute=q.compute, activations=q.activations, kv_cache=q.kv_cache,
+                   expert_weights=q.experts, moe_imbalance=s.moe_imbalance, optimizer=s.optimizer,
+                   pp_virtual=p.pp_virtual if p.pp_schedule == "interleaved" else 1,
+                   flash_attention=s.flash_attention, sequence_parallel=p.sequence_parallel)
+
+
+def _arr(x) -> np.ndarray:
+    return np.asarray(x, dtype=float)
+
+
+def _parse_dtype(v) -> DType:
+    return DType.parse(v) if isinstance(v, str) else DType(v)
+
+
+def dtype_codes(values) -> tuple[np.ndarray, list]:
+    """(codes, distinct values) of a data-type field: a scalar, a sequence or object array, or a
+    pd.Categorical (a sweep's codes, no per-configuration hashing); values[i] = distinct[codes[i]]."""
+    if isinstance(values, pd.Categorical):
+        return np.asarray(values.codes), list(values.categories)
+    arr = np.asarray(values, dtype=object)
+    if arr.ndim == 0:
+        return np.zeros((), dtype=np.intp), [arr.item()]
+    codes, distinct = pd.factorize(arr.ravel(), use_na_sentinel=False)
+    return codes.reshape(arr.shape), list(distinct)
+
+
+def _dtype_map(values, fn) -> np.ndarray:
+    """fn(DType) for every entry of a data-type field, called once per distinct type."""
+    codes, distinct = dtype_codes(values)
+    table = np.asarray([fn(_parse_dtype(v)) for v in distinct], dtype=float)
+    return np.asarray(table[codes])
+
+
+def tensor_rate(system: System, dtype) -> float:
+    chip = system.chip
+    d = DType.parse(dtype) if isinstance(dtype, str) else DType(dtype)
+    if not chip.supports(d):
+        have = ", ".join(x.value for x in chip.tensor.flop_per_s)
+        raise ValueError(f"{system.name}: the {chip.display_name} tensor engine has no {d.value} rate "
+                         f"(supported: {have})")
+    return chip.tensor.rate(d)
+
+
+def bf16_rate(system: System) -> float:
+    rates = system.chip.tensor.flop_per_s
+    for d in (DType.BF16, DType.FP16, DType.TF32, DType.FP32):
+        if d in rates:
+            return rates[d]
+    raise ValueError(f"{system.name}: no 16-bit tensor rate")
+
+
+def _sram(system: System) -> float:
+    if not system.chip.sram_bytes:
+        raise ValueError(f"{system.name}: the spec sheet gives no on-chip SRAM (memory.sram_total or sram_per_core)")
+    return system.chip.sram_bytes
+
+
+def model_values(a: ModelArch, pp) -> dict:
+    """Model symbols; features a model lacks get a harmless 1 (their ops are not in its graph)."""
+    one = lambda v: float(v) if v else 1.0  # noqa: E731
+    pp = _arr(pp)
+    return {
+        S.D: float(a.hidden_size), S.H: float(a.num_attention_heads), S.KV: float(a.num_key_value_heads),
+        S.dh: float(a.head_dim), S.F: one(a.intermediate_size), S.V: float(a.vocab_size),
+        S.E: one(a.num_experts), S.k: one(a.num_experts_per_tok), S.Fe: one(a.moe_intermediate_size),
+        S.Fs: one(a.num_shared_experts * (a.shared_expert_intermediate_size or a.moe_intermediate_size)),
+        S.W: one(a.sliding_window), S.rq: one(a.q_lora_rank), S.rkv: one(a.kv_lora_rank),
+        S.dn: one(a.qk_nope_head_dim), S.dr: one(a.qk_rope_head_dim), S.dv: one(a.v_head_dim),
+        ops.P: float(a.max_position_embeddings), ops.TV: float(a.type_vocab_size),
+        ops.Lfa: (a.num_hidden_layers - a.num_sliding_layers) / pp, ops.Lsw: a.num_sliding_layers / pp,
+        ops.Ld: a.num_dense_layers / pp, ops.Lm: a.num_moe_layers / pp,
+    }
+
+
+def hardware_values(system: System, cal: Calibration, compute) -> dict:
+    chip = system.chip
+    rt = _dtype_map(compute, lambda d: tensor_rate(system, d))
+    rb = bf16_rate(system)
+    vec_exp, sc_exp = chip.vector.exp_elems_per_s, chip.scalar.exp_elems_per_s
+    if not sc_exp > 0:
+        raise ValueError(f"{system.name}: the scalar engine needs an exp rate (activation functions)")
+    return {
+        S.Rt: rt, rl.Rb: rb, S.Rv: chip.vector.elems_per_s, S.Rs: chip.scalar.elems_per_s,
+        rl.Rxv: vec_exp, rl.Rxs: sc_exp, rl.hv: 1.0 if vec_exp > 0 else 0.0,
+        S.Rg: chip.gpsimd.elems_per_s if chip.gpsimd else chip.vector.elems_per_s,
+        S.Bhbm: chip.hbm_bandwidth_bytes_per_s,
+        S.Ssram: _sram(system),
+        S.eta_t: cal["tensor_efficiency"], S.eta_m: cal["hbm_efficiency"], S.eta_v: cal["element_efficiency"],
+        # faster data types pack a whole number of elements per contraction lane (FP8 2x, MX 4x)
+        S.mt: cal["tile_m"], S.nt: cal["tile_n"], S.kt: cal["tile_k"] * np.maximum(1.0, np.round(rt / rb)),
+        S.kb: cal["tile_k"], S.t_ovh: cal["op_overhead"],
+        fm.p_av: cal["attention_vector_passes"], fm.p_sm: cal["materialised_softmax_vector_passes"],
+        fm.x_tr: cal["attention_transpose_on_tensor"],
+        fm.qb: cal["attention_query_block"],
+        # attention kernels' tensor-core efficiency relative to GEMMs' (a family without the
+        # parameter runs attention at the GEMM efficiency)
+        fm.r_att: cal["attention_tensor_efficiency"] / cal["tensor_efficiency"],
+    }
+
+
+def conversion_values(system: System, cal: Calibration, weights, compute) -> dict:
+    """Quantize / dequantize passes: activations into the compute type, weights from storage type."""
+    def q_act(d: DType) -> float:
+        if d in (DType.FP8, DType.INT8):
+            return cal["fp8_activation_quantize_passes"]
+        if is_microscaled(d) or d in (DType.FP4, DType.INT4):
+            return cal["mx_activation_quantize_passes"]
+        return 0.0
+
+    def q_weight(w: DType, c: DType) -> float:
+        # The tensor engine multiplies operands of one type; only block-scaled (MX / NVFP4) formats
+        # mix natively (MXFP4 x MXFP8 on Trainium3 and Blackwell). Anything else is dequantized.
+        native_mix = is_microscaled(w) or w == DType.FP4
+        native_mix = native_mix and (is_microscaled(c) or c == DType.FP4) and system.chip.supports(w)
+        if w == c or native_mix:
+            return 0.0
+        if w == DType.INT8:  # per-channel int8 storage: a plain cast (a family without the parameter
+            return cal.get("int8_weight_dequantize_passes", cal["weight_dequantize_passes"])  # dequantizes it)
+        return cal["weight_dequantize_passes"]
+
+    (wc, wu), (cc, cu) = dtype_codes(weights), dtype_codes(compute)
+    table = np.asarray([[q_weight(_parse_dtype(w), _parse_dtype(c)) for c in cu] for w in wu], dtype=float)
+    wc, cc = np.broadcast_arrays(wc, cc)  # one entry per (weights, compute) pair present
+    qw = np.asarray(table[wc, cc])
+    return {fm.q_a: _dtype_map(compute, q_act), fm.q_w: qw}
+
+
+def expert_values(system: System, cal: Calibration, kn: "Knobs") -> dict:
+    """Bytes and dequantize passes for routed-expert weights (default: the weights' type)."""
+    ew = kn.weights if kn.expert_weights is None else kn.expert_weights
+    conv = conversion_values(system, cal, ew, kn.compute)
+    return {S.bwe: _dtype_map(ew, bytes_per_element), fm.q_we: conv[fm.q_w]}
+
+
+def scenario_values(kn: Knobs, cal: Calibration) -> dict:
+    phase = Phase(kn.phase)
+    T = _arr(1.0) if phase == Phase.DECODE else _arr(kn.seq_len)
+    u = cal["moe_load_imbalance"] if kn.moe_imbalance is None else kn.moe_imbalance
+    opt = Optimizer(kn.optimizer).bytes_per_param
+    zero = _arr(kn.zero)
+    dp = _arr(kn.dp)
+    return {
+        S.B: _arr(kn.batch), S.T: T, S.C0: _arr(kn.context), S.t: _arr(kn.tp), ops.da: _arr(kn.da),
+        S.ep: _arr(kn.ep), S.cp: _arr(kn.cp), ops.nmb: _arr(kn.microbatches), S.u: _arr(u),
+        ops.i_a2a: np.where(_arr(kn.da) > 1, 1.0, 0.0),
+        S.bw: _dtype_map(kn.weights, bytes_per_element), S.bc: _dtype_map(kn.compute, bytes_per_element),
+        S.ba: _dtype_map(kn.activations, bytes_per_element), S.bkv: _dtype_map(kn.kv_cache, bytes_per_element),
+        ops.dp_: dp, ops.zs: np.where(zero >= 1, dp, 1.0), ops.bg: float(opt["gradients"]),
+        ops.bo_r: float(opt["gradients"] + opt["master"] + opt["optimizer"] + (opt["weights"] if not opt["master"] else 0)),
+        ops.bo_w: float(opt["master"] + opt["optimizer"] + opt["weights"]),
+        ops.bwt: float(opt["weights"]),
+        **{sym: np.where(zero == z, 1.0, 0.0) for z, sym in enumerate((ops.i_z0, ops.i_z1, ops.i_z2, ops.i_z3))},
+        ops.i_pp: np.where(_arr(kn.pp) > 1, 1.0, 0.0), ops.i_cp: np.where(_arr(kn.cp) > 1, 1.0, 0.0),
+        ops.vpp: _arr(kn.pp_virtual),
+        ops.i_sp: np.where(np.asarray(kn.sequence_parallel, dtype=bool), 1.0, 0.0),
+        fm.i_mat: np.where(np.asarray(kn.flash_attention, dtype=bool), 0.0, 1.0),
+    }
+
+
+def sharded_heads(H, KV, shards) -> tuple[np.ndarray, np.ndarray]:
+    """(query heads, KV heads) after sharding whole heads over `shards` ranks, as Transformers
+    NeuronX does (utils.get_qkv_padding, GQA.REPLICATED_HEADS, the fallback whenever KV % ranks != 0):
+      H_p  = n ceil(H / n)                      zero-padded query heads (every rank holds H_p / n)
+      MHA (KV = H):  KV_p = H_p
+      GQA: KV_p = KV r,  r = n / KV  if KV < n, n % KV = 0 and (H % n = 0 or (H_p - H) % KV = 0 and H_p > H)
+                         r = 1       if H_p / n = H / KV (one KV head per rank already)
+                         r = H / KV  otherwise (full replication, as MHA);  KV_p = max(KV_p, n)
+                   (KV_p = H_p when the replication reaches H)
+    Padded heads cost what real heads cost (their weights, K/V cache and work are all there).
+    shards = 0: (H, KV) unchanged."""
+    H, KV, n = np.broadcast_arrays(_arr(H), _arr(KV), _arr(shards))
+    on = n > 0
+    nn = np.where(on, n, 1.0)
+    Hp = nn * np.ceil(H / nn)
+    mha = KV == H
+    partial = (KV < nn) & (np.mod(nn, KV) == 0) & ((np.mod(H, nn) == 0) | ((np.mod(Hp - H, KV) == 0) & (Hp > H)))
+    ratio = np.where(partial, nn / KV, np.where(Hp / nn == H / KV, 1.0, H / KV))
+    kv = np.maximum(KV * ratio, nn)
+    kv = np.where(kv == H, Hp, kv)
+    KVp = np.where(mha, Hp, kv)
+    return np.where(on, Hp, H), np.where(on, KVp, KV)
+
+
+def bind(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) -> dict:
+    vals = {}
+    vals.update(model_values(arch, kn.pp))
+    if np.any(_arr(kn.head_shards) > 0):
+        vals[S.H], vals[S.KV] = sharded_heads(vals[S.H], vals[S.KV], kn.head_shards)
+    vals.update(hardware_values(system, cal, kn.compute))
+    vals.update(conversion_values(system, cal, kn.weights, kn.compute))
+    vals.update(expert_values(system, cal, kn))
+    vals.update(scenario_values(kn, cal))
+    return vals

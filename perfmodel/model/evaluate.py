@@ -1,0 +1,379 @@
+"""Evaluate a workload on a system: per-operator costs and per-scenario summary, vectorised.
+
+    evaluate(system, arch, scenario)          -> Result (per-op frame + one summary row)
+    evaluate_sweep(system, arch, knobs)       -> summary DataFrame, one row per configuration
+
+One symbolic graph per model structure is lambdified once (cached) into a numpy function
+returning every operator's counts, work, engine times and time; a sweep of N
+configurations is one call on arrays of length N, never a Python loop per configuration.
+The sweep path (run_rows + summarize_rows, used by evaluate_sweep, serving and training) keeps
+each operator's arrays at their own shapes (a quantity the swept fields do not touch stays a
+scalar) and sums over operators in operator order (opsum): the numbers of summing the
+[op, configuration] arrays that run() returns, without building them.
+
+Summary metrics (per device unless named otherwise):
+    step_time_s = sum_ops count x time + sum_comm count x comm time (exposed)
+    mfu         = model FLOPs / (step_time x chip peak for the compute type)
+    tensor_util = model FLOPs / (step_time x tensor-engine rate for the compute type)
+
+Does not: read files or format output.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import sympy as sp
+
+from perfmodel.catalog.calibration import Calibration, calibration_for
+from perfmodel.comm import collectives
+from perfmodel.comm.algorithms import Collective
+from perfmodel.core.dtypes import DType
+from perfmodel.core.hardware import System
+from perfmodel.core.scenario import Phase, Recompute, Scenario
+from perfmodel.core.workload import ModelArch
+from perfmodel.model import bindings as bd
+from perfmodel.model import graph as gr
+from perfmodel.model.formulas import FIELDS
+from perfmodel.model.ops import GraphKey, Op, OpKind, Pass
+from perfmodel.model.roofline import ENGINES, Overlap, engine_times, op_time
+
+_vmax = sp.Function("vmax")
+_vmin = sp.Function("vmin")
+_NAMESPACE = {"vmax": lambda *a: functools.reduce(np.maximum, a), "vmin": lambda *a: functools.reduce(np.minimum, a)}
+QUANTITIES = ("count",) + FIELDS + tuple(f"t_{e}" for e in ENGINES) + ("time", "comm_bytes")
+
+
+def _numeric(expr: sp.Expr) -> sp.Expr:
+    return sp.sympify(expr).replace(sp.Max, _vmax).replace(sp.Min, _vmin)
+
+
+@dataclass(frozen=True)
+class CompiledGraph:
+    ops: tuple[Op, ...]
+    symbols: tuple[sp.Symbol, ...]
+    fn: object  # numpy function of symbols -> list of arrays, QUANTITIES per op
+
+    def rows(self, values: dict) -> tuple[dict[str, list[np.ndarray]], tuple]:
+        """Per quantity, one float array per operator at its own shape (a quantity that does not
+        depend on the swept fields stays a scalar), and the configurations' broadcast shape."""
+        missing = [s for s in self.symbols if s not in values]
+        if missing:
+            raise KeyError(f"no value bound for symbols {', '.join(map(str, missing))}")
+        raw = self.fn(*[values[s] for s in self.symbols])
+        shape = np.broadcast_shapes(*[np.shape(values[s]) for s in self.symbols])
+        n_q, n_ops = len(QUANTITIES), len(self.ops)
+        return {qname: [np.asarray(raw[i * n_q + qi], dtype=float) for i in range(n_ops)]
+                for qi, qname in enumerate(QUANTITIES)}, shape
+
+    def __call__(self, values: dict) -> dict[str, np.ndarray]:
+        """Per quantity, one array [op, configuration...]."""
+        rows, shape = self.rows(values)
+        return {qname: stack_rows(r, shape) for qname, r in rows.items()}
+
+
+def stack_rows(rows: list, shape: tuple) -> np.ndarray:
+    """Per-operator arrays (any broadcastable shapes) as one array [op, configuration...]."""
+    return np.stack([np.broadcast_to(r, shape) for r in rows]) if rows else np.zeros((0,) + tuple(shape))
+
+
+def opsum(terms: list, shape: tuple, pairwise: bool | None = None) -> np.ndarray:
+    """Sum of per-operator terms over the operators, bit for bit as np.stack(terms).sum(axis=0):
+    numpy adds the rows of an [op, configuration] array one after another in operator order (a
+    single configuration: pairwise). A term of None is a 0.0 left out of the sweep path (x + 0.0
+    is x for every finite sum); terms stay at their own shapes (a scalar term costs no array), so
+    a sweep never materialises [op, configuration] arrays. pairwise (default: one configuration)
+    forces either order, for a sweep evaluated on its distinct rows only."""
+    if pairwise is None:
+        pairwise = int(np.prod(shape)) <= 1
+    if pairwise or not terms:
+        return stack_rows([0.0 if t is None else t for t in terms], shape).sum(axis=0)
+    acc, owned = None, False
+    for t in terms:
+        if t is None:
+            continue
+        if acc is None:
+            acc = t
+        elif owned and np.shape(acc) == np.broadcast_shapes(np.shape(acc), np.shape(t)):
+            np.add(acc, t, out=acc)
+        else:
+            acc = np.add(acc, t)
+            owned = isinstance(acc, np.ndarray) and acc.ndim > 0
+    if acc is None:
+        return np.zeros(shape)
+    return acc if owned and np.shape(acc) == tuple(shape) else np.array(np.broadcast_to(acc, shape), dtype=float)
+
+
+@functools.lru_cache(maxsize=128)
+def compile_graph(key: GraphKey, phase: Phase, recompute: Recompute, overlap: Overlap) -> CompiledGraph:
+    """Lambdify every operator quantity of a graph into one numpy function (cached)."""
+    ops = gr.build_graph(key, phase, recompute)
+    exprs = []
+    for op in ops:
+        w = op.work
+        et = engine_times(w)
+        t = op_time(w, overlap) if op.kind != OpKind.COLLECTIVE else sp.Integer(0)
+        comm = op.comm.nbytes if op.comm else sp.Integer(0)
+        exprs += [op.count, *[getattr(w, f) for f in FIELDS], *[et[e] for e in ENGINES], t, comm]
+    exprs = [_numeric(e) for e in exprs]
+    syms = sorted(set().union(*[e.free_symbols for e in exprs]), key=lambda s: s.name)
+    fn = sp.lambdify(syms, exprs, modules=[_NAMESPACE, "numpy"], cse=True)
+    return CompiledGraph(ops=ops, symbols=tuple(syms), fn=fn)
+
+
+# group -> (size knob, stride knobs): groups are placed innermost first (tp, da/ep, cp, pp, dp)
+_GROUPS = {"tp": ("tp", ()), "ep": ("ep", ()), "cp": ("cp", ("tp", "da")), "pp": (None, ("tp", "da", "cp")),
+           "dp": ("dp", ("tp", "da", "cp", "pp"))}
+
+
+def _comm_rows(system: System, cal: Calibration, ops, comm_bytes: list, kn: bd.Knobs) -> list:
+    """Seconds per instance of each Comm op (0.0 for the others): the fastest algorithm for its
+    bytes, group size and placement (collectives.collective_time). Expert all-to-alls move the
+    busiest chip's share: the mean bytes x the MoE load imbalance u (scenario moe_imbalance, else
+    `moe_load_imbalance`). Tensor-parallel collectives run over kn.ranks_per_chip ranks per chip
+    (one per NeuronCore where the runtime counts cores as ranks: collectives.collective_cost)."""
+    out = [np.zeros(())] * len(ops)
+    u = cal["moe_load_imbalance"] if kn.moe_imbalance is None else kn.moe_imbalance
+    groups, cache = {}, {}  # per group (size, stride), and their codes, shared by the group's collectives
+    for i, op in enumerate(ops):
+        if op.comm is None:
+            continue
+        if op.comm.group not in groups:
+            size_knob, stride_knobs = _GROUPS[op.comm.group]
+            groups[op.comm.group] = (
+                2.0 if size_knob is None else np.asarray(getattr(kn, size_knob), dtype=float),
+                np.prod(np.broadcast_arrays(*[np.asarray(getattr(kn, s), dtype=float) for s in stride_knobs]),
+                        axis=0) if stride_knobs else 1.0)
+        size, stride = groups[op.comm.group]
+        nbytes = comm_bytes[i]
+        if op.comm.collective == Collective.ALL_TO_ALL and op.comm.group == "ep":
+            nbytes = nbytes * np.asarray(u, dtype=float)
+        rpc = int(kn.ranks_per_chip) if op.comm.group == "tp" else 1
+        out[i] = collectives.collective_time(system, cal, op.comm.collective, nbytes, size, stride,
+                                             ranks_per_chip=rpc, cache=cache)
+    return out
+
+
+def _comm_times(system: System, cal: Calibration, ops, q: dict, kn: bd.Knobs) -> np.ndarray:
+    """_comm_rows as one array [op, configuration...] (the shape of q["time"])."""
+    return stack_rows(_comm_rows(system, cal, ops, list(q["comm_bytes"]), kn), q["time"].shape[1:])
+
+
+@dataclass(frozen=True)
+class OpRows:
+    """All operators of one evaluation, per-operator arrays kept at their own shapes (no
+    [op, configuration] array is built): rows[quantity][i], comm[i] (seconds per instance of
+    op i's collective), shape (the configurations'), values (the bound symbols)."""
+
+    ops: tuple[Op, ...]
+    rows: dict
+    comm: list
+    shape: tuple
+    values: dict
+
+    def stacked(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """(quantities as arrays [op, configuration...], comm times [op, configuration...])."""
+        return ({k: stack_rows(r, self.shape) for k, r in self.rows.items()}, stack_rows(self.comm, self.shape))
+
+
+def run_rows(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | None = None,
+             recompute: Recompute = Recompute.NONE, overlap: Overlap = Overlap.PIPELINED) -> OpRows:
+    """Evaluate all operators, per-operator arrays at their own shapes (the sweep path)."""
+    cal = cal or calibration_for(system)
+    compiled = compile_graph(GraphKey.of(arch), Phase(kn.phase), Recompute(recompute), Overlap(overlap))
+    values = bd.bind(system, arch, cal, kn)
+    rows, shape = compiled.rows(values)
+    comm = _comm_rows(system, cal, compiled.ops, rows["comm_bytes"], kn)
+    return OpRows(ops=compiled.ops, rows=rows, comm=comm, shape=shape, values=values)
+
+
+def run(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | None = None,
+        recompute: Recompute = Recompute.NONE, overlap: Overlap = Overlap.PIPELINED):
+    """Evaluate all operators: returns (ops, quantities dict of arrays [op, config...], comm times)."""
+    r = run_rows(system, arch, kn, cal, recompute, overlap)
+    q, comm = r.stacked()
+    return r.ops, q, comm, r.values
+
+
+def peak_flop_per_s(system: System, compute) -> np.ndarray:
+    """Chip peak FLOP/s for each compute data type (the published peak, else the tensor rate)."""
+    chip = system.chip
+
+    def one(d: DType) -> float:
+        return chip.peak_flop_per_s.get(d) or chip.tensor.rate(d)
+
+    return bd._dtype_map(compute, one)
+
+
+def summarize(system: System, arch: ModelArch, kn: bd.Knobs, ops, q: dict, comm: np.ndarray,
+              values: dict) -> dict[str, np.ndarray]:
+    """Per-configuration totals (arrays over the sweep) from arrays [op, configuration...]."""
+    rows = {k: list(q[k]) for k in ("count", "time", "flop", "read", "write", *[f"t_{e}" for e in ENGINES])}
+    return summarize_rows(system, arch, kn, OpRows(tuple(ops), rows, list(comm), q["time"].shape[1:], values))
+
+
+def _total(r: OpRows, x: list, keep=lambda op: True, pairwise: bool | None = None) -> np.ndarray:
+    """sum over the operators `keep` selects of count x quantity x (per configuration)."""
+    count = r.rows["count"]
+    return opsum([count[i] * x[i] if keep(op) else None for i, op in enumerate(r.ops)], r.shape, pairwise)
+
+
+def model_flop(r: OpRows, pairwise: bool | None = None) -> np.ndarray:
+    """Model FLOPs per configuration: forward and backward operators (no recompute, no optimizer)."""
+    return _total(r, r.rows["flop"], lambda op: op.pass_ in (Pass.FORWARD, Pass.BACKWARD), pairwise)
+
+
+def summarize_rows(system: System, arch: ModelArch, kn: bd.Knobs, r: OpRows) -> dict[str, np.ndarray]:
+    """Per-configuration totals (arrays over the sweep): sums over operators in operator order
+    (opsum), the same numbers as summing arrays [op, configuration...] over the operators.
+    Terms a sum leaves out (a zero mask, an operator with no collective) are skipped: adding their
+    0.0 would change no finite result."""
+    ops, q, shape = r.ops, r.rows, r.shape
+    count = q["count"]
+
+    def total(x, keep=lambda op: True):
+        return _total(r, x, keep)
+
+    compute_s = total(q["time"])
+    comm_s = total(r.comm, lambda op: op.comm is not None)
+    step = compute_s + comm_s
+    model_flop_ = model_flop(r)
+    hw_flop = total(q["flop"])
+    hbm = total([a + b for a, b in zip(q["read"], q["write"])])
+    engine = {e: total(q[f"t_{e}"]) for e in ENGINES}
+    values = r.values
+    peak = peak_flop_per_s(system, kn.compute)
+    rt = values[bd.S.Rt]
+    phase = Phase(kn.phase)
+    B = np.asarray(kn.batch, dtype=float)
+    T = np.asarray(1.0 if phase == Phase.DECODE else kn.seq_len, dtype=float)
+    replica = (np.asarray(kn.tp, dtype=float) * np.asarray(kn.da, dtype=float) * np.asarray(kn.cp, dtype=float)
+               * np.asarray(kn.pp, dtype=float))
+    nmb = np.asarray(kn.microbatches, dtype=float)
+    tokens = B * T * (nmb if phase == Phase.TRAIN else 1.0)
+    out = {
+        "step_time_s": step, "compute_time_s": compute_s, "comm_time_s": comm_s,
+        "model_flop": model_flop_, "hardware_flop": hw_flop, "hbm_bytes": hbm,
+        "mfu_frac": model_flop_ / (step * peak), "tensor_util_frac": model_flop_ / (step * rt),
+        "achieved_flop_per_s": model_flop_ / step, "intensity_flop_per_byte": hw_flop / np.maximum(hbm, 1.0),
+        "tokens_per_step": tokens, "tokens_per_s_per_replica": tokens / step,
+        "tokens_per_s_per_chip": tokens / step / replica, "replica_chips": replica,
+        "peak_flop_per_s": peak * np.ones_like(step), "tensor_rate_flop_per_s": rt * np.ones_like(step),
+    }
+    for e in ENGINES:
+        out[f"{e}_busy_s"] = engine[e]
+    if phase == Phase.DECODE:
+        out["time_per_output_token_s"] = step
+        out["tokens_per_s_per_user"] = 1.0 / step
+    if phase == Phase.PREFILL:
+        out["ttft_s"] = step
+    return out
+
+
+def op_frame(ops, q: dict, comm: np.ndarray, col: int = 0) -> pd.DataFrame:
+    """Tidy per-operator frame for configuration `col` of a sweep (col 0 for a single scenario)."""
+    def pick(a):
+        return a if a.ndim == 1 else a[:, col]
+
+    rows = []
+    for i, op in enumerate(ops):
+        r = {"op": op.name, "block": op.group, "kind": op.kind.value, "pass": op.pass_.value,
+             "count": float(pick(q["count"])[i])}
+        for f in FIELDS:
+            r[f] = float(pick(q[f])[i])
+        times = {e: float(pick(q[f"t_{e}"])[i]) for e in ENGINES}
+        t = float(pick(q["time"])[i])
+        c = float(pick(comm)[i])
+        r.update({f"{e}_s": v for e, v in times.items()})
+        r["comm_s"] = c
+        r["time_s"] = t + c
+        r["total_time_s"] = r["count"] * r["time_s"]
+        busy = {**times, "comm": c}
+        r["bound"] = max(busy, key=busy.get) if max(busy.values()) > 0 else "overhead"
+        r["intensity_flop_per_byte"] = r["flop"] / (r["read"] + r["write"]) if (r["read"] + r["write"]) else np.nan
+        r["achieved_flop_per_s"] = r["flop"] / r["time_s"] if r["time_s"] else 0.0
+        for e, v in times.items():
+            r[f"util_{e}_frac"] = v / t if t else 0.0
+        r["comm_bytes"] = float(pick(q["comm_bytes"])[i])
+        r["collective"] = op.comm.collective.value if op.comm else ""
+        r["comm_group"] = op.comm.group if op.comm else ""
+        rows.append(r)
+    df = pd.DataFrame(rows)
+    return df.rename(columns={"read": "hbm_read_bytes", "write": "hbm_write_bytes", "sram": "sram_bytes",
+                              "params": "params_elems",
+                              "vector": "vector_elems", "scalar": "scalar_elems", "exp": "exp_elems",
+                              "gpsimd": "gpsimd_elems"})
+
+
+@dataclass(frozen=True)
+class Result:
+    """One scenario evaluated. Fields: system and workload keys, the Scenario, the overlap
+    policy, `ops` (per-operator frame, SI units), `summary` (one row: inputs and outputs),
+    `calibration` (the assumptions used) and `warnings`."""
+
+    system: str
+    workload: str
+    scenario: Scenario
+    overlap: Overlap
+    ops: pd.DataFrame
+    summary: pd.DataFrame
+    calibration: Calibration
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def __getitem__(self, key: str) -> float:
+        return float(self.summary.iloc[0][key])
+
+
+def scenario_columns(system: System, arch: ModelArch, s: Scenario) -> dict:
+    p, q = s.parallel, s.precision
+    return {"system": system.name, "workload": arch.name, "phase": s.phase.value, "batch": s.batch,
+            "seq_len": s.seq_len, "context": s.context, "tp": p.tp, "pp": p.pp, "dp": p.dp, "ep": p.ep, "cp": p.cp,
+            "da": p.da, "zero": p.zero, "microbatches": p.microbatches, "weights_dtype": q.weights.value,
+            "compute_dtype": q.compute.value, "activations_dtype": q.activations.value, "kv_dtype": q.kv_cache.value,
+            "expert_weights_dtype": q.experts.value,
+            "recompute": s.recompute.value, "optimizer": s.optimizer.value, "flash_attention": s.flash_attention}
+
+
+def evaluate(system: System, arch: ModelArch, scenario: Scenario, cal: Calibration | None = None,
+             overlap: Overlap = Overlap.PIPELINED) -> Result:
+    """Evaluate one scenario: per-operator costs and a one-row summary."""
+    scenario.validate()
+    cal = cal or calibration_for(system)
+    kn = bd.Knobs.of(scenario)
+    ops, q, comm, values = run(system, arch, kn, cal, scenario.recompute, overlap)
+    summ = summarize(system, arch, kn, ops, q, comm, values)
+    row = {**scenario_columns(system, arch, scenario), "overlap": Overlap(overlap).value,
+           **{k: float(np.asarray(v).ravel()[0]) for k, v in summ.items()}}
+    warnings = []
+    bad = [k for k, v in row.items() if isinstance(v, float) and not np.isfinite(v)]
+    if bad:
+        raise ValueError(f"non-finite results for {', '.join(bad)}: check the scenario and spec values")
+    return Result(system=system.name, workload=arch.name, scenario=scenario, overlap=Overlap(overlap),
+                  ops=op_frame(ops, q, comm), summary=pd.DataFrame([row]), calibration=cal,
+                  warnings=tuple(warnings))
+
+
+def evaluate_sweep(system: System, arch: ModelArch, knobs: bd.Knobs, cal: Calibration | None = None,
+                   recompute: Recompute = Recompute.NONE, overlap: Overlap = Overlap.PIPELINED) -> pd.DataFrame:
+    """Summary frame for every configuration in `knobs` (array fields broadcast together)."""
+    cal = cal or calibration_for(system)
+    summ = summarize_rows(system, arch, knobs, run_rows(system, arch, knobs, cal, recompute, overlap))
+    shape = np.broadcast_shapes(*[np.shape(v) for v in summ.values()])
+    cols = {}
+    for name in ("batch", "seq_len", "context", "tp", "da", "ep", "cp", "pp", "dp", "microbatches"):
+        cols[name] = np.broadcast_to(np.asarray(getattr(knobs, name)), shape)
+    for name in ("weights", "compute", "activations", "kv_cache"):
+        codes, distinct = bd.dtype_codes(getattr(knobs, name))
+        names = np.asarray([DType(d).value if not isinstance(d, str) else DType.parse(d).value for d in distinct],
+                           dtype=object)
+        cols[f"{name}_dtype"] = np.broadcast_to(np.asarray(names[codes], dtype=object), shape)
+    df = pd.DataFrame({k: np.asarray(v).ravel() for k, v in cols.items()})
+    for k, v in summ.items():
+        df[k] = np.broadcast_to(np.asarray(v, dtype=float), shape).ravel()
+    df.insert(0, "phase", Phase(knobs.phase).value)
+    df.insert(0, "workload", arch.name)
+    df.insert(0, "system", system.name)
+    return df

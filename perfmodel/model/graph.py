@@ -1,0 +1,336 @@
+"""Operator graph of one device after sharding, per phase, as symbolic `Op` records.
+
+The graph depends only on a model's *structure* (GraphKey: attention kind, MoE or dense,
+sliding layers, norm, ...) and the phase, never on sizes: every Llama-shaped model
+shares one graph, and sizes, batch, parallel degrees and data types are bound later
+(evaluate.py), as floats or whole numpy arrays for sweeps.
+
+The records and structural symbols are in ops.py. Counts: layer ops repeat L_x / p times (p
+pipeline stages; the graph is one stage, embedding and LM head included, i.e. the heaviest
+stage), x the micro-batches.
+
+Does not: bind numbers, price time or communication.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import lru_cache
+
+import sympy as sp
+
+from perfmodel.comm.algorithms import Collective
+from perfmodel.core.scenario import Phase, Recompute
+from perfmodel.core.symbols import (C0, KV, B, D, E, F, Fe, Fs, H, T, V, W, ba, bkv, bw, bwe, cp, dh, dn, dr, dv, ep, k,
+                                    rkv, rq, t, u)
+from perfmodel.core.workload import AttentionKind, ModelArch
+from perfmodel.model import formulas as fm
+from perfmodel.model.formulas import Work
+from perfmodel.model.ops import (TV, Comm, GraphKey, KV_dev, Ld, Lfa, Lm, Lsw, N_dev, N_rep, Op, OpKind, P, Pass, bg,
+                                 bo_r, bo_w, bwt, da, i_a2a, i_cp, i_pp, i_sp, i_z0, i_z1, i_z2, i_z3, n_rep, nmb, vpp,
+                                 zs)
+
+
+def _op(name, group, kind, count, work, comm=None, formula="", backward=None):
+    return Op(name=name, group=group, kind=kind, pass_=Pass.FORWARD, count=count, work=work, comm=comm,
+              formula=formula or kind.value, backward=backward)
+
+
+def _attention_op(name, grp, count, *args, **kw) -> Op:
+    """The attention core: forward fm.attention, backward fm.attention_backward (same shapes)."""
+    return _op(name, grp, OpKind.ATTENTION, count, fm.attention(*args, **kw), formula="attention",
+               backward=fm.attention_backward(*args, **kw))
+
+
+def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr | None, tag: str) -> list[Op]:
+    """One attention layer set (full or sliding): norm, projections, RoPE, cache, core, output, reduce."""
+    ops: list[Op] = []
+    grp = f"attention{tag}"
+    ops.append(_op(f"attn{tag}.norm", grp, OpKind.NORM, count, fm.norm(N_dev, D, g.norm), formula="norm"))
+    infer = phase != Phase.TRAIN and not g.encoder_only
+    if g.encoder_only:
+        s_avg, s_kv = T, T  # bidirectional: every token sees the whole sequence
+    else:
+        s_avg, s_kv = fm.causal_mean_keys(T, C0, window), fm.kv_length(T, C0, window)
+    kv_tokens = (B / da) * s_kv / cp  # K/V tokens held for this device's sequences
+    # materialised (non-flash) attention in training runs attention dropout on the probabilities
+    mat = dict(s_full=s_kv, dropout=1 if phase == Phase.TRAIN else 0)
+    if g.attention == AttentionKind.MLA:
+        if g.mla_q_lora:
+            ops.append(_op(f"attn{tag}.q_a", grp, OpKind.MATMUL, count, fm.matmul(N_dev, D, rq), formula="matmul"))
+            ops.append(_op(f"attn{tag}.q_a_norm", grp, OpKind.NORM, count, fm.norm(N_dev, rq, "rmsnorm")))
+            ops.append(_op(f"attn{tag}.q_b", grp, OpKind.MATMUL, count, fm.matmul(N_dev, rq, H * (dn + dr) / t),
+                           formula="matmul"))
+        else:
+            ops.append(_op(f"attn{tag}.q", grp, OpKind.MATMUL, count, fm.matmul(N_dev, D, H * (dn + dr) / t),
+                           formula="matmul"))
+        ops.append(_op(f"attn{tag}.kv_a", grp, OpKind.MATMUL, count, fm.matmul(N_dev, D, rkv + dr), formula="matmul"))
+        ops.append(_op(f"attn{tag}.kv_a_norm", grp, OpKind.NORM, count, fm.norm(N_dev, rkv, "rmsnorm")))
+        ops.append(_op(f"attn{tag}.rope", grp, OpKind.ELEMENTWISE, count,
+                       fm.elementwise(N_dev * dr * (H / t + 1), vector=3), formula="elementwise"))
+        if phase == Phase.DECODE:
+            # absorbed form (DeepSeek-V2 sec. 2.1.2): W_UK folded into the query, W_UV into the output;
+            # attention runs over the shared latent (r_kv + d_rope per token), one KV "head".
+            ops.append(_op(f"attn{tag}.q_absorb", grp, OpKind.MATMUL, count,
+                           fm.matmul(N_dev * H / t, dn, rkv), formula="matmul"))
+            ops.append(_op(f"attn{tag}.kv_cache_write", grp, OpKind.MEMORY, count,
+                           Work(write=N_dev * (rkv + dr) * bkv), formula="memory"))
+            hp, sp_ = fm.kv_passes(T / cp, H / t, rkv + dr, rkv, ba)
+            ops.append(_attention_op(f"attn{tag}.core", grp, count, N_dev, H / t, 1, s_avg, kv_tokens, rkv + dr, rkv,
+                                     kv_width=rkv + dr, hbm_passes=hp, sram_passes=sp_, **mat))
+            ops.append(_op(f"attn{tag}.v_absorb", grp, OpKind.MATMUL, count,
+                           fm.matmul(N_dev * H / t, rkv, dv), formula="matmul"))
+        else:
+            ops.append(_op(f"attn{tag}.kv_b", grp, OpKind.MATMUL, count, fm.matmul(N_dev, rkv, H * (dn + dv) / t),
+                           formula="matmul"))
+            if infer:
+                ops.append(_op(f"attn{tag}.kv_cache_write", grp, OpKind.MEMORY, count,
+                               Work(write=N_dev * (rkv + dr) * bkv), formula="memory"))
+            hp, sp_ = fm.kv_passes(T / cp, 1, dn + dr, dv, ba)
+            ops.append(_attention_op(f"attn{tag}.core", grp, count, N_dev, H / t, H / t, s_avg, kv_tokens, dn + dr,
+                                     dv, b_kv_elem=ba, hbm_passes=hp, sram_passes=sp_, **mat))
+        o_in = H * dv / t
+    else:
+        ops.append(_op(f"attn{tag}.qkv", grp, OpKind.MATMUL, count,
+                       fm.matmul(N_dev, D, (H + 2 * KV) * dh / t, bias=g.attention_bias), formula="matmul"))
+        if g.qk_norm:  # Qwen3: RMSNorm over d_h on every query and key head (weights d_h each)
+            ops.append(_op(f"attn{tag}.qk_norm", grp, OpKind.NORM, count,
+                           Work(**{**dict(fm.norm(N_dev * (H / t + KV_dev), dh, "rmsnorm", params=False).items()),
+                                   "params": 2 * dh}), formula="norm"))
+        if not g.learned_pos:
+            ops.append(_op(f"attn{tag}.rope", grp, OpKind.ELEMENTWISE, count,
+                           fm.elementwise(N_dev * (H / t + KV_dev) * dh, vector=3), formula="elementwise"))
+        if infer:
+            ops.append(_op(f"attn{tag}.kv_cache_write", grp, OpKind.MEMORY, count,
+                           Work(write=N_dev * KV_dev * 2 * dh * bkv), formula="memory"))
+        kv_src = bkv if infer else ba
+        hp, sp_ = fm.kv_passes(T / cp, H / t / KV_dev, dh, dh, ba)
+        core = _attention_op(f"attn{tag}.core", grp, count, N_dev, H / t, KV_dev, s_avg, kv_tokens, dh, dh,
+                             b_kv_elem=kv_src, hbm_passes=hp, sram_passes=sp_, **mat)
+        if g.sinks:  # gpt-oss: one learned sink logit per head
+            core = dataclasses.replace(core, work=core.work + Work(params=H / t))
+        ops.append(core)
+        o_in = H * dh / t
+    ops.append(_op(f"attn{tag}.o_proj", grp, OpKind.MATMUL, count, fm.matmul(N_dev, o_in, D, bias=g.attention_bias),
+                   formula="matmul"))
+    ops.append(_op(f"attn{tag}.tp_all_reduce", grp, OpKind.COLLECTIVE, count, Work(),
+                   Comm(Collective.ALL_REDUCE, N_dev * D * ba, "tp"), formula="collective"))
+    ops.append(_op(f"attn{tag}.residual", grp, OpKind.ELEMENTWISE, count,
+                   fm.elementwise(N_dev * D, vector=1, reads=2), formula="elementwise"))
+    return ops
+
+
+def _mlp(tokens: sp.Expr, width: sp.Expr, g: GraphKey, name: str, grp: str, count: sp.Expr,
+         instances: sp.Expr = 1, weight_reads: sp.Expr = 1, b_w: sp.Expr = bw, dequant: sp.Expr = fm.q_w) -> list[Op]:
+    """Gated (SwiGLU: gate+up, act*mul, down) or plain (up, act, down) MLP of `width` per device."""
+    c = count * instances
+    mm = dict(bias=g.mlp_bias, weight_reads=weight_reads, b_w=b_w, dequant=dequant)
+    if g.gated_mlp:
+        up = fm.matmul(tokens, D, 2 * width, **mm)
+        act = fm.elementwise(tokens * width, scalar=1, vector=1, reads=2)
+    else:
+        up = fm.matmul(tokens, D, width, **mm)
+        act = fm.elementwise(tokens * width, scalar=1)
+    down = fm.matmul(tokens, width, D, **mm)
+    return [_op(f"{name}.up", grp, OpKind.MATMUL, c, up, formula="matmul"),
+            _op(f"{name}.act", grp, OpKind.ELEMENTWISE, c, act, formula="elementwise"),
+            _op(f"{name}.down", grp, OpKind.MATMUL, c, down, formula="matmul")]
+
+
+def _dense_block(g: GraphKey) -> list[Op]:
+    ops = [_op("mlp.norm", "mlp", OpKind.NORM, Ld, fm.norm(N_dev, D, g.norm), formula="norm")]
+    ops += _mlp(N_dev, F / t, g, "mlp", "mlp", Ld)
+    ops.append(_op("mlp.tp_all_reduce", "mlp", OpKind.COLLECTIVE, Ld, Work(), Comm(Collective.ALL_REDUCE,
+                                                                                     N_dev * D * ba, "tp")))
+    ops.append(_op("mlp.residual", "mlp", OpKind.ELEMENTWISE, Ld, fm.elementwise(N_dev * D, vector=1, reads=2)))
+    return ops
+
+
+def _moe_block(g: GraphKey) -> list[Op]:
+    """Router, top-k, dispatch, E/ep local experts of width F_e ep / n, shared experts, combine.
+
+    Mean tokens per expert = N_r k / E; the busiest expert gets u times that (load imbalance),
+    and all experts of a device run at the busiest pace. Only experts that receive a token run
+    (and have their weights read): f E of E, f = 1 - (1 - k/E)^{N_r}, each on u N_r k / (E f)
+    tokens.
+    """
+    ops = [_op("moe.norm", "moe", OpKind.NORM, Lm, fm.norm(N_dev, D, g.norm), formula="norm")]
+    ops.append(_op("moe.router", "moe", OpKind.MATMUL, Lm, fm.matmul(N_dev, D, E, bias=g.router_bias), formula="matmul"))
+    ops.append(_op("moe.topk", "moe", OpKind.ELEMENTWISE, Lm, fm.elementwise(N_dev * E, vector=4, exp=1, writes=0)))
+    ops.append(_op("moe.dispatch", "moe", OpKind.COLLECTIVE, Lm, Work(),
+                   Comm(Collective.ALL_TO_ALL, i_a2a * N_dev * k * D * ba, "ep")))
+    touched = fm.experts_touched(N_rep, E, k) / E  # f: fraction of experts that receive a token
+    tokens_e = u * N_rep * k / (E * touched)  # tokens of a touched expert (busiest pace)
+    experts = _mlp(tokens_e, Fe * ep / n_rep, g, "moe.expert", "moe", Lm, instances=E / ep * touched,
+                   b_w=bwe, dequant=fm.q_we)
+    # only the f E / e touched experts run (each padded to the tile and charged the per-op
+    # overhead); useful (model) FLOPs use the mean tokens per expert, engine work the busiest (x u);
+    # every expert's parameters stay on the device (params / f per touched instance)
+    ops += [dataclasses.replace(o, work=Work(**{**dict(o.work.items()), "flop": o.work.flop / u,
+                                                "params": o.work.params / touched})) for o in experts]
+    if g.shared_experts:
+        ops += _mlp(N_dev, Fs / t, g, "moe.shared", "moe", Lm)
+    ops.append(_op("moe.combine", "moe", OpKind.COLLECTIVE, Lm, Work(),
+                   Comm(Collective.ALL_TO_ALL, i_a2a * N_dev * k * D * ba, "ep")))
+    ops.append(_op("moe.tp_all_reduce", "moe", OpKind.COLLECTIVE, Lm, Work(),
+                   Comm(Collective.ALL_REDUCE, (1 - i_a2a) * N_dev * D * ba, "tp")))
+    ops.append(_op("moe.residual", "moe", OpKind.ELEMENTWISE, Lm, fm.elementwise(N_dev * D, vector=1, reads=2)))
+    return ops
+
+
+def _embedding(g: GraphKey) -> list[Op]:
+    params = V * D / t + (P * D if g.learned_pos else 0) + (TV * D if g.type_vocab else 0)
+    w = Work(read=N_dev * D * bw, write=N_dev * D * ba, params=params)
+    if g.learned_pos or g.type_vocab:
+        w = w + fm.elementwise(N_dev * D, vector=2 if g.type_vocab else 1, reads=0, writes=0)
+    ops = [_op("embed.lookup", "embedding", OpKind.EMBEDDING, 1, w, formula="embedding")]
+    if g.encoder_only:  # BERT normalises the summed embeddings
+        ops.append(_op("embed.norm", "embedding", OpKind.NORM, 1, fm.norm(N_dev, D, g.norm), formula="norm"))
+    return ops
+
+
+def _head(g: GraphKey, phase: Phase) -> list[Op]:
+    ops = []
+    if not g.encoder_only:
+        ops.append(_op("head.final_norm", "head", OpKind.NORM, 1, fm.norm(N_dev, D, g.norm), formula="norm"))
+    if g.encoder_only:
+        # BERT pooler (dense D x D + tanh on the [CLS] token) and, in training only, the MLM head:
+        # transform (dense + GELU + LayerNorm) and the decoder tied to the embeddings (+ bias V).
+        # The pre-training head's parameters (D^2 + 3D + V) are not part of the published count.
+        ops.append(_op("head.pooler", "head", OpKind.MATMUL, 1, fm.matmul(B / da, D, D, bias=True), formula="matmul"))
+        if phase != Phase.TRAIN:
+            return ops
+        mlm_tokens = N_dev
+        ops.append(_op("head.mlm_transform", "head", OpKind.MATMUL, 1, fm.matmul(mlm_tokens, D, D, bias=True),
+                       formula="matmul"))
+        ops.append(_op("head.mlm_norm", "head", OpKind.NORM, 1, fm.norm(mlm_tokens, D, g.norm), formula="norm"))
+        dec = fm.matmul(mlm_tokens, D, V / t)
+        ops.append(_op("head.lm_head", "head", OpKind.MATMUL, 1,
+                       Work(**{**dict(dec.items()), "params": V / t}), formula="matmul"))  # tied: bias only
+        return ops
+    logits_tokens = N_dev if phase == Phase.TRAIN else B / da
+    lm = fm.matmul(logits_tokens, D, V / t)
+    if g.tied:
+        lm = Work(**{**dict(lm.items()), "params": sp.Integer(0)})
+    ops.append(_op("head.lm_head", "head", OpKind.MATMUL, 1, lm, formula="matmul"))
+    if phase == Phase.TRAIN:
+        ops.append(_op("head.cross_entropy", "head", OpKind.ELEMENTWISE, 1,
+                       fm.elementwise(N_dev * V / t, vector=3, exp=1, writes=0)))
+    else:
+        ops.append(_op("head.sample", "head", OpKind.ELEMENTWISE, 1,
+                       fm.elementwise(B / da * V / t, vector=4, exp=1, writes=0), formula="elementwise"))
+    return ops
+
+
+def _forward(g: GraphKey, phase: Phase) -> list[Op]:
+    ops = _embedding(g)
+    if g.full:
+        ops += _attention_block(g, phase, Lfa, None, "")
+    if g.sliding:
+        ops += _attention_block(g, phase, Lsw, W, "_sw")
+    if g.dense_mlp:
+        ops += _dense_block(g)
+    if g.moe:
+        ops += _moe_block(g)
+    ops += _head(g, phase)
+    return ops
+
+
+def _backward(op: Op) -> Op:
+    """Backward of one forward op: 2x the matmul work (dgrad + wgrad), attention as the op's own
+    backward work (fm.attention_backward: FA2-style dQ, dK, dV at 2x forward FLOPs, plus the
+    recomputed Q K^T counted as recompute; the unfused score traffic when materialised), 2x
+    elementwise work, the same collectives on gradients."""
+    w = op.work
+    if op.backward is not None:
+        bw_work = op.backward
+    elif op.kind == OpKind.MATMUL:
+        bw_work = Work(flop=2 * w.flop, tensor_flop=2 * w.tensor_flop, vector=2 * w.vector,
+                       read=w.read + w.write + w.read, write=w.read)
+    elif op.kind == OpKind.ATTENTION:
+        bw_work = Work(flop=2 * w.flop, tensor_flop=2 * w.tensor_flop, tensor_b16_flop=2 * w.tensor_b16_flop,
+                       vector=3 * w.exp + w.vector, read=2 * w.read + w.write, write=w.read)
+    else:
+        bw_work = w.scaled(2).without_params()
+    return Op(name=op.name, group=op.group, kind=op.kind, pass_=Pass.BACKWARD, count=op.count, work=bw_work,
+              comm=op.comm, formula=op.formula)
+
+
+def _recompute(op: Op) -> Op:
+    return Op(name=op.name, group=op.group, kind=op.kind, pass_=Pass.RECOMPUTE, count=op.count,
+              work=op.work.without_params(), comm=op.comm, formula=op.formula)
+
+
+def _attention_score_recompute(op: Op) -> Op:
+    """FA backward recomputes P = softmax(Q K^T): half the forward attention FLOPs, all the exp.
+    Materialised attention (i_mat = 1) keeps P in HBM instead: nothing recomputed."""
+    w = op.work
+    flash = 1 - fm.i_mat
+    return Op(name=op.name + "_scores", group=op.group, kind=op.kind, pass_=Pass.RECOMPUTE, count=op.count,
+              work=Work(flop=w.flop / 2, tensor_flop=w.tensor_flop / 2, exp=w.exp, vector=w.vector,
+                        read=w.read / 2).scaled(flash), formula=op.formula)
+
+
+@lru_cache(maxsize=256)
+def build_graph(key: GraphKey, phase: Phase, recompute: Recompute = Recompute.NONE) -> tuple[Op, ...]:
+    """Symbolic operator graph of one device for `phase`; cached per structure."""
+    fwd = _forward(key, phase)
+    if phase != Phase.TRAIN:
+        return tuple(fwd)
+    step = [dataclasses.replace(o, count=o.count * nmb) for o in fwd]
+    layer_ops = [o for o in step if o.group not in ("embedding", "head")]
+    ops = list(step)
+    ops += [_backward(o) for o in reversed(step)]
+    ops += [_attention_score_recompute(o) for o in step if o.kind == OpKind.ATTENTION]
+    if recompute == Recompute.FULL:
+        ops += [_recompute(o) for o in layer_ops]
+    elif recompute == Recompute.SELECTIVE:
+        ops += [_recompute(o) for o in layer_ops if o.kind == OpKind.ATTENTION]
+    n_params = sum((o.count / nmb) * o.work.params for o in step)
+    ops.append(Op("optimizer.step", "optimizer", OpKind.OPTIMIZER, Pass.OPTIMIZER, sp.Integer(1),
+                  fm.adam_step(n_params / zs, bo_r, bo_w), formula="adam_step"))
+    ops += _training_plan_comm(key, n_params)
+    return tuple(ops)
+
+
+def _training_plan_comm(key: GraphKey, n_params: sp.Expr) -> list[Op]:
+    """Collectives of the parallelism plan in a training step (counts per optimizer step).
+
+    data parallel (G = P_dev b_g gradient bytes, W = P_dev b_wt weight bytes per device):
+        ZeRO 0: all-reduce(G) once;  ZeRO 1: reduce-scatter(G) + all-gather(W) once;
+        ZeRO 2: reduce-scatter(G) per micro-batch + all-gather(W) once;
+        ZeRO 3 / FSDP: reduce-scatter(G) + 2 all-gather(W) (forward, backward) per micro-batch
+    pipeline: send/recv of one micro-batch's activations N D b_a (/ t with sequence
+        parallelism), forward and backward, per micro-batch and virtual stage (2 m v)
+    context parallel: all-gather of the sequence's K,V per attention layer (forward and
+        recompute in the backward) and reduce-scatter of dK,dV (backward)
+    """
+    def comm(name, coll, nbytes, group, count, pass_=Pass.OPTIMIZER):
+        return Op(name, "plan", OpKind.COLLECTIVE, pass_, count, Work(), Comm(coll, nbytes, group),
+                  formula="collective")
+
+    attn_layers = (Lfa if key.full else 0) + (Lsw if key.sliding else 0)
+    kv = 2 * (B / da) * T * KV_dev * dh * ba
+    return [
+        comm("dp.grad_all_reduce", Collective.ALL_REDUCE, n_params * bg, "dp", i_z0),
+        comm("dp.grad_reduce_scatter", Collective.REDUCE_SCATTER, n_params * bg, "dp", i_z1 + (i_z2 + i_z3) * nmb),
+        comm("dp.weight_all_gather", Collective.ALL_GATHER, n_params * bwt, "dp", i_z1 + i_z2 + 2 * nmb * i_z3),
+        comm("pp.send_recv", Collective.SEND_RECV, N_dev * D * ba * (1 - i_sp + i_sp / t), "pp", 2 * nmb * vpp * i_pp,
+             Pass.FORWARD),
+        comm("cp.kv_all_gather", Collective.ALL_GATHER, kv, "cp", 2 * attn_layers * nmb * i_cp, Pass.FORWARD),
+        comm("cp.kv_grad_reduce_scatter", Collective.REDUCE_SCATTER, kv, "cp", attn_layers * nmb * i_cp,
+             Pass.BACKWARD),
+    ]
+
+
+def graph_for(arch: ModelArch, phase: Phase, recompute: Recompute = Recompute.NONE) -> tuple[Op, ...]:
+    return build_graph(GraphKey.of(arch), Phase(phase), Recompute(recompute))
+
+
+def parameter_expression(ops: tuple[Op, ...], experts: bool | None = None) -> sp.Expr:
+    """Parameters held on one device: sum over forward ops of count x params (per micro-batch).
+    experts=True: routed experts only; False: everything else; None: all."""
+    def keep(o: Op) -> bool:
+        return experts is None or (o.name.startswith("moe.expert")) == experts
+
+    return sp.sympify(sum(o.count * o.work.params for o in ops if o.pass_ == Pass.FORWARD and keep(o))).subs(nmb, 1)

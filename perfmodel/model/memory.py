@@ -1,0 +1,263 @@
+"""Memory footprint per device: weights, gradients, optimizer state, activations, KV cache.
+
+Per device (one pipeline stage; SI bytes; letters as in symbols.py):
+
+    weights      = P_dev b_w / (dp if ZeRO-3)          P_dev: parameters on the device (graph)
+    gradients    = P_dev b_g / (dp if ZeRO>=2)         training only
+    master+optim = P_dev (b_master + b_opt) / (dp if ZeRO>=1)
+    activations  = m_f (L/p) N a_tok                    training: N tokens per micro-batch per
+                   device, a_tok bytes saved per token per layer, m_f micro-batches in flight
+                   (1F1B: p on the first stage; GPipe: all); recompute keeps only layer inputs
+    scores       = m_f (L/p) B (H/t) T^2 2 b_a          only if attention is materialised (no flash)
+    kv_cache     = (B/d_a) sum_layers min(W, C_0 + T)/c  x  per-token KV bytes
+                   GQA: 2 max(K/t,1) d_h b_kv;  MLA: (r_kv + d_rope) b_kv
+    reserved     = runtime reserve (calibration `runtime_reserved_memory`)
+
+a_tok (bytes, activations in b_a; Korthikanti et al. 2022 style, no dropout masks):
+    b_a [2D (norm inputs) + D (QKV input) + (H+2K)d_h/t (Q,K,V) + H d_h/t (attn out)
+         + D (MLP input) + 3F/t (gate, up, act)]  (+ MoE: k (D + 3 F_e) u / ep per token)
+
+Does not: evaluate time.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy as sp
+
+from perfmodel.catalog.calibration import Calibration, calibration_for
+from perfmodel.core.dtypes import DType, bytes_per_element
+from perfmodel.core.hardware import System
+from perfmodel.core.scenario import Optimizer, Phase, Recompute, Scenario
+from perfmodel.core.symbols import t as t_sym
+from perfmodel.core.workload import AttentionKind, ModelArch
+from perfmodel.model import bindings as bd
+from perfmodel.model import graph as gr
+from perfmodel.model import ops
+
+COMPONENTS = ("weights", "gradients", "master_weights", "optimizer_state", "activations", "attention_scores",
+              "kv_cache", "reserved")
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Bytes per device by component (arrays over a sweep or scalars), capacity and fit."""
+
+    components: dict[str, np.ndarray]
+    capacity_bytes: float
+    params_per_device: np.ndarray
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def total_bytes(self) -> np.ndarray:
+        return sum(self.components.values())
+
+    @property
+    def fits(self) -> np.ndarray:
+        return self.total_bytes <= self.capacity_bytes
+
+    @property
+    def headroom_bytes(self) -> np.ndarray:
+        return self.capacity_bytes - self.total_bytes
+
+
+@functools.lru_cache(maxsize=256)
+def _params_fn(key: ops.GraphKey, phase: Phase, experts: bool | None):
+    """(symbols, numpy function) of the per-device parameter count of a graph structure (cached)."""
+    expr = gr.parameter_expression(gr.build_graph(key, phase), experts)
+    syms = sorted(expr.free_symbols, key=lambda s: s.name)
+    fn = sp.lambdify(syms, expr.replace(sp.Max, sp.Function("vmax")),
+                     modules=[{"vmax": lambda *a: np.maximum.reduce(np.broadcast_arrays(*a))}, "numpy"])
+    return tuple(syms), fn, expr == 0
+
+
+def params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase = Phase.PREFILL,
+                      experts: bool | None = None) -> np.ndarray:
+    """Parameters on one device, from the operator graph (sharded by t, ep, d_a and p);
+    experts=True / False selects routed-expert / other parameters."""
+    phase = Phase.PREFILL if Phase(phase) == Phase.DECODE else Phase(phase)
+    syms, fn, zero = _params_fn(ops.GraphKey.of(arch), phase, experts)
+    shape = np.broadcast_shapes(np.shape(kn.tp), np.shape(kn.pp), np.shape(kn.ep), np.shape(kn.da))
+    if zero:
+        return np.zeros(shape)
+    vals = bd.model_values(arch, kn.pp)
+    vals.update({t_sym: np.asarray(kn.tp, dtype=float), ops.da: np.asarray(kn.da, dtype=float),
+                 bd.S.ep: np.asarray(kn.ep, dtype=float)})
+    # the routed-expert instance count uses the touched fraction; parameters do not depend on it
+    vals.update({bd.S.B: 1.0, bd.S.T: 1.0, bd.S.cp: 1.0, bd.S.u: 1.0})
+    return np.broadcast_to(np.asarray(fn(*[vals[s] for s in syms]), dtype=float), shape)
+
+
+def activation_bytes_per_token_layer(arch: ModelArch, tp, ep, ba: float, moe_imbalance: float,
+                                     sequence_parallel: bool = False) -> np.ndarray:
+    """a_tok: bytes of activations saved per token per layer for the backward pass (see module doc).
+    With Megatron sequence parallelism the norm / residual activations are split t ways too."""
+    a = arch
+    t = np.asarray(tp, dtype=float)
+    sp_div = t if sequence_parallel else 1.0
+    D = a.hidden_size
+    if a.attention == AttentionKind.MLA:
+        qkv = (a.num_attention_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.qk_nope_head_dim + a.v_head_dim))
+        attn_out = a.num_attention_heads * a.v_head_dim
+        latent = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim
+    else:
+        qkv = (a.num_attention_heads + 2 * a.num_key_value_heads) * a.head_dim
+        attn_out = a.num_attention_heads * a.head_dim
+        latent = 0
+    dense = (3 * D + latent) / sp_div + (qkv + attn_out) / t
+    mlp_w = (3 if a.gated_mlp else 2)
+    dense_mlp = D / sp_div + mlp_w * a.intermediate_size / t
+    frac_moe = a.num_moe_layers / a.num_hidden_layers
+    moe = 0.0
+    if a.is_moe:
+        e = np.asarray(ep, dtype=float)
+        shared = a.num_shared_experts * (a.shared_expert_intermediate_size or a.moe_intermediate_size)
+        moe = D / sp_div + a.num_experts_per_tok * moe_imbalance * (D + mlp_w * a.moe_intermediate_size) * e / (t * np.maximum(e, 1)) \
+            + mlp_w * shared / t
+    return ba * (dense + (1 - frac_moe) * dense_mlp + frac_moe * moe)
+
+
+def kv_bytes_per_token_layer(arch: ModelArch, tp, bkv: float) -> np.ndarray:
+    """KV-cache bytes per token per layer on one device."""
+    if arch.attention == AttentionKind.MLA:
+        return np.asarray((arch.kv_lora_rank + arch.qk_rope_head_dim) * bkv, dtype=float) * np.ones_like(
+            np.asarray(tp, dtype=float))
+    kv_dev = np.maximum(arch.num_key_value_heads / np.asarray(tp, dtype=float), 1.0)
+    return 2 * kv_dev * arch.head_dim * bkv
+
+
+def kv_tokens_per_sequence(arch: ModelArch, length) -> np.ndarray:
+    """sum over layers of keys held: full layers hold `length`, sliding layers min(W, length)."""
+    length = np.asarray(length, dtype=float)
+    n_sw = arch.num_sliding_layers
+    n_full = arch.num_hidden_layers - n_sw
+    held = n_full * length
+    if n_sw:
+        held = held + n_sw * np.minimum(arch.sliding_window, length)
+    return held
+
+
+def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | None = None,
+              recompute: Recompute = Recompute.NONE, flash_attention: bool = True,
+              sequence_parallel: bool = False) -> Footprint:
+    """Per-device memory for the configuration(s) in `kn` (fields may be arrays)."""
+    cal = cal or calibration_for(system)
+    phase = Phase(kn.phase)
+    f = lambda x: np.asarray(x, dtype=float)  # noqa: E731
+    P_dev = params_per_device(arch, kn, phase)
+    P_exp = params_per_device(arch, kn, phase, experts=True) if arch.is_moe else 0.0
+    bw = bd._dtype_map(kn.weights, bytes_per_element)
+    bwe = bd._dtype_map(kn.weights if kn.expert_weights is None else kn.expert_weights, bytes_per_element)
+    ba = float(np.max(bd._dtype_map(kn.activations, bytes_per_element)))
+    bkv = bd._dtype_map(kn.kv_cache, bytes_per_element)
+    zero, dp = f(kn.zero), f(kn.dp)
+    comp: dict[str, np.ndarray] = {c: np.zeros(1) for c in COMPONENTS}
+    comp["weights"] = ((P_dev - P_exp) * bw + P_exp * bwe) / np.where(zero >= 3, dp, 1.0)
+    notes = []
+    B, T, C0 = f(kn.batch), f(kn.seq_len), f(kn.context)
+    tp, da, cp, pp, ep = f(kn.tp), f(kn.da), f(kn.cp), f(kn.pp), f(kn.ep)
+    layers_stage = arch.num_hidden_layers / pp
+    if phase == Phase.TRAIN:
+        opt = Optimizer(kn.optimizer).bytes_per_param
+        comp["weights"] = P_dev * opt["weights"] / np.where(zero >= 3, dp, 1.0)
+        comp["gradients"] = P_dev * opt["gradients"] / np.where(zero >= 2, dp, 1.0)
+        comp["master_weights"] = P_dev * opt["master"] / np.where(zero >= 1, dp, 1.0)
+        comp["optimizer_state"] = P_dev * opt["optimizer"] / np.where(zero >= 1, dp, 1.0)
+        u = cal["moe_load_imbalance"] if kn.moe_imbalance is None else float(kn.moe_imbalance)
+        in_flight = np.minimum(pp, f(kn.microbatches))  # 1F1B: first stage holds p micro-batches
+        tokens = B * T / (da * cp)
+        a_tok = activation_bytes_per_token_layer(arch, tp, ep, ba, u, sequence_parallel)
+        rc = Recompute(recompute)
+        if rc == Recompute.FULL:
+            a_tok = arch.hidden_size * ba / (tp if sequence_parallel else 1.0) * np.ones_like(np.asarray(a_tok, float))
+            notes.append("full recompute: only each layer's input is kept")
+        comp["activations"] = in_flight * layers_stage * tokens * a_tok
+        if not flash_attention and rc == Recompute.NONE:
+            heads = arch.num_attention_heads / tp
+            comp["attention_scores"] = in_flight * layers_stage * (B / da) * heads * (T / cp) * T * 2 * ba
+            notes.append("attention scores and probabilities materialised (no flash attention)")
+    else:
+        length = C0 + (1 if phase == Phase.DECODE else T)
+        comp["kv_cache"] = (B / da) * kv_tokens_per_sequence(arch, length) / cp / pp \
+            * kv_bytes_per_token_layer(arch, tp, bkv)
+        if arch.encoder_only:
+            comp["kv_cache"] = np.zeros(1)
+        # transient working set: one layer's activations for the tokens of this step
+        tokens = B * (1 if phase == Phase.DECODE else T) / (da * cp)
+        comp["activations"] = tokens * activation_bytes_per_token_layer(arch, tp, ep, ba, 1.0)
+    comp["reserved"] = np.asarray(cal["runtime_reserved_memory"], dtype=float)
+    shape = np.broadcast_shapes(*[np.shape(v) for v in comp.values()], np.shape(P_dev))
+    comp = {k: np.broadcast_to(np.asarray(v, dtype=float), shape) for k, v in comp.items()}
+    return Footprint(components=comp, capacity_bytes=system.chip.hbm_capacity_bytes,
+                     params_per_device=np.broadcast_to(P_dev, shape), notes=tuple(notes))
+
+
+def footprint_for(system: System, arch: ModelArch, scenario: Scenario, cal: Calibration | None = None,
+                  flash_attention: bool = True) -> Footprint:
+    return footprint(system, arch, bd.Knobs.of(scenario), cal, scenario.recompute, flash_attention,
+                     scenario.parallel.sequence_parallel)
+
+
+def training_state_bytes(arch_params: float, optimizer: Optimizer) -> float:
+    """Whole-model training state: parameters x (weights + gradients + master + optimizer) bytes."""
+    return arch_params * sum(Optimizer(optimizer).bytes_per_param.values())
+
+
+def weight_bytes(arch_params: float, dtype: DType) -> float:
+    return arch_params * bytes_per_element(dtype)
+
+
+@dataclass(frozen=True)
+class FitResult:
+    chips: int
+    instances: float
+    plan: dict
+    total_bytes: float
+    capacity_bytes: float
+
+
+def min_fit(system: System, arch: ModelArch, scenario: Scenario, cal: Calibration | None = None,
+            max_chips: int = 8192, flash_attention: bool = True) -> FitResult:
+    """Fewest chips (and instances) on which `scenario` fits, searching plans vectorised.
+
+    Inference: tensor parallel t in powers of two within the scale-up domain, then pipeline
+    stages p; fewest chips t x p wins. Training: chips = 2^j; for each, every split
+    t (power of two within a node) x p (divides the layers) x dp with the scenario's ZeRO
+    stage; fewest chips with any fitting plan wins (ties: least pipeline, then least t).
+    """
+    cal = cal or calibration_for(system)
+    kn0 = bd.Knobs.of(scenario)
+    L = arch.num_hidden_layers
+    pows = [2 ** j for j in range(0, int(np.log2(max_chips)) + 1)]
+    rows = []
+    for chips in pows:
+        for t in pows:
+            if t > min(chips, system.node.chips if scenario.phase == Phase.TRAIN else system.scaleup_chips):
+                continue
+            for p in pows:
+                if t * p > chips or p > L:
+                    continue
+                dp = chips // (t * p) if scenario.phase == Phase.TRAIN else 1
+                if scenario.phase != Phase.TRAIN and t * p != chips:
+                    continue
+                rows.append((chips, t, p, dp))
+    arr = np.asarray(rows, dtype=float)
+    ep = np.minimum(arr[:, 1], max(1, arch.num_experts or 1)) if arch.is_moe else np.ones(len(arr))
+    ep = np.where(arr[:, 1] % ep == 0, ep, 1.0)
+    kn = bd.Knobs(**{**kn0.__dict__, "tp": arr[:, 1], "pp": arr[:, 2], "dp": arr[:, 3], "ep": ep,
+                     "microbatches": np.maximum(arr[:, 2], kn0.microbatches)})
+    fp = footprint(system, arch, kn, cal, scenario.recompute, flash_attention, scenario.parallel.sequence_parallel)
+    ok = fp.fits & (arr[:, 0] <= max_chips)
+    if not ok.any():
+        raise ValueError(f"{arch.name} does not fit on up to {max_chips} {system.chip.display_name} chips "
+                         f"for this scenario")
+    idx = np.flatnonzero(ok)
+    best = min(idx, key=lambda i: (arr[i, 0], arr[i, 2], arr[i, 1]))
+    chips = int(arr[best, 0])
+    return FitResult(chips=chips, instances=chips / system.node.chips,
+                     plan={"tp": int(arr[best, 1]), "pp": int(arr[best, 2]), "dp": int(arr[best, 3]),
+                           "ep": int(ep[best]), "zero": scenario.parallel.zero},
+                     total_bytes=float(fp.total_bytes[best]), capacity_bytes=fp.capacity_bytes)

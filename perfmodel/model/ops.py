@@ -1,0 +1,124 @@
+"""The operator graph's vocabulary: structural symbols (layer counts, plan indicators), the
+per-device token counts, and the records a graph is made of (Op, Comm, Pass, OpKind, GraphKey).
+
+Per-device token counts (symbols in core/symbols.py, plus the layer counts below):
+    N   = B T / (d_a c)       tokens this device runs through attention and dense layers
+    N_r = B T / c             tokens of the replica routed through the MoE layers
+
+Does not: build a graph (graph.py), bind numbers or price anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import sympy as sp
+
+from perfmodel.comm.algorithms import Collective
+from perfmodel.core.symbols import KV, B, T, cp, t
+from perfmodel.core.workload import AttentionKind, ModelArch
+from perfmodel.model.formulas import Work
+
+# layer-count and other structural symbols bound per model / scenario
+Lfa = sp.Symbol("Lfa", nonnegative=True)  # full-attention layers on this stage
+Lsw = sp.Symbol("Lsw", nonnegative=True)  # sliding-window layers on this stage
+Ld = sp.Symbol("Ld", nonnegative=True)  # dense-MLP layers on this stage
+Lm = sp.Symbol("Lm", nonnegative=True)  # MoE layers on this stage
+da = sp.Symbol("da", positive=True)  # attention data parallel inside the replica
+nmb = sp.Symbol("nmb", positive=True)  # micro-batches per step
+P = sp.Symbol("P", nonnegative=True)  # learned position embeddings (max_position_embeddings)
+TV = sp.Symbol("TV", nonnegative=True)  # token-type vocabulary (BERT)
+i_a2a = sp.Symbol("i_a2a", nonnegative=True)  # 1 when MoE tokens move by all-to-all (d_a > 1), else 0
+dp_ = sp.Symbol("dp", positive=True)  # data-parallel replicas (gradient traffic)
+zs = sp.Symbol("zs", positive=True)  # ZeRO shard count of optimizer state (dp for ZeRO>=1, else 1)
+bo_r = sp.Symbol("bo_r", nonnegative=True)  # optimizer-state bytes read per parameter
+bo_w = sp.Symbol("bo_w", nonnegative=True)  # optimizer-state bytes written per parameter
+bg = sp.Symbol("bg", positive=True)  # bytes per gradient element
+bwt = sp.Symbol("bwt", positive=True)  # bytes per weight element in training (the optimizer's weight copy)
+# 0/1 indicators of the plan (bound from the scenario), so one graph serves every ZeRO stage and degree
+i_z0, i_z1, i_z2, i_z3 = (sp.Symbol(f"i_z{z}", nonnegative=True) for z in range(4))  # ZeRO stage == z
+i_pp = sp.Symbol("i_pp", nonnegative=True)  # 1 when pipeline stages > 1
+i_cp = sp.Symbol("i_cp", nonnegative=True)  # 1 when context parallel > 1
+vpp = sp.Symbol("vpp", positive=True)  # virtual pipeline stages per device (interleaved schedule)
+i_sp = sp.Symbol("i_sp", nonnegative=True)  # 1 with Megatron sequence parallelism (activations split t ways)
+
+N_dev = B * T / (da * cp)  # tokens per device in attention / dense layers
+N_rep = B * T / cp  # tokens of the replica seen by the MoE layers
+n_rep = t * da  # devices per replica stage (TP x attention-DP)
+KV_dev = sp.Max(KV / t, 1)  # KV heads held per device (replicated when t > KV)
+
+
+class Pass(str, Enum):
+    FORWARD = "forward"
+    BACKWARD = "backward"
+    RECOMPUTE = "recompute"
+    OPTIMIZER = "optimizer"
+
+
+class OpKind(str, Enum):
+    MATMUL = "matmul"
+    ATTENTION = "attention"
+    ELEMENTWISE = "elementwise"
+    NORM = "norm"
+    EMBEDDING = "embedding"
+    MEMORY = "memory"  # pure data movement (KV-cache write)
+    OPTIMIZER = "optimizer"
+    COLLECTIVE = "collective"
+
+
+@dataclass(frozen=True)
+class Comm:
+    """A collective placed in the graph: per-device buffer bytes and the parallel group it spans."""
+
+    collective: Collective
+    nbytes: sp.Expr
+    group: str  # "tp" | "ep" | "dp" | "cp" | "pp" | "replica"
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    group: str  # block: embedding | attention | mlp | moe | head | optimizer
+    kind: OpKind
+    pass_: Pass
+    count: sp.Expr
+    work: Work
+    comm: Comm | None = None
+    formula: str = ""  # formula family (formulas.py function) for display
+    backward: Work | None = None  # the backward's work when the generic rule (_backward) does not apply
+
+
+@dataclass(frozen=True)
+class GraphKey:
+    """Structure of a model; models with equal keys share one symbolic graph."""
+
+    attention: AttentionKind
+    sliding: bool
+    full: bool
+    moe: bool
+    dense_mlp: bool
+    shared_experts: bool
+    gated_mlp: bool
+    norm: str
+    learned_pos: bool
+    encoder_only: bool
+    attention_bias: bool
+    mlp_bias: bool
+    tied: bool
+    router_bias: bool
+    mla_q_lora: bool
+    type_vocab: bool
+    sinks: bool
+    qk_norm: bool
+
+    @classmethod
+    def of(cls, a: ModelArch) -> "GraphKey":
+        n_sw = a.num_sliding_layers
+        return cls(
+            attention=a.attention, sliding=n_sw > 0, full=n_sw < a.num_hidden_layers, moe=a.is_moe,
+            dense_mlp=a.num_dense_layers > 0, shared_experts=a.num_shared_experts > 0, gated_mlp=a.gated_mlp,
+            norm=a.norm, learned_pos=a.position_embedding == "learned", encoder_only=a.encoder_only,
+            attention_bias=a.attention_bias, mlp_bias=a.mlp_bias, tied=a.tie_word_embeddings,
+            router_bias=a.router_bias, mla_q_lora=a.q_lora_rank > 0, type_vocab=a.type_vocab_size > 0,
+            sinks=a.attention_sinks, qk_norm=a.qk_norm)

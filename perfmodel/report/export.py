@@ -1,0 +1,250 @@
+"""Writers: DataFrames to terminal tables, Markdown, CSV, JSON and XLSX; display names.
+
+Internal columns are snake_case with SI unit suffixes (time_s, hbm_bytes, ...); the
+display layer maps them to human names and scales (Time (ms), HBM (GiB)) here only.
+JSON output is records with internal column names and SI values, stable for tooling.
+
+Does not: compute model quantities.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from perfmodel.core import units
+
+FORMATS = ("table", "md", "csv", "json", "xlsx")
+
+# suffix -> (display suffix, divisor)
+_SCALES: list[tuple[str, str, float]] = [
+    ("_flop_per_s", "TFLOP/s", units.TFLOPS),
+    ("_bytes_per_s", "GB/s", units.GB),
+    ("_bytes", "GiB", units.GiB),
+    ("_s", "ms", units.MS),
+    ("_w", "kW", units.KW),
+    ("_usd_per_hour", "USD/h", 1.0),
+    ("_frac", "%", 0.01),
+    ("_flop", "TFLOP", units.TFLOPS),
+]
+
+
+def display_name(col: str) -> tuple[str, float]:
+    """('Hbm bandwidth (GB/s)', 1e9) for 'hbm_bandwidth_bytes_per_s'; unknown columns unscaled."""
+    for suffix, unit, div in _SCALES:
+        if col.endswith(suffix):
+            base = col[: -len(suffix)].replace("_", " ").strip() or col
+            return f"{base[0].upper()}{base[1:]} ({unit})", div
+    return col.replace("_", " "), 1.0
+
+
+def humanize(df: pd.DataFrame, scale: bool = True) -> pd.DataFrame:
+    """Copy with display column names and scaled numeric values (for table / md output)."""
+    out = {}
+    for col in df.columns:
+        name, div = display_name(str(col)) if scale else (str(col), 1.0)
+        s = df[col]
+        if div != 1.0 and pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+            s = s / div
+        out[name] = s
+    return pd.DataFrame(out, index=df.index)
+
+
+def _fmt_cell(v) -> str:
+    if isinstance(v, (float, np.floating)):
+        if math.isnan(v):
+            return ""
+        if v == 0:
+            return "0"
+        a = abs(v)
+        if 1e5 <= a < units.PETA:
+            return f"{v:,.0f}"
+        if a >= units.PETA or a < 1e-3:
+            return f"{v:.3g}"
+        if a >= 100:
+            return f"{v:,.0f}"
+        return f"{v:.3g}" if a < 1 else f"{v:.3f}".rstrip("0").rstrip(".")
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return f"{v:,}"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(map(str, v))
+    return "" if v is None else str(v)
+
+
+def to_markdown(df: pd.DataFrame, scale: bool = True) -> str:
+    h = humanize(df, scale)
+    cols = [str(c) for c in h.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for row in h.itertuples(index=False):
+        lines.append("| " + " | ".join(_fmt_cell(v).replace("|", "\\|") for v in row) + " |")
+    return "\n".join(lines)
+
+
+def to_json(df: pd.DataFrame, meta: dict | None = None) -> str:
+    """Stable machine-readable JSON: {"meta": {...}, "rows": [records with SI values]}."""
+    records = json.loads(df.to_json(orient="records", double_precision=15, default_handler=str))
+    return json.dumps({"meta": meta or {}, "rows": records}, indent=2)
+
+
+def render_table(df: pd.DataFrame, title: str = "", scale: bool = True, caption: str = "") -> str:
+    """A rich terminal table, rendered to text."""
+    from rich.console import Console
+    from rich.table import Table
+
+    h = humanize(df, scale)
+    table = Table(title=title or None, caption=caption or None, show_lines=False, header_style="bold")
+    for c in h.columns:
+        numeric = pd.api.types.is_numeric_dtype(h[c])
+        table.add_column(str(c), justify="right" if numeric else "left", overflow="fold")
+    for row in h.itertuples(index=False):
+        table.add_row(*(_fmt_cell(v) for v in row))
+    buf = io.StringIO()
+    Console(file=buf, width=200, force_terminal=False, color_system=None).print(table)
+    return buf.getvalue()
+
+
+def write_xlsx(sheets: dict[str, pd.DataFrame], path: Path) -> Path:
+    """One sheet per frame (sheet names cut to Excel's 31 characters), header row frozen."""
+    path = Path(path)
+    with pd.ExcelWriter(path, engine="openpyxl") as xw:
+        for name, frame in sheets.items():
+            frame = frame.copy()
+            for c in frame.columns:  # Excel has no tuples; show them as text
+                if frame[c].dtype == object:
+                    frame[c] = frame[c].map(lambda v: ", ".join(map(str, v)) if isinstance(v, (tuple, list)) else v)
+            frame.to_excel(xw, sheet_name=name[:31], index=False)
+            xw.sheets[name[:31]].freeze_panes = "A2"
+    return path
+
+
+def emit(df: pd.DataFrame, fmt: str, title: str = "", out: str | Path | None = None, meta: dict | None = None,
+         extra_sheets: dict[str, pd.DataFrame] | None = None, default_name: str = "perfmodel",
+         caption: str = "") -> str:
+    """Format `df` as `fmt`; write to `out` when given (xlsx always writes a file). Returns the text."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt == "xlsx":
+        path = Path(out) if out else Path(f"{safe_filename(default_name)}.xlsx")
+        sheets = {"results": df, **(extra_sheets or {})}
+        if meta:
+            sheets["meta"] = pd.DataFrame({"key": list(meta), "value": [str(v) for v in meta.values()]})
+        write_xlsx(sheets, path)
+        return f"wrote {path}"
+    text = {
+        "table": lambda: render_table(df, title, caption=caption),
+        "md": lambda: (f"## {title}\n\n" if title else "") + to_markdown(df) + (f"\n\n{caption}" if caption else ""),
+        "csv": lambda: df.to_csv(index=False),
+        "json": lambda: to_json(df, meta),
+    }[fmt]()
+    if out:
+        Path(out).write_text(text)
+        return f"wrote {out}"
+    return text
+
+
+def safe_filename(text: str) -> str:
+    """Configuration-encoding file name: letters, digits, '.', '_', '-' only."""
+    keep = "".join(c if c.isalnum() or c in "._-" else "_" for c in text)
+    return "_".join(p for p in keep.split("_") if p)[:180]
+
+
+def config_name(parts: Iterable[tuple[str, object]]) -> str:
+    """'trn2-ultraserver_llama-3-70b_decode_b64' style names from (key, value) pairs."""
+    bits = []
+    for k, v in parts:
+        if v is None or v == "":
+            continue
+        bits.append(f"{k}{v}" if k else str(v))
+    return safe_filename("_".join(bits))
+
+
+# ---------------------------------------------------------------- display names, sheets, reports (issue 6)
+
+# Readable names for common result columns (unit added from the suffix by display_name's scales).
+DISPLAY_NAMES = {
+    "tokens_per_s_per_user": "Tokens/s per user", "tokens_per_s_per_chip": "Tokens/s per chip",
+    "tokens_per_s_per_replica": "Tokens/s per replica", "tokens_per_mw": "Tokens/s per MW",
+    "usd_per_million_tokens": "$ per million tokens", "mfu_frac": "Sustained / peak (%)",
+    "tensor_util_frac": "Tensor-engine utilisation (%)", "achieved_flop_per_s": "Achieved (TFLOP/s)",
+    "peak_flop_per_s": "Peak (TFLOP/s)", "time_per_output_token_s": "TPOT (ms)", "ttft_s": "TTFT (ms)",
+    "step_time_s": "Step time (ms)", "memory_total_bytes": "Memory per chip (GiB)",
+    "capacity_bytes": "HBM capacity (GiB)", "min_chips": "Min chips", "min_instances": "Min instances",
+    "replica_chips": "Chips per replica", "compute_dtype": "Data type", "intensity_flop_per_byte": "FLOP/byte",
+    "power_per_chip_w": "Chip power (kW)", "price_per_chip_usd_per_hour": "Price per chip (USD/h)",
+    "tp": "TP", "pp": "PP", "dp": "DP", "ep": "EP", "da": "Attention DP", "bound": "Bound by", "plan": "Plan",
+    "output_tokens_per_s_per_mw": "Output tokens/s per MW", "output_tokens_per_s_per_chip": "Output tokens/s per chip",
+    "output_tokens_per_usd": "Output tokens per $", "concurrency_per_scaleup": "Users per UltraServer",
+    "usd_per_month": "$ per month", "usd_per_million_output_tokens": "$ per million output tokens",
+    "concurrency": "Concurrency", "expert_weights_dtype": "Expert weights", "facility_power_peak_w":
+    "Facility power at peak (kW)", "chips": "Chips", "instances": "Instances", "scaleups": "UltraServers",
+    "min_fit_plan": "Min-fit plan", "fits": "Fits", "label": "System", "footprint_bytes": "Memory (GiB)",
+    "share_frac": "Share (%)", "component": "Component", "headroom_bytes": "Headroom (GiB)",
+    "total_bytes": "Total (GiB)", "generation": "Generation", "chips_per_node": "Chips per node",
+    "scaleup_chips": "Scale-up chips", "peak_bf16_per_chip_flop_per_s": "Peak BF16 per chip (TFLOP/s)",
+    "hbm_per_chip_bytes": "HBM per chip (GiB)", "hbm_bw_per_chip_bytes_per_s": "HBM bandwidth per chip (GB/s)",
+    "price_per_node_usd_per_hour": "Price per node (USD/h)", "uncertain_fields": "Estimated / projected fields",
+}
+
+
+def pretty_name(col: str) -> tuple[str, float]:
+    """display_name with the readable names of DISPLAY_NAMES where one is defined."""
+    name, div = display_name(col)
+    return DISPLAY_NAMES.get(col, name), div
+
+
+def to_json_sheets(sheets: dict[str, pd.DataFrame], meta: dict | None = None) -> str:
+    """{"meta": {...}, "<sheet>": [records with SI values], ...} for multi-table results."""
+    out: dict = {"meta": meta or {}}
+    for name, frame in sheets.items():
+        out[name] = json.loads(frame.to_json(orient="records", double_precision=15, default_handler=str))
+    return json.dumps(out, indent=2)
+
+
+def emit_sheets(sheets: dict[str, pd.DataFrame], fmt: str, main: str, out: str | Path | None = None,
+                meta: dict | None = None, default_name: str = "perfmodel", title: str = "") -> str:
+    """Multi-sheet output: xlsx writes every sheet (plus meta); json holds every sheet; csv, md and
+    table give the `main` sheet (each of its rows carries its inputs)."""
+    if fmt == "xlsx":
+        path = Path(out) if out else Path(f"{safe_filename(default_name)}.xlsx")
+        all_sheets = dict(sheets)
+        if meta:
+            all_sheets["meta"] = pd.DataFrame({"key": list(meta), "value": [str(v) for v in meta.values()]})
+        write_xlsx(all_sheets, path)
+        return f"wrote {path} (sheets: {', '.join(all_sheets)})"
+    if fmt == "json":
+        text = to_json_sheets(sheets, meta)
+        if out:
+            Path(out).write_text(text)
+            return f"wrote {out}"
+        return text
+    return emit(sheets[main], fmt, title, out, meta, default_name=default_name)
+
+
+def render_text_table(df: pd.DataFrame, title: str = "", width: int = 220) -> str:
+    """A rich table of already-formatted text (first column kept on one line)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title or None, header_style="bold")
+    for i, c in enumerate(df.columns):
+        table.add_column(str(c), no_wrap=i == 0, overflow="fold")
+    for row in df.itertuples(index=False):
+        table.add_row(*("" if v is None else str(v) for v in row))
+    buf = io.StringIO()
+    Console(file=buf, width=width, force_terminal=False, color_system=None).print(table)
+    return buf.getvalue()
+
+
+def xlsx_bytes(sheets: dict[str, pd.DataFrame]) -> bytes:
+    """The workbook write_xlsx would write, as bytes (for download buttons)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = write_xlsx(sheets, Path(d) / "perfmodel.xlsx")
+        return path.read_bytes()

@@ -1,0 +1,320 @@
+"""Capacity planner: a serving demand to chips, instances, UltraServers, MW and $.
+
+Serving (`plan_serving`), per system:
+    1. every plan / data type / concurrency of the scale-up domain (search.frontier_sweep) at the
+       demand's mean input / output lengths;
+    2. keep those meeting the SLA: TPOT <= target, TTFT <= target at the LONGEST listed input
+       (re-priced at that length), KV cache fits;
+    3. size for the peak: output tokens/s R = requests/s x peak-to-average x mean output;
+       replicas = ceil(R / replica throughput); UltraServers = ceil(replicas / replicas per
+       domain); chips = replicas x chips per replica (prefill pool included when disaggregated);
+       instances = ceil(chips / node chips) (or whole UltraServers with whole_scaleup);
+    4. pick the cheapest ($/month, instance-hours x node price x 730 h) where a price exists or
+       is assumed, else the lowest power; then refine the chosen plan's concurrency as a
+       continuous variable (scipy brentq on TPOT(C) = target between its grid neighbours).
+    Power: facility W at peak (provisioned) and on average (chip dynamic power x 1/peak factor),
+    with the low / high chip-power cases. Queueing is not modelled beyond the peak factor.
+
+A training run (`plan_training`) is sized in training_run.py.
+
+Does not: format output.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import brentq
+
+from perfmodel import catalog
+from perfmodel.catalog import workload_files
+from perfmodel.catalog.calibration import Calibration, calibration_for
+from perfmodel.core import units
+from perfmodel.core.hardware import System
+from perfmodel.core.workload import ModelArch
+from perfmodel.serving import cost, power, search
+from perfmodel.serving.steady_state import Grid, Mix, Mode, ServingOptions, serve
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """A token-length distribution: values with weights (a single value is a point mass)."""
+
+    values: tuple[float, ...]
+    weights: tuple[float, ...]
+
+    @classmethod
+    def of(cls, x) -> "Lengths":
+        if isinstance(x, Lengths):
+            return x
+        if isinstance(x, dict):
+            pairs = [(float(k), float(v)) for k, v in x.items()]
+        elif isinstance(x, (list, tuple)):
+            pairs = [(float(a), float(b)) for a, b in x]
+        else:
+            pairs = [(float(x), 1.0)]
+        vals, wts = zip(*pairs)
+        if any(v < 1 for v in vals) or any(w < 0 for w in wts) or sum(wts) <= 0:
+            raise ValueError(f"token lengths must be >= 1 with non-negative weights summing > 0, got {x!r}")
+        return cls(tuple(vals), tuple(wts))
+
+    @property
+    def mean(self) -> float:
+        return float(np.average(self.values, weights=self.weights))
+
+    @property
+    def max(self) -> float:
+        return float(max(v for v, w in zip(self.values, self.weights) if w > 0))
+
+
+@dataclass(frozen=True)
+class Demand:
+    """What to serve: workload, average request rate, length distributions and the SLA.
+
+    ttft_s applies to the longest listed input; tpot_s to every output token.
+    """
+
+    workload: str
+    requests_per_s: float
+    input_tokens: Lengths
+    output_tokens: Lengths
+    ttft_s: float
+    tpot_s: float
+    peak_to_average: float = 1.0
+    name: str = "demand"
+
+    def validate(self) -> None:
+        for f in ("requests_per_s", "ttft_s", "tpot_s"):
+            v = getattr(self, f)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ValueError(f"demand field {f}: must be a number > 0, got {v!r}")
+        if not self.peak_to_average >= 1:
+            raise ValueError(f"demand field peak_to_average: must be >= 1, got {self.peak_to_average!r}")
+
+    def as_dict(self) -> dict:
+        """Plain values (JSON-ready); lengths as {length: weight}."""
+        out = dict(self.__dict__)
+        for f in ("input_tokens", "output_tokens"):
+            out[f] = {str(v): w for v, w in zip(getattr(self, f).values, getattr(self, f).weights)}
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict, name: str = "demand") -> "Demand":
+        known = {"workload", "requests_per_s", "input_tokens", "output_tokens", "ttft_s", "tpot_s",
+                 "peak_to_average", "name"}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"demand: unknown field {sorted(unknown)[0]!r} (known: {', '.join(sorted(known))})")
+        missing = {"workload", "requests_per_s", "input_tokens", "output_tokens", "ttft_s", "tpot_s"} - set(d)
+        if missing:
+            raise ValueError(f"demand: missing field {sorted(missing)[0]!r}")
+        dem = cls(workload=str(d["workload"]), requests_per_s=float(d["requests_per_s"]),
+                  input_tokens=Lengths.of(d["input_tokens"]), output_tokens=Lengths.of(d["output_tokens"]),
+                  ttft_s=float(d["ttft_s"]), tpot_s=float(d["tpot_s"]),
+                  peak_to_average=float(d.get("peak_to_average", 1.0)), name=str(d.get("name", name)))
+        dem.validate()
+        return dem
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> "Demand":
+        """Read a demand file: a [demand] table with the fields above; lengths as a number or a
+        table {"512" = 0.5, "4096" = 0.5} of length = weight."""
+        path = Path(path)
+        try:
+            data = tomllib.loads(path.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ValueError(f"{path}: cannot read demand file: {exc}") from None
+        if "demand" not in data:
+            raise ValueError(f"{path}: no [demand] table")
+        return cls.from_dict(data["demand"], name=path.stem)
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    modes: tuple = (Mode.AGGREGATED,)
+    objective: str = "cost"  # cost | power | chips
+    whole_scaleup: bool = False  # bill whole UltraServers (scale-up domains) instead of instances
+    prices: dict = field(default_factory=dict)  # system -> USD per node-hour override
+    grid_kw: dict = field(default_factory=dict)  # passed to search.plan_grid (dtypes, tp, concurrency ...)
+
+
+def _size(df: pd.DataFrame, system: System, peak_tokens_per_s: float, whole_scaleup: bool) -> pd.DataFrame:
+    rep = np.ceil(peak_tokens_per_s / df["output_tokens_per_s_per_replica"].to_numpy())
+    per_dom = df["replicas_per_scaleup"].to_numpy()
+    chips_eff = df["replica_chips"].to_numpy() + df["prefill_chips_per_replica"].to_numpy()
+    scaleups = np.ceil(rep / np.maximum(per_dom, 1))
+    chips = np.ceil(rep * chips_eff)
+    inst = scaleups * system.scaleup_nodes if whole_scaleup else np.ceil(chips / system.node.chips)
+    return df.assign(replicas=rep, chips=chips, instances=inst, scaleups=scaleups,
+                     billed_chips=inst * system.node.chips)
+
+
+def _power_cols(df: pd.DataFrame, system: System, cal: Calibration, p2a: float) -> pd.DataFrame:
+    act = {e: df[f"activity_{e}_frac"].to_numpy() for e in ("tensor", "vector", "scalar", "gpsimd", "memory", "comm")}
+    out = df.copy()
+    active = (df["replicas"] * (df["replica_chips"] + df["prefill_chips_per_replica"])).to_numpy()
+    billed = df["billed_chips"].to_numpy()
+    nodes = df["instances"].to_numpy()
+    for case in power.CASES:
+        pm = power.power_model(system, cal, case)
+        chip_w = pm.chip_w(act)
+        peak = pm.facility_w(pm.it_w(chip_w, np.minimum(active, billed), billed, nodes))
+        avg_chip = pm.idle_w + (chip_w - pm.idle_w) / p2a
+        avg = pm.facility_w(pm.it_w(avg_chip, np.minimum(active, billed), billed, nodes))
+        out["facility_power_peak_w" if case == "nominal" else f"facility_power_peak_at_{case}_tdp_w"] = peak
+        if case == "nominal":
+            out["facility_power_avg_w"] = avg
+    return out
+
+
+def _refine(system: System, arch: ModelArch, row: pd.Series, demand: Demand, mix: Mix, mix_max: Mix,
+            opts: ServingOptions, cal: Calibration, peak: float) -> tuple[pd.Series, pd.Series, str]:
+    """Continuous optimum of the chosen plan's concurrency (scipy brentq; C rounded to whole micro-batches).
+
+    capacity   C_max: TPOT(C) = target (TPOT is nondecreasing in C), within the KV and TTFT bounds;
+               replicas = ceil(peak / (C_max / TPOT(C_max)))
+    operating  C_op: C / TPOT(C) = peak / replicas, the concurrency each replica actually holds at
+               the peak (Little's law), with TPOT(C_op) <= target
+    Returns (capacity row, operating row, note)."""
+    step = int(row["da"] * row["pp"])
+    memo: dict = {}
+
+    def at(c: int, m: Mix = mix) -> pd.Series:
+        if (c, m) not in memo:
+            g = Grid.of(tp=row["tp"], da=row["da"], ep=row["ep"], pp=row["pp"], concurrency=c,
+                        compute=row["compute_dtype"], weights=row["weights_dtype"],
+                        expert_weights=row["expert_weights_dtype"], kv_cache=row["kv_dtype"])
+            memo[(c, m)] = serve(system, arch, g, m, opts, cal).iloc[0]
+        return memo[(c, m)]
+
+    def whole(c: float) -> int:
+        return max(step, int(c // step) * step)
+
+    def ok(c: int) -> bool:
+        r = at(c)
+        return bool(r["kv_fits"]) and r["time_per_output_token_s"] <= demand.tpot_s and \
+            at(c, mix_max)["ttft_s"] <= demand.ttft_s
+
+    def thr(c: int) -> float:
+        return float(at(c)["output_tokens_per_s_per_replica"])
+
+    c0 = int(row["concurrency"])
+    lo, hi = c0, whole(2 * c0)
+    while ok(hi) and hi < 64 * c0:
+        lo, hi = hi, whole(2 * hi)
+    if ok(hi):
+        lo = hi
+    else:
+        g = lambda c: at(whole(c))["time_per_output_token_s"] - demand.tpot_s  # noqa: E731
+        if g(lo) <= 0 < g(hi):
+            lo = whole(brentq(g, lo, hi, xtol=step))
+        while lo > c0 and not ok(lo):
+            lo -= step
+    c_max = lo
+    replicas = math.ceil(peak / thr(c_max))
+    need = peak / replicas
+    if thr(step) >= need:
+        c_op = step
+    else:
+        c_op = whole(brentq(lambda c: thr(whole(c)) - need, step, c_max, xtol=step))
+        while thr(c_op) < need and c_op < c_max:
+            c_op += step
+
+    def full(c: int) -> pd.Series:
+        out = row.copy()
+        for k, v in at(c).items():
+            if k in out.index:
+                out[k] = v
+        out["ttft_at_max_input_s"] = at(c, mix_max)["ttft_s"]
+        return out
+
+    note = (f"capacity {c_max} sequences per replica at TPOT <= {demand.tpot_s * 1e3:.1f} ms (grid {c0}, refined "
+            f"by brentq); at the peak each of {replicas} replicas holds {c_op} (brentq on C / TPOT(C) = "
+            f"{need:,.0f} tokens/s)")
+    return full(c_max), full(c_op), note
+
+
+def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = PlanOptions(),
+                 cal_overrides: dict | None = None, progress=None) -> pd.DataFrame:
+    """Best configuration per system for `demand` (module doc): one row per system, generations side by side."""
+    demand.validate()
+    arch = workload_files.load_workload(demand.workload)
+    mix = Mix(int(round(demand.input_tokens.mean)), int(round(demand.output_tokens.mean)))
+    mix_max = Mix(int(round(demand.input_tokens.max)), mix.output_tokens)
+    peak = demand.requests_per_s * demand.peak_to_average * demand.output_tokens.mean
+    modes = [Mode(m) for m in options.modes]
+    rows = []
+    for i, name in enumerate(systems):
+        system = catalog.load_system(name)
+        cal = calibration_for(system)
+        if cal_overrides:
+            cal = cal.with_overrides({k: v for k, v in cal_overrides.items() if k in cal.params})
+        price = cost.price_for(system, cal, options.prices.get(name))
+        df = search.frontier_sweep(system, arch, mix, modes, cal=cal, price=price, **options.grid_kw)
+        ok = df["kv_fits"] & (df["time_per_output_token_s"] <= demand.tpot_s)
+        df = df[ok]
+        if len(df) and mix_max != mix:
+            g = Grid.of(tp=df["tp"], da=df["da"], ep=df["ep"], pp=df["pp"], concurrency=df["concurrency"],
+                        compute=df["compute_dtype"].tolist(), weights=df["weights_dtype"].tolist(),
+                        expert_weights=df["expert_weights_dtype"].tolist(), kv_cache=df["kv_dtype"].tolist())
+            ttft = np.concatenate([serve(system, arch, g.take(np.flatnonzero((df["mode"] == m.value).to_numpy())),
+                                         mix_max, ServingOptions(mode=m), cal)["ttft_s"].to_numpy()
+                                   for m in modes])
+            order = np.concatenate([np.flatnonzero((df["mode"] == m.value).to_numpy()) for m in modes])
+            t = np.empty(len(df))
+            t[order] = ttft
+            df = df.assign(ttft_at_max_input_s=t)
+        else:
+            df = df.assign(ttft_at_max_input_s=df["ttft_s"])
+        df = df[df["ttft_at_max_input_s"] <= demand.ttft_s]
+        base = {"system": name, "generation": system.generation, "workload": arch.name, "demand": demand.name,
+                "mix": mix.label, "power_caveat": power.caveat(system, cal), "price_status": price.status}
+        if not len(df):
+            rows.append({**base, "feasible": False,
+                         "note": f"no configuration meets TTFT <= {demand.ttft_s * 1e3:.0f} ms (at "
+                                 f"{mix_max.input_tokens} "
+                                 f"input tokens) and TPOT <= {demand.tpot_s * 1e3:.1f} ms with the KV cache in HBM"})
+            continue
+        df = _power_cols(_size(df, system, peak, options.whole_scaleup), system, cal, demand.peak_to_average)
+        usd = df["billed_chips"] * price.usd_per_chip_hour * cost.HOURS_PER_MONTH if price.available else np.nan
+        df = df.assign(usd_per_month=usd)
+        obj = options.objective
+        if obj == "cost" and not price.available:
+            obj = "power"
+        key = {"cost": "usd_per_month", "power": "facility_power_peak_w", "chips": "billed_chips"}[obj]
+        best = df.sort_values([key, "billed_chips", "facility_power_peak_w"]).iloc[0]
+        best = df.sort_values([key, "billed_chips", "facility_power_peak_w"]).iloc[0]
+        cap, op, how = _refine(system, arch, best, demand, mix, mix_max, ServingOptions(mode=Mode(best["mode"])),
+                               cal, peak)
+        sized = _size(pd.DataFrame([cap]), system, peak, options.whole_scaleup).iloc[0]
+        op = op.copy()
+        for k in ("replicas", "chips", "instances", "scaleups", "billed_chips"):
+            op[k] = sized[k]
+        one = _power_cols(pd.DataFrame([op]), system, cal, demand.peak_to_average).iloc[0]
+        usd_m = one["billed_chips"] * price.usd_per_chip_hour * cost.HOURS_PER_MONTH if price.available else np.nan
+        rows.append({
+            **base, "feasible": True, "objective": obj, "mode": one["mode"],
+            "tp": one["tp"], "da": one["da"], "ep": one["ep"], "pp": one["pp"], "concurrency": one["concurrency"],
+            "capacity_concurrency": cap["concurrency"],
+            "compute_dtype": one["compute_dtype"], "expert_weights_dtype": one["expert_weights_dtype"],
+            "ttft_s": one["ttft_at_max_input_s"], "time_per_output_token_s": one["time_per_output_token_s"],
+            "tokens_per_s_per_user": one["tokens_per_s_per_user"],
+            "peak_output_tokens_per_replica": cap["output_tokens_per_s_per_replica"],
+            "replicas": one["replicas"], "chips": one["chips"], "instances": one["instances"],
+            "scaleups": one["scaleups"], "billed_chips": one["billed_chips"],
+            "facility_power_peak_w": one["facility_power_peak_w"],
+            "facility_power_peak_at_low_tdp_w": one["facility_power_peak_at_low_tdp_w"],
+            "facility_power_peak_at_high_tdp_w": one["facility_power_peak_at_high_tdp_w"],
+            "facility_power_avg_w": one["facility_power_avg_w"], "usd_per_month": usd_m,
+            "usd_per_million_output_tokens": (price.usd_per_chip_hour * one["billed_chips"]
+                                              / (peak / demand.peak_to_average * units.SECONDS_PER_HOUR)
+                                              * units.MILLION if price.available else np.nan),
+            "price_note": price.label, "note": how})
+        if progress:
+            progress(i + 1, len(systems))
+    return pd.DataFrame(rows)

@@ -1,0 +1,358 @@
+"""Serving model: continuous batching in steady state, prefill + decode, vectorised over plans.
+
+One configuration = a replica plan (t, d_a, e, p), a data-type recipe, and a concurrency C
+(sequences in flight on the replica). A request has I input and O output tokens (`Mix`).
+Every configuration of a `Grid` is priced with TWO vectorised evaluations (`sweep`) (decode over the
+whole grid, prefill over its distinct plans), never one call per configuration.
+
+Per replica (times in s; symbols: t_d decode stage step, t_f prefill stage step, p stages):
+
+    decode step      t_d = stage step at batch C/p (p micro-batches in flight), context
+                     I + O/2 (the mean position of a sequence in steady state)
+                     + a pipeline send/recv of the micro-batch's hidden states per stage
+    prefill          t_f = stage step of `d_a` requests of I tokens (one per attention-DP rank);
+                     occupancy per request o_f = t_f / d_a; latency L_f = p t_f
+    chunked prefill  chunks of k tokens at mean prior context (n-1) k / 2, n = ceil(I / k):
+                     o_f = n t_chunk / d_a;  TTFT = n x TPOT (one chunk per step)
+
+    aggregated       TPOT = p t_d + (C / O) o_f      (prefill time interleaved per output token:
+                     a replica finishing C/O requests per step must prefill as many)
+                     TTFT = t_d / 2 (wait for the running step) + L_f
+    disaggregated    TPOT = p t_d;  TTFT = L_f + KV transfer (I tokens of KV over the scale-up
+                     links of the replica's chips); prefill pool = r o_f replicas per decode
+                     replica (r = C / (O TPOT) requests/s), same plan as the decode replica
+
+    interactivity    = 1 / TPOT   output tokens/s per user
+    throughput       = C / TPOT   output tokens/s per decode replica; per chip divides by the
+                     replica's chips (x (1 + r o_f) when disaggregated); per node x node chips;
+                     per scale-up domain x floor(domain / replica chips) replicas (a fraction when
+                     a disaggregated unit is larger than the domain)
+    e2e latency      = TTFT + (O - 1) TPOT
+    stall            = worst inter-token gap: p t_d + t_f (a prefill blocks the batch;
+                     chunked: one chunk)
+
+KV-cache capacity caps concurrency: `memory.footprint` of the decode replica at batch C and
+context I + O ("peak": every sequence may reach its full length; "mean": I + O/2) must fit.
+Engine activity (busy time / wall time per engine, averaged over decode and prefill work and
+over the chips of both pools) is returned for the power model.
+
+Not modelled: queueing delay (TTFT is at zero queue; planner.py adds the peak factor),
+speculative decoding, prefix caching, the weight reads a prefill chunk could share with the
+decode batch it rides with (chunked prefill is priced as a separate step: conservative).
+
+Does not: price power or money (power.py, cost.py) or choose plans (search.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from enum import Enum
+
+import numpy as np
+import pandas as pd
+
+from perfmodel.catalog.calibration import Calibration, calibration_for
+from perfmodel.comm import collectives
+from perfmodel.comm.algorithms import Collective
+from perfmodel.core.dtypes import DType, bytes_per_element
+from perfmodel.core.hardware import Scope, System
+from perfmodel.core.scenario import Phase
+from perfmodel.core.workload import ModelArch
+from perfmodel.model import bindings as bd
+from perfmodel.model import memory
+from perfmodel.model.evaluate import run_rows, summarize_rows
+
+ACTIVITY_ENGINES = ("tensor", "vector", "scalar", "gpsimd", "memory", "comm")
+
+
+class Mode(str, Enum):
+    AGGREGATED = "aggregated"  # prefill and decode on the same replica, prefill interleaved
+    CHUNKED = "chunked"  # aggregated, prefill split into chunks riding with decode steps
+    DISAGGREGATED = "disaggregated"  # separate prefill and decode pools
+
+
+@dataclass(frozen=True)
+class Mix:
+    """Request shape: input (prompt) and output (generated) tokens per request."""
+
+    input_tokens: int = 1024
+    output_tokens: int = 1024
+
+    def validate(self) -> None:
+        for f in ("input_tokens", "output_tokens"):
+            v = getattr(self, f)
+            if not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"mix field {f}: must be a whole number >= 1, got {v!r}")
+
+    @property
+    def label(self) -> str:
+        return f"{self.input_tokens}/{self.output_tokens}"
+
+
+@dataclass(frozen=True)
+class ServingOptions:
+    """Structural serving choices (one evaluate_sweep pair per choice).
+
+    mode: aggregated | chunked | disaggregated; chunk_tokens: prefill chunk (chunked mode);
+    kv_reserve: "peak" (KV for I + O tokens per sequence) or "mean" (I + O/2).
+    """
+
+    mode: Mode = Mode.AGGREGATED
+    chunk_tokens: int = 512
+    kv_reserve: str = "peak"
+
+    def validate(self) -> None:
+        Mode(self.mode)
+        if self.kv_reserve not in ("peak", "mean"):
+            raise ValueError(f"serving option kv_reserve: 'peak' or 'mean', got {self.kv_reserve!r}")
+        if not isinstance(self.chunk_tokens, (int, np.integer)) or self.chunk_tokens < 1:
+            raise ValueError(f"serving option chunk_tokens: a whole number >= 1, got {self.chunk_tokens!r}")
+
+
+def _dt(v) -> DType:
+    return DType.parse(v) if isinstance(v, str) else DType(v)
+
+
+def _names(dtypes: np.ndarray) -> np.ndarray:
+    """Data-type names of a grid column (each distinct type looked up once)."""
+    codes, distinct = bd.dtype_codes(dtypes)
+    return np.asarray([_dt(d).value for d in distinct], dtype=object)[codes]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Serving configurations as equal-length arrays, one entry per configuration.
+
+    tp, da, ep, pp: replica plan (see scenario.Parallelism); concurrency: sequences in flight
+    per replica; compute / weights / expert_weights / kv_cache: data types (DType objects).
+    """
+
+    tp: np.ndarray
+    da: np.ndarray
+    ep: np.ndarray
+    pp: np.ndarray
+    concurrency: np.ndarray
+    compute: np.ndarray
+    weights: np.ndarray
+    expert_weights: np.ndarray
+    kv_cache: np.ndarray
+
+    @classmethod
+    def of(cls, tp=1, da=1, ep=1, pp=1, concurrency=1, compute=DType.BF16, weights=None, expert_weights=None,
+           kv_cache=None) -> "Grid":
+        """Broadcast scalars / arrays to one length; weights default to compute, experts to weights,
+        KV cache to BF16 for 16-bit compute and FP8 otherwise."""
+        num = {k: np.atleast_1d(np.asarray(v, dtype=float)) for k, v in
+               dict(tp=tp, da=da, ep=ep, pp=pp, concurrency=concurrency).items()}
+        comp = np.atleast_1d(np.asarray(compute, dtype=object))
+        w = comp if weights is None else np.atleast_1d(np.asarray(weights, dtype=object))
+        e = w if expert_weights is None else np.atleast_1d(np.asarray(expert_weights, dtype=object))
+        if kv_cache is None:
+            kv = np.asarray([DType.BF16 if _dt(c) in (DType.BF16, DType.FP16, DType.FP32, DType.TF32) else DType.FP8
+                             for c in comp], dtype=object)
+        else:
+            kv = np.atleast_1d(np.asarray(kv_cache, dtype=object))
+        arrs = list(num.values()) + [comp, w, e, kv]
+        n = np.broadcast_shapes(*[a.shape for a in arrs])
+        b = [np.broadcast_to(a, n).ravel() for a in arrs]
+        conv = [np.asarray([_dt(x) for x in a], dtype=object) for a in b[5:]]
+        g = cls(*b[:5], *conv)
+        g.validate()
+        return g
+
+    def __len__(self) -> int:
+        return len(self.tp)
+
+    def take(self, idx) -> "Grid":
+        return Grid(*[getattr(self, f.name)[idx] for f in fields(self)])
+
+    def validate(self) -> None:
+        for f in ("tp", "da", "ep", "pp", "concurrency"):
+            a = getattr(self, f)
+            if np.any(~np.isfinite(a)) or np.any(a < 1) or np.any(a != np.round(a)):
+                raise ValueError(f"grid field {f}: every entry must be a whole number >= 1")
+        n = self.tp * self.da
+        if np.any(n % self.ep):
+            raise ValueError("grid field ep: expert parallel must divide tp x da in every configuration")
+
+    @property
+    def replica_chips(self) -> np.ndarray:
+        return self.tp * self.da * self.pp
+
+    def knobs(self, phase: Phase, batch, seq_len, context) -> bd.Knobs:
+        return bd.Knobs(phase=phase, batch=batch, seq_len=seq_len, context=context, tp=self.tp, da=self.da,
+                        ep=self.ep, pp=self.pp, weights=self.weights, compute=self.compute,
+                        activations=DType.BF16, kv_cache=self.kv_cache, expert_weights=self.expert_weights)
+
+    def plan_index(self) -> tuple[np.ndarray, np.ndarray]:
+        """(first row of each distinct plan+dtype, inverse map row -> distinct plan), distinct plans
+        in order of first appearance (hash-based: no sort of the rows)."""
+        key, n_keys = np.zeros(len(self), dtype=np.int64), 1
+        for f in ("tp", "da", "ep", "pp", "compute", "weights", "expert_weights", "kv_cache"):
+            codes, uniq = pd.factorize(getattr(self, f))
+            key, n_keys = key * len(uniq) + codes, n_keys * len(uniq)
+        if n_keys > 2 ** 62:
+            raise ValueError("plan_index: too many distinct plan fields")
+        inverse = pd.factorize(key)[0]
+        first = np.flatnonzero(np.diff(np.maximum.accumulate(inverse), prepend=-1) > 0)
+        return first, inverse
+
+
+def sweep(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration) -> pd.DataFrame:
+    """evaluate_sweep's summary columns (pipelined overlap); one vectorised evaluation of all
+    configurations in `kn`."""
+    summ = summarize_rows(system, arch, kn, run_rows(system, arch, kn, cal))
+    shape = np.broadcast_shapes(*[np.shape(v) for v in summ.values()])
+    return pd.DataFrame({key: np.broadcast_to(np.asarray(v, dtype=float), shape).ravel() for key, v in summ.items()})
+
+
+def _p2p_s(system: System, cal: Calibration, grid: Grid, tokens_per_device: np.ndarray, hidden: int) -> np.ndarray:
+    """Pipeline send/recv of one micro-batch's hidden states (BF16) between stages, per stage."""
+    nbytes = tokens_per_device * hidden * bytes_per_element(DType.BF16)
+    t = collectives.collective_time(system, cal, Collective.SEND_RECV, nbytes, np.where(grid.pp > 1, 2.0, 1.0),
+                                    grid.tp * grid.da)
+    return np.asarray(t, dtype=float)
+
+
+def _busy(df: pd.DataFrame) -> dict[str, np.ndarray]:
+    out = {e: df[f"{e}_busy_s"].to_numpy() for e in ACTIVITY_ENGINES if e != "comm"}
+    out["comm"] = df["comm_time_s"].to_numpy()
+    return out
+
+
+def kv_bytes_per_sequence(arch: ModelArch, tokens, kv_dtype: DType) -> np.ndarray:
+    """Whole-model KV-cache bytes of one sequence of `tokens` tokens (all layers, all KV heads)."""
+    return memory.kv_tokens_per_sequence(arch, tokens) * memory.kv_bytes_per_token_layer(
+        arch, 1.0, bytes_per_element(kv_dtype))
+
+
+def kv_fit(system: System, arch: ModelArch, grid: Grid, context, cal: Calibration | None = None):
+    """(fits, bytes used per device, max concurrency per replica) for decode at `context` tokens.
+
+    One `memory.footprint` at batch C: KV cache and the step's activations are linear in the
+    batch, everything else is fixed, so max C = floor((capacity - fixed) / per-sequence bytes),
+    rounded down to a multiple of p x d_a.
+    """
+    cal = cal or calibration_for(system)
+    C = grid.concurrency
+    kn = grid.knobs(Phase.DECODE, C, 1, np.maximum(np.asarray(context, dtype=float) - 1, 0))
+    f = memory.footprint(system, arch, kn, cal)
+    per_seq = (f.components["kv_cache"] + f.components["activations"]) / C
+    fixed = f.total_bytes - per_seq * C
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cmax = np.where(per_seq > 0, np.floor((f.capacity_bytes - fixed) / np.where(per_seq > 0, per_seq, 1.0)),
+                        np.inf)
+    step = grid.pp * grid.da
+    cmax = np.where(np.isfinite(cmax), np.floor(np.maximum(cmax, 0) / step) * step, cmax)
+    return np.asarray(f.fits), np.asarray(f.total_bytes, dtype=float), cmax
+
+
+def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options: ServingOptions = ServingOptions(),
+          cal: Calibration | None = None) -> pd.DataFrame:
+    """Steady-state serving metrics for every configuration of `grid` (see module doc).
+
+    Returns one row per configuration: plan, data types, ttft_s, time_per_output_token_s,
+    tokens_per_s_per_user, e2e_latency_s, stall_s, output_tokens_per_s_per_{replica,chip,node,
+    scaleup}, concurrency_per_scaleup, kv fit and max concurrency, and activity_<engine>_frac.
+    Raises ValueError on a configuration the hardware cannot run (unsupported data type) or on
+    non-finite results.
+    """
+    mix.validate()
+    options.validate()
+    if arch.encoder_only:
+        raise ValueError(f"{arch.name} is an encoder-only model: it has no decode phase to serve")
+    cal = cal or calibration_for(system)
+    mode = Mode(options.mode)
+    I, O = float(mix.input_tokens), float(mix.output_tokens)
+    C, p, da = grid.concurrency, grid.pp, grid.da
+    if np.any(C % p) or np.any(C < da):
+        raise ValueError("grid field concurrency: must be a multiple of pp and at least da in every configuration "
+                         "(p micro-batches of C/p sequences, >= 1 sequence per attention-DP rank)")
+    # ---- decode: one sweep over the whole grid
+    dec = sweep(system, arch, grid.knobs(Phase.DECODE, C / p, 1, I + O // 2), cal)
+    t_d = dec["step_time_s"].to_numpy() + _p2p_s(system, cal, grid, C / p / da, arch.hidden_size)
+    busy_d = _busy(dec)
+    # ---- prefill: one sweep over the distinct plans
+    first, inv = grid.plan_index()
+    g1 = grid.take(first)
+    if mode == Mode.CHUNKED:
+        k = float(min(options.chunk_tokens, mix.input_tokens))
+        n_chunks = float(np.ceil(I / k))
+        pre = sweep(system, arch, g1.knobs(Phase.PREFILL, g1.da, k, (n_chunks - 1) * k / 2), cal)
+    else:
+        k, n_chunks = I, 1.0
+        pre = sweep(system, arch, g1.knobs(Phase.PREFILL, g1.da, I, 0), cal)
+    t_f = (pre["step_time_s"].to_numpy() + _p2p_s(system, cal, g1, k, arch.hidden_size))[inv]
+    busy_f = {e: v[inv] for e, v in _busy(pre).items()}
+    occ_f = n_chunks * t_f / da  # prefill stage-time per request
+    lat_f = p * t_f  # one chunk (or the whole prefill) through all stages
+    # ---- combine
+    step = p * t_d
+    chips = grid.replica_chips
+    if mode == Mode.DISAGGREGATED:
+        tpot = step
+        kv_req = kv_bytes_per_sequence(arch, I, DType.BF16) * np.asarray(
+            [bytes_per_element(d) / bytes_per_element(DType.BF16) for d in grid.kv_cache])
+        tier = system.tier(Scope.SCALEUP) or system.tier(Scope.NODE)
+        link = tier.bandwidth_bytes_per_s / (system.node.chips if tier.per_node else 1.0)  # per chip
+        ttft = lat_f + kv_req / (chips * link)
+        rate = C / (O * tpot)  # requests/s per decode replica
+        prefill_share = rate * occ_f  # prefill replicas per decode replica
+        chips_eff = chips * (1 + prefill_share)
+        stall = step
+        w_dec, w_pre = 1.0 / (1 + prefill_share), prefill_share / (1 + prefill_share)
+        act = {e: w_dec * p * busy_d[e] / tpot + w_pre * busy_f[e] / t_f for e in ACTIVITY_ENGINES}
+    else:
+        tpot = step + (C / O) * occ_f
+        ttft = n_chunks * tpot if mode == Mode.CHUNKED else 0.5 * t_d + lat_f
+        chips_eff = chips.astype(float)
+        prefill_share = np.zeros(len(grid))
+        stall = step + t_f
+        act = {e: (p * busy_d[e] + (C / O) * n_chunks * busy_f[e] / da) / tpot for e in ACTIVITY_ENGINES}
+    act = {e: np.clip(v, 0.0, 1.0) for e, v in act.items()}
+    ctx = I + O if options.kv_reserve == "peak" else I + O / 2
+    fits, used, cmax = kv_fit(system, arch, grid, ctx, cal)
+    per_replica = C / tpot
+    per_chip = per_replica / chips_eff
+    # whole replicas per scale-up domain; a disaggregated unit larger than the domain (decode replica plus
+    # its prefill share) counts fractionally: a fleet average over several domains
+    dom = system.scaleup_chips
+    replicas = np.where(chips_eff <= dom, np.floor(dom / chips_eff), dom / chips_eff)
+    out = pd.DataFrame({
+        "system": system.name, "workload": arch.name, "mode": mode.value, "mix": mix.label,
+        "input_tokens": int(I), "output_tokens": int(O),
+        "tp": grid.tp, "da": grid.da, "ep": grid.ep, "pp": grid.pp, "concurrency": C,
+        "compute_dtype": _names(grid.compute), "weights_dtype": _names(grid.weights),
+        "expert_weights_dtype": _names(grid.expert_weights), "kv_dtype": _names(grid.kv_cache),
+        "replica_chips": chips.astype(float), "prefill_chips_per_replica": chips * prefill_share,
+        "replicas_per_scaleup": replicas,
+        "ttft_s": ttft, "time_per_output_token_s": tpot, "tokens_per_s_per_user": 1.0 / tpot,
+        "e2e_latency_s": ttft + (O - 1) * tpot, "stall_s": stall,
+        "decode_step_s": t_d, "prefill_step_s": t_f,
+        "output_tokens_per_s_per_replica": per_replica, "output_tokens_per_s_per_chip": per_chip,
+        "output_tokens_per_s_per_node": per_chip * system.node.chips,
+        "output_tokens_per_s_per_scaleup": per_replica * replicas,
+        "concurrency_per_scaleup": C * replicas,
+        "chips_used_per_scaleup": replicas * chips_eff,
+        "kv_fits": fits, "hbm_used_bytes": used, "hbm_capacity_bytes": system.chip.hbm_capacity_bytes,
+        "max_concurrency_kv": cmax,
+    })
+    for e in ACTIVITY_ENGINES:
+        out[f"activity_{e}_frac"] = act[e]
+    num = out.select_dtypes(include=[np.number]).drop(columns=["max_concurrency_kv"])
+    bad = ~np.isfinite(num.to_numpy(dtype=float))
+    if bad.any():
+        cols = sorted({num.columns[j] for j in np.nonzero(bad)[1]})
+        raise ValueError(f"{system.name} / {arch.name}: non-finite serving results in {', '.join(cols)}")
+    return out
+
+
+def serve_one(system: System, arch: ModelArch, *, tp=1, da=1, ep=1, pp=1, concurrency=1, compute=DType.BF16,
+              weights=None, expert_weights=None, kv_cache=None, mix: Mix = Mix(),
+              options: ServingOptions = ServingOptions(), cal: Calibration | None = None) -> pd.Series:
+    """One configuration's serving metrics (a row of `serve`)."""
+    g = Grid.of(tp=tp, da=da, ep=ep, pp=pp, concurrency=concurrency, compute=compute, weights=weights,
+                expert_weights=expert_weights, kv_cache=kv_cache)
+    if len(g) != 1:
+        raise ValueError("serve_one takes scalars; use serve(Grid.of(...)) for sweeps")
+    return serve(system, arch, g, mix, options, cal).iloc[0]

@@ -1,0 +1,159 @@
+"""Sweep fields: which scenario fields a sweep takes, their value syntax (lists, ranges, series) and checks.
+
+    parse_values("1,2,4,8")        [1, 2, 4, 8]                 a list (text items stay text: "bf16,fp8")
+    parse_values("128:1024:128")   [128, 256, ..., 1024]        linear, step 128 (default 1), both ends included
+    parse_values("1024:32768:x2")  [1024, 2048, ..., 32768]     geometric, factor 2
+    make_axis("batch", values, phase)   -> Axis: checked values; errors name the field
+
+Vectorised fields (NUMERIC, DTYPES, BOOLS) are bindings.Knobs fields a chunk evaluates as arrays;
+group fields (GROUPS) change the operator graph or a scalar of the model and form an outer product.
+Does not: enumerate or evaluate anything (engine.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfmodel import catalog, training
+from perfmodel.catalog import workload_files
+from perfmodel.core.dtypes import DType
+from perfmodel.core.scenario import Optimizer, Phase, Recompute
+from perfmodel.model.roofline import Overlap
+
+# vectorised numeric fields -> smallest value (None: any positive number)
+NUMERIC = {"batch": 1, "seq_len": 1, "context": 0, "tp": 1, "da": 1, "ep": 1, "cp": 1, "pp": 1, "dp": 1,
+           "microbatches": 1, "zero": 0, "pp_virtual": 1, "moe_imbalance": None}
+DTYPES = ("weights", "compute", "activations", "kv_cache", "expert_weights")
+BOOLS = ("flash_attention",)
+GROUPS = ("system", "workload", "recompute", "optimizer", "pp_schedule", "sequence_parallel", "overlap")
+
+
+def linear(start: float, stop: float, step: float = 1) -> np.ndarray:
+    """start, start + step, ... up to stop (inclusive when it falls on the grid)."""
+    if step <= 0 or stop < start:
+        raise ValueError(f"range {start}:{stop}:{step}: needs start <= stop and a step > 0")
+    return start + step * np.arange(int(np.floor((stop - start) / step + 1e-9)) + 1)
+
+
+def geometric(start: float, stop: float, factor: float = 2) -> np.ndarray:
+    """start, start x factor, ... up to stop (inclusive when it falls on the series)."""
+    if factor <= 1 or start <= 0 or stop < start:
+        raise ValueError(f"series {start}:{stop}:x{factor}: needs 0 < start <= stop and a factor > 1")
+    k = int(np.floor(np.log(stop / start) / np.log(factor) + 1e-9))
+    return start * float(factor) ** np.arange(k + 1)
+
+
+def parse_values(text: str) -> list:
+    """'1,2,4,8' (a list), 'A:B' or 'A:B:S' (linear, step S, default 1), 'A:B:xF' (geometric,
+    factor F); both ends inclusive. Items that are not numbers stay text (data types, names)."""
+    text = text.strip()
+    if ":" in text:
+        parts = text.split(":")
+        if len(parts) not in (2, 3):
+            raise ValueError(f"range {text!r}: use START:STOP, START:STOP:STEP or START:STOP:xFACTOR")
+        try:
+            a, b = float(parts[0]), float(parts[1])
+            if len(parts) == 3 and parts[2].lower().startswith("x"):
+                return list(geometric(a, b, float(parts[2][1:])))
+            return list(linear(a, b, float(parts[2]) if len(parts) == 3 else 1.0))
+        except ValueError as exc:
+            raise ValueError(f"range {text!r}: {exc}") from None
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise ValueError("empty value list")
+
+    def num(t: str):
+        try:
+            return float(t)
+        except ValueError:
+            return t
+    return [num(t) for t in items]
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One swept field: its values as given (`labels`) and as the model takes them (`array`: floats,
+    DType or bool objects; group fields: names / enum values)."""
+
+    name: str
+    labels: tuple
+    array: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return len(self.labels)
+
+
+def _fail(name: str, why: str) -> ValueError:
+    return ValueError(f"sweep field {name}: {why}")
+
+
+def _values(name: str, values) -> list:
+    if isinstance(values, str):
+        values = parse_values(values)
+    elif np.ndim(values) == 0:
+        values = [values]
+    values = list(np.asarray(values, dtype=object).ravel()) if not isinstance(values, (list, tuple)) else list(values)
+    if not values:
+        raise _fail(name, "no values")
+    return values
+
+
+def make_axis(name: str, values, phase: Phase) -> Axis:
+    """Check and convert one field's values; errors name the field."""
+    vals = _values(name, values)
+    if name in NUMERIC:
+        try:
+            arr = np.asarray(vals, dtype=float)
+        except (TypeError, ValueError):
+            raise _fail(name, f"values must be numbers, got {vals[:5]}") from None
+        lo = NUMERIC[name]
+        if not np.all(np.isfinite(arr)):
+            raise _fail(name, "values must be finite")
+        if lo is None:
+            if np.any(arr < 1):
+                raise _fail(name, f"values must be >= 1, got {arr[arr < 1][:5].tolist()}")
+        elif np.any(arr < lo) or np.any(arr != np.round(arr)):
+            bad = arr[(arr < lo) | (arr != np.round(arr))][:5].tolist()
+            raise _fail(name, f"values must be whole numbers >= {lo}, got {bad}")
+        if name == "zero" and np.any(arr > 3):
+            raise _fail(name, "ZeRO stage must be 0, 1, 2 or 3")
+        if name == "context" and phase == Phase.DECODE and np.any(arr < 1):
+            raise _fail(name, "decode needs a KV cache (context >= 1)")
+        labels = tuple(int(v) if lo is not None else float(v) for v in arr)
+        return Axis(name, labels, arr)
+    if name in DTYPES:
+        try:
+            ds = [DType.parse(v) for v in vals]
+        except ValueError as exc:
+            raise _fail(name, str(exc)) from None
+        return Axis(name, tuple(d.value for d in ds), np.asarray(ds, dtype=object))
+    if name in BOOLS or name == "sequence_parallel":
+        truth = {"true": True, "yes": True, "false": False, "no": False}
+        try:
+            bs = [bool(v) if isinstance(v, (bool, np.bool_, int, float)) and v in (0, 1) else truth[str(v).lower()]
+                  for v in vals]
+        except KeyError:
+            raise _fail(name, f"values must be true / false (or 1 / 0), got {vals[:5]}") from None
+        return Axis(name, tuple(bool(b) for b in bs), np.asarray([bool(b) for b in bs], dtype=object))
+    kinds = {"recompute": Recompute, "optimizer": Optimizer, "overlap": Overlap}
+    if name in kinds:
+        try:
+            es = [kinds[name](str(v)) for v in vals]
+        except ValueError:
+            raise _fail(name, f"choose from {', '.join(e.value for e in kinds[name])}, got {vals[:5]}") from None
+        return Axis(name, tuple(e.value for e in es), np.asarray(es, dtype=object))
+    if name == "pp_schedule":
+        bad = [v for v in vals if v not in training.SCHEDULES]
+        if bad:
+            raise _fail(name, f"choose from {', '.join(training.SCHEDULES)}, got {bad[:5]}")
+        return Axis(name, tuple(vals), np.asarray(vals, dtype=object))
+    if name in ("system", "workload"):
+        known = catalog.list_systems() if name == "system" else workload_files.list_workloads()
+        bad = [v for v in vals if str(v) not in known]
+        if bad:
+            raise _fail(name, f"unknown {name} {bad[0]!r} (known: {', '.join(known)})")
+        return Axis(name, tuple(str(v) for v in vals), np.asarray([str(v) for v in vals], dtype=object))
+    raise _fail(name, f"unknown field (choose from {', '.join(list(NUMERIC) + list(DTYPES) + list(BOOLS) + list(GROUPS))})")

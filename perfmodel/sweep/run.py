@@ -1,0 +1,245 @@
+"""Sweep runner: a sweep's chunks in process (threads) or on a Dask cluster, into a DataFrame, Parquet or CSV.
+
+    run_sweep(spec)                              -> DataFrame, every configuration in order
+    run_sweep(spec, out="results.parquet")       -> SweepRun(rows, chunks, seconds, path); Parquet
+                                                    (pyarrow.parquet.ParquetWriter) written chunk by chunk
+    run_sweep(spec, out="results.csv")           -> CSV appended chunk by chunk
+    run_sweep(spec, out=callback)                -> callback(df) per chunk, in order
+    run_sweep(spec, out="results/")              -> a Parquet dataset: part-NNNNNN.parquet per chunk, written
+                                                    where the chunk is evaluated (a Dask worker: nothing travels
+                                                    back; pd.read_parquet("results/") reads the rows in order)
+    run_sweep(spec, reduce=fn)                   -> fn(df) applied to each chunk where it is evaluated (keep the
+                                                    rows or columns that matter before they travel or are kept)
+    run_sweep(spec, client=dask.distributed.Client(address))   the same rows; chunks evaluated on the
+                                                    cluster's workers (each needs perfmodel and the catalogue)
+
+Chunks (sweep.Plan.tasks) are evaluated `window` at a time ahead of the sink and handed to it in
+order, so memory is bounded by window x chunk rows whatever the sweep's size (the in-memory
+DataFrame sink excepted). `workers` > 1 evaluates chunks on threads of this process (numpy
+releases the GIL inside its array loops). A progress bar (rich, on stderr) counts configurations;
+progress=False turns it off, a callable gets (done, total).
+
+Dask workers use the catalogue and calibration files they see ($PERFMODEL_CATALOG); calibrated
+sets applied in the client process (calibration.applied, `perfmodel --calibration`) travel with
+each chunk and are applied on the worker, so both engines give the same rows.
+Worker processes should keep freed memory (WORKER_ENV; local_cluster() sets it): under Dask's
+default MALLOC_TRIM_THRESHOLD_=65536 glibc hands every freed chunk-sized array back to the kernel,
+and each numpy temporary page-faults afresh (about 3x slower sweeps on the 2-core development machine).
+Does not: evaluate anything itself (engine.py).
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from perfmodel.sweep.engine import DEFAULT_CHUNK, Plan, SweepSpec, evaluate_chunk
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """What a file, dataset or callback sink received: rows (after `reduce`), chunks, wall
+    seconds, the file or folder (if any), configurations evaluated."""
+
+    rows: int
+    chunks: int
+    seconds: float
+    path: Path | None = None
+    configs: int = 0
+
+    @property
+    def configs_per_s(self) -> float:
+        return self.configs / self.seconds if self.seconds > 0 else float("inf")
+
+
+class _Parquet:
+    def __init__(self, path: Path):
+        self.path, self.writer = path, None
+
+    def write(self, df: pd.DataFrame) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(df, preserve_index=False)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.path, table.schema)
+        elif not table.schema.equals(self.writer.schema):
+            table = table.cast(self.writer.schema)
+        self.writer.write_table(table)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+class _Csv:
+    def __init__(self, path: Path):
+        self.path, self.first = path, True
+
+    def write(self, df: pd.DataFrame) -> None:
+        df.to_csv(self.path, mode="w" if self.first else "a", header=self.first, index=False)
+        self.first = False
+
+    def close(self) -> None:
+        pass
+
+
+def _is_dataset(out) -> bool:
+    return not callable(out) and out is not None and (str(out).endswith("/") or Path(out).is_dir()
+                                                      or not Path(out).suffix)
+
+
+def _file_sink(out):
+    path = Path(out)
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return _Parquet(path)
+    if path.suffix.lower() == ".csv":
+        return _Csv(path)
+    raise ValueError(f"sweep output {path.name}: use a .parquet or .csv file name")
+
+
+_PLANS: dict[bytes, Plan] = {}
+WORKER_ENV = {"MALLOC_TRIM_THRESHOLD_": str(1 << 28), "MALLOC_MMAP_THRESHOLD_": str(1 << 26)}
+
+
+def local_cluster(n_workers: int, **kw):
+    """A dask.distributed LocalCluster of `n_workers` processes, 1 thread each, with WORKER_ENV."""
+    import dask
+    from dask.distributed import LocalCluster
+
+    env = {**dask.config.get("distributed.nanny.pre-spawn-environ", default={}), **WORKER_ENV}
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": env}):
+        return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, **kw)
+
+
+def _chunk(plan: Plan, reduce, part: Path | None, i: int, g: int, start: int, stop: int):
+    """Evaluate one chunk, reduce it, and write it as dataset part i (returning its row count) or return it."""
+    df = evaluate_chunk(plan, g, start, stop)
+    if reduce is not None:
+        df = reduce(df)
+    if part is None:
+        return df
+    df.to_parquet(part / f"part-{i:06d}.parquet", index=False)
+    return len(df)
+
+
+def _calibration_state() -> tuple:
+    """The client's applied calibrated sets as plain (picklable) records."""
+    from perfmodel.catalog import calibration
+
+    return tuple((s.family, dict(s.values), s.origin, s.reason, s.source) for s in calibration.active().values())
+
+
+def _chunk_task(spec: SweepSpec, cal_state: tuple, reduce, part, i: int, g: int, start: int, stop: int):
+    """One chunk on a Dask worker (the checked plan is kept per worker process), under the client's
+    calibrated sets."""
+    from perfmodel.catalog import calibration
+
+    key = pickle.dumps(spec)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) > 16:
+            _PLANS.clear()
+        plan = _PLANS[key] = spec.plan()
+    sets = [calibration.CalibratedSet(f, v, o, r, src) for f, v, o, r, src in cal_state]
+    with calibration.applied(*sets):
+        return _chunk(plan, reduce, part, i, g, start, stop)
+
+
+def _ordered(submit, tasks, window: int) -> Iterator[pd.DataFrame]:
+    """Results of submit(task) in task order, at most `window` in flight."""
+    pending: deque = deque()
+    for t in tasks:
+        pending.append(submit(t))
+        if len(pending) >= window:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
+def frames(spec: SweepSpec | Plan, chunk_size: int = DEFAULT_CHUNK, client=None, workers: int = 1,
+           window: int | None = None, reduce: Callable | None = None, part: Path | None = None) -> Iterator:
+    """The sweep's chunks as DataFrames (row counts when written as dataset parts into `part`), in
+    order: in this process (`workers` threads) or on `client`."""
+    plan = spec if isinstance(spec, Plan) else spec.plan()
+    tasks = ((i, *t) for i, t in enumerate(plan.tasks(chunk_size)))
+    if client is not None:
+        n = max(len(client.scheduler_info().get("workers", {})), 1)
+        spec_f = client.scatter(plan.spec, broadcast=True, hash=False)  # a key of its own: never shared with
+        # (and released by) another run of the same spec
+        cal = _calibration_state()
+        yield from _ordered(lambda t: client.submit(_chunk_task, spec_f, cal, reduce, part, *t, pure=False), tasks,
+                            window or 2 * n)
+        return
+    if workers <= 1:
+        for t in tasks:
+            yield _chunk(plan, reduce, part, *t)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    first = next(tasks, None)
+    if first is None:
+        return
+    yield _chunk(plan, reduce, part, *first)  # compiles the graph once, before the threads start
+    with ThreadPoolExecutor(workers) as pool:
+        yield from _ordered(lambda t: pool.submit(_chunk, plan, reduce, part, *t), tasks, window or 2 * workers)
+
+
+def _progress(progress, total: int):
+    """(callback(done), close) for a rich progress bar on stderr, a user callable, or nothing."""
+    if callable(progress):
+        return (lambda done: progress(done, total)), (lambda: None)
+    if not progress:
+        return (lambda done: None), (lambda: None)
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("configurations"),
+                   TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+    task = bar.add_task("sweep", total=total)
+    bar.start()
+    return (lambda done: bar.update(task, completed=done)), bar.stop
+
+
+def run_sweep(spec: SweepSpec | Plan, out: str | Path | Callable | None = None, *, chunk_size: int = DEFAULT_CHUNK,
+              progress: bool | Callable = True, client=None, workers: int = 1, window: int | None = None,
+              reduce: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> pd.DataFrame | SweepRun:
+    """Evaluate every configuration of `spec` (see the module doc for sinks, Dask and memory)."""
+    plan = spec if isinstance(spec, Plan) else spec.plan()
+    part = Path(out) if _is_dataset(out) else None
+    if part is not None:
+        part.mkdir(parents=True, exist_ok=True)
+        stale = sorted(part.glob("part-*.parquet"))
+        if stale:
+            raise ValueError(f"sweep output {part}: holds {len(stale)} part files already; use an empty folder")
+    sink = None if out is None or part is not None else (out if callable(out) else _file_sink(out))
+    update, close_bar = _progress(progress, plan.size)
+    kept, rows, chunks, done, t0 = [], 0, 0, 0, time.perf_counter()
+    try:
+        for (_, start, stop), df in zip(plan.tasks(chunk_size),
+                                           frames(plan, chunk_size, client, workers, window, reduce, part)):
+            n = df if part is not None else len(df)
+            if part is None and sink is None:
+                kept.append(df)
+            elif callable(sink):
+                sink(df)
+            elif sink is not None:
+                sink.write(df)
+            rows, chunks, done = rows + n, chunks + 1, done + stop - start
+            update(done)
+    finally:
+        close_bar()
+        if sink is not None and not callable(sink):
+            sink.close()
+    seconds = time.perf_counter() - t0
+    if sink is None and part is None:
+        return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
+    return SweepRun(rows=rows, chunks=chunks, seconds=seconds, path=None if callable(out) else Path(out),
+                    configs=done)

@@ -1,0 +1,46 @@
+"""Weak scaling of a training step over nodes: the plan is per node, data parallelism grows with
+the node count, and scaling efficiency = tokens/s(N) / (N x tokens/s(1 node)).
+
+Does not: price a step itself (step.py does, vectorised over the node counts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from perfmodel.catalog.calibration import Calibration, calibration_for
+from perfmodel.core.hardware import System
+from perfmodel.core.scenario import Scenario
+from perfmodel.core.workload import ModelArch
+from perfmodel.model import plan as pl
+from perfmodel.training.step import step_arrays
+
+
+def scaling(system: System, arch: ModelArch, scenario: Scenario, nodes, cal: Calibration | None = None) -> pd.DataFrame:
+    """Weak scaling: the scenario's plan is per node; dp grows with the node count (vectorised).
+
+    Returns one row per node count with tokens/s, sequences/s, step time, exposed comm and
+    scaling_efficiency = tokens/s(N) / (N tokens/s(1 node)).
+    """
+    cal = cal or calibration_for(system)
+    p = scenario.parallel
+    n = np.asarray(nodes, dtype=float)
+    base = pl.knobs_for(scenario)
+    chips_node = p.chips
+    if chips_node != system.node.chips:
+        raise ValueError(f"scaling(): the scenario's plan must fill one node ({system.node.chips} chips), "
+                         f"it uses {chips_node}")
+    allnodes = np.concatenate([[1.0], n])
+    kn = dataclasses.replace(base, dp=p.dp * allnodes)
+    s = step_arrays(system, arch, kn, cal, scenario.recompute, p.pp_schedule, p.pp_virtual, p.sequence_parallel)
+    tps = s["tokens_per_s"]
+    df = pd.DataFrame({"system": system.name, "workload": arch.name, "nodes": n, "chips": s["chips"][1:],
+                       "dp": p.dp * n, "global_batch": s["global_batch"][1:], "step_time_s": s["step_time_s"][1:],
+                       "tokens_per_s": tps[1:], "sequences_per_s": s["sequences_per_s"][1:],
+                       "dp_comm_s": s["dp_comm_s"][1:], "dp_comm_exposed_s": s["dp_comm_exposed_s"][1:],
+                       "dp_algorithm": s["dp_algorithm"][1:], "mfu_frac": s["mfu_frac"][1:],
+                       "scaling_efficiency_frac": tps[1:] / (n * tps[0])})
+    return df

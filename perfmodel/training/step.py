@@ -1,0 +1,285 @@
+"""Training step: compute from the operator graph, pipeline bubble, communication exposed vs hidden.
+
+Per chip, per optimizer step (m micro-batches, p stages, v virtual stages, times in s):
+
+    t_fb      = forward + backward + recompute compute of the stage (evaluate.run, TRAIN graph)
+    t_block   = tensor / expert / context-parallel collectives + pipeline send/recv (critical path);
+                a fraction f_tp = `tp_comm_overlap_frac` of it hides behind independent compute
+    bubble    = (p - 1) / (m v)            1F1B and GPipe: v = 1; interleaved: v = pp_virtual
+    t_pipe    = (t_fb + (1 - f_tp) t_block) (1 + bubble)
+    data-parallel / ZeRO collectives on the dp group (G = gradient bytes, W = weight bytes per chip):
+        ZeRO 0: all-reduce(G) once            hides under the last micro-batch's backward
+        ZeRO 1: reduce-scatter(G) once        hides under the last micro-batch's backward
+                + all-gather(W) once          exposed (after the optimizer step)
+        ZeRO 2: reduce-scatter(G) per micro-batch (hides under any compute) + all-gather(W) once
+        ZeRO 3: 2 all-gather(W) + reduce-scatter(G) per micro-batch (FSDP; hides under any compute)
+      hidden  = min(f c_last, t_bwd / m) + min(f c_mb, t_fb - that)    f = `comm_overlap_frac`
+      exposed = c_total - hidden
+    contention = `comm_compute_contention_frac` x (hidden + f_tp t_block)   GPUs: SMs shared
+    step      = t_pipe + t_optimizer + exposed + contention
+Bounds: overlapped = (t_fb + (1-f_tp) t_block)(1+bubble) + t_opt + max(0, c_mb+c_last - t_fb) + c_end
+        serial     = (t_fb + t_block)(1 + bubble) + t_opt + c_total
+Metrics: tokens/s = B m d T / step; MFU = model FLOPs of all replicas (forward + backward,
+graph with t = p = 1) / (step x chips x peak); scaling efficiency = tokens/s(N nodes) /
+(N x tokens/s(1 node)) at a fixed per-node plan (weak scaling).
+
+The plan's collectives (ZeRO data-parallel traffic, pipeline send/recv, context-parallel K,V
+gathers) are operators of the training graph (graph._training_plan_comm); this module prices
+how much of each hides under compute.
+
+Does not: model stragglers, data loading, host overheads, or HBM contention from collectives.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from perfmodel.catalog.calibration import Calibration, calibration_for
+from perfmodel.comm import collectives as co
+from perfmodel.comm.algorithms import Collective
+from perfmodel.core.hardware import System
+from perfmodel.core.scenario import Optimizer, Phase, Recompute, Scenario
+from perfmodel.core.workload import ModelArch
+from perfmodel.model import bindings as bd
+from perfmodel.model import evaluate as ev
+from perfmodel.model import plan as pl
+from perfmodel.model.ops import Pass
+
+SCHEDULES = ("1f1b", "gpipe", "interleaved")
+DTYPE_FIELDS = ("weights", "compute", "activations", "kv_cache", "expert_weights")
+
+
+def bubble_fraction(pp, microbatches, schedule: str = "1f1b", virtual=1) -> np.ndarray:
+    """Pipeline bubble as a fraction of the ideal time: (p - 1) / (m v); v = 1 unless interleaved."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"unknown pipeline schedule {schedule!r} (choose from {', '.join(SCHEDULES)})")
+    v = np.asarray(virtual, dtype=float) if schedule == "interleaved" else 1.0
+    return (np.asarray(pp, dtype=float) - 1) / (np.asarray(microbatches, dtype=float) * v)
+
+
+def _f(x) -> np.ndarray:
+    return np.asarray(x, dtype=float)
+
+
+def _by_pass(ops, terms: list, shape: tuple, want) -> np.ndarray:
+    """Sum of the per-operator terms of the operators `want` selects (evaluate.opsum)."""
+    return ev.opsum([x if want(op) else None for op, x in zip(ops, terms)], shape)
+
+
+def _replica_flop(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration, shape: tuple) -> np.ndarray:
+    """Model FLOPs of one whole replica (kn has t = p = ... = 1), evaluated once per distinct
+    configuration (a plan sweep repeats few) and spread back: the numbers of one full evaluation."""
+    names = [f.name for f in dataclasses.fields(kn) if f.name not in ("phase", "optimizer")]
+    swept = {k: getattr(kn, k) for k in names if np.ndim(getattr(kn, k)) > 0 and getattr(kn, k) is not None}
+    codes = {k: (bd.dtype_codes(v) if k in DTYPE_FIELDS else (np.asarray(v, dtype=float), None))
+             for k, v in swept.items()}
+    d = co.distinct(*[c for c, _ in codes.values()]) if codes else None
+    if d is None:
+        return np.broadcast_to(ev.model_flop(ev.run_rows(system, arch, kn, cal, Recompute.NONE)), shape)
+    rows, inverse, dshape = d
+    one = {k: (np.asarray(cats, dtype=object)[r.astype(np.intp)] if cats is not None else r)
+           for (k, (_, cats)), r in zip(codes.items(), rows)}
+    if "flash_attention" in one or "sequence_parallel" in one:
+        one = {k: (v.astype(bool) if k in ("flash_attention", "sequence_parallel") else v) for k, v in one.items()}
+    # the full evaluation would sum its many configurations' operators in order, not pairwise
+    flop = ev.model_flop(ev.run_rows(system, arch, dataclasses.replace(kn, **one), cal, Recompute.NONE), False)
+    return np.broadcast_to(np.asarray(flop)[inverse].reshape(dshape), shape)
+
+
+def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | None = None,
+                recompute: Recompute = Recompute.NONE, pp_schedule: str = "1f1b", pp_virtual=1,
+                sequence_parallel: bool = False) -> dict[str, np.ndarray]:
+    """Every term of the module doc as arrays over the configurations in `kn` (no loop per config)."""
+    # the graph's plan collectives and the bubble below read the same plan fields
+    kn = dataclasses.replace(kn, pp_virtual=pp_virtual if pp_schedule == "interleaved" else 1,
+                             sequence_parallel=sequence_parallel)
+    cal = cal or calibration_for(system)
+    if Phase(kn.phase) != Phase.TRAIN:
+        raise ValueError("training step needs phase=train knobs")
+    r = ev.run_rows(system, arch, kn, cal, recompute)  # per-operator arrays at their own shapes
+    ops, q, comm, shape0 = r.ops, r.rows, r.comm, r.shape
+    count = q["count"]
+    per_op = [c * t for c, t in zip(count, q["time"])]
+    per_comm = [c * x if op.comm is not None else None for op, c, x in zip(ops, count, comm)]
+    t_fwd = _by_pass(ops, per_op, shape0, lambda o: o.pass_ == Pass.FORWARD)
+    t_bwd = _by_pass(ops, per_op, shape0, lambda o: o.pass_ in (Pass.BACKWARD, Pass.RECOMPUTE))
+    t_opt = _by_pass(ops, per_op, shape0, lambda o: o.pass_ == Pass.OPTIMIZER)
+    # blocking collectives on the critical path: TP / EP / CP in the layers, plus pipeline send/recv
+    t_block = _by_pass(ops, per_comm, shape0, lambda o: o.comm is not None and o.comm.group in ("tp", "ep"))
+    t_cp = _by_pass(ops, per_comm, shape0, lambda o: o.comm is not None and o.comm.group == "cp")
+    t_p2p = _by_pass(ops, per_comm, shape0, lambda o: o.comm is not None and o.comm.group == "pp")
+    idx = {o.name: i for i, o in enumerate(ops)}
+    opt = Optimizer(kn.optimizer).bytes_per_param
+    grad_bytes = q["comm_bytes"][idx["dp.grad_all_reduce"]]
+    weight_bytes = q["comm_bytes"][idx["dp.weight_all_gather"]]
+    params_dev = grad_bytes / opt["gradients"]
+    shape = np.shape(t_fwd)
+    tp, da, cp, pp, dp = (np.broadcast_to(_f(getattr(kn, k)), shape) for k in ("tp", "da", "cp", "pp", "dp"))
+    m = np.broadcast_to(_f(kn.microbatches), shape)
+    zero = np.broadcast_to(_f(kn.zero), shape)
+    v = np.broadcast_to(_f(kn.pp_virtual), shape)
+    dp_stride = tp * da * cp * pp
+
+    def cost(c, nbytes, group, stride):
+        return co.collective_fields(system, cal, c, nbytes, group, stride, ("time_s", "algorithm", "crosses"))
+
+    # data-parallel collectives come from the graph's plan operators; their timing class
+    # (once at the end vs once per micro-batch) decides how much can hide under compute
+    ar = cost(Collective.ALL_REDUCE, grad_bytes, dp, dp_stride)
+    rs = cost(Collective.REDUCE_SCATTER, grad_bytes, dp, dp_stride)
+    ag = cost(Collective.ALL_GATHER, weight_bytes, dp, dp_stride)
+    c_last = np.select([zero == 0, zero == 1], [ar["time_s"], rs["time_s"]], 0.0)
+    c_mb = np.select([zero == 2, zero >= 3], [m * rs["time_s"], m * (2 * ag["time_s"] + rs["time_s"])], 0.0)
+    c_end = np.where((zero == 1) | (zero == 2), ag["time_s"], 0.0)
+    layers = arch.num_hidden_layers / pp
+
+    f_tp = cal["tp_comm_overlap_frac"]
+    f = cal["comm_overlap_frac"]
+    blocking = t_block + t_p2p + t_cp
+    bubble = bubble_fraction(pp, m, pp_schedule, v)
+    t_fb = t_fwd + t_bwd
+    t_pipe = (t_fb + (1 - f_tp) * blocking) * (1 + bubble)
+    h_last = np.minimum(f * c_last, t_bwd / m)
+    h_mb = np.minimum(f * c_mb, np.maximum(t_fb - h_last, 0.0))
+    hidden = h_last + h_mb
+    c_total = c_last + c_mb + c_end
+    exposed = c_total - hidden
+    contention = cal["comm_compute_contention_frac"] * (hidden + f_tp * blocking)
+    step = t_pipe + t_opt + exposed + contention
+
+    def row(x):  # one operator's array at the configurations' shape (a read-only view)
+        return np.broadcast_to(x, shape0)
+
+    plan_ops = [(op.name, op.pass_.value, op.comm.group, op.comm.collective.value, row(q["comm_bytes"][i]),
+                 row(count[i]), row(comm[i])) for i, op in enumerate(ops) if op.group == "plan"]
+    graph_comm = [(op.name, op.pass_.value, op.comm.group, op.comm.collective.value, row(q["comm_bytes"][i]),
+                   row(count[i]), row(comm[i])) for i, op in enumerate(ops)
+                  if op.comm is not None and op.group != "plan"]
+    whole = dataclasses.replace(kn, tp=1, da=1, cp=1, pp=1, ep=1, dp=1)
+    flop_replica = _replica_flop(system, arch, whole, cal, shape)
+    chips = tp * da * cp * pp * dp
+    tokens = _f(kn.batch) * m * dp * _f(kn.seq_len)
+    peak = ev.peak_flop_per_s(system, kn.compute) * np.ones(shape)
+    out = {
+        "step_time_s": step, "forward_s": t_fwd, "backward_s": t_bwd, "optimizer_s": t_opt,
+        "bubble_s": (t_fb + (1 - f_tp) * blocking) * bubble, "bubble_frac": bubble,
+        "tp_ep_cp_comm_s": t_block + t_cp, "pp_send_recv_s": t_p2p, "blocking_comm_s": blocking,
+        "blocking_comm_exposed_s": (1 - f_tp) * blocking,
+        "dp_comm_s": c_total, "dp_comm_hidden_s": hidden, "dp_comm_exposed_s": exposed, "contention_s": contention,
+        "comm_total_s": blocking + c_total, "comm_exposed_s": (1 - f_tp) * blocking + exposed,
+        "comm_hidden_s": f_tp * blocking + hidden,
+        "dp_algorithm": np.select([zero == 0], [ar["algorithm"]], rs["algorithm"]),
+        "dp_crosses": ar["crosses"],
+        "overlapped_bound_s": (t_fb + (1 - f_tp) * blocking) * (1 + bubble) + t_opt
+        + np.maximum(c_last + c_mb - t_fb, 0.0) + c_end,
+        "serial_bound_s": (t_fb + blocking) * (1 + bubble) + t_opt + c_total,
+        "grad_bytes_per_chip": grad_bytes * np.ones(shape), "params_per_chip": params_dev * np.ones(shape),
+        "chips": chips, "global_batch": _f(kn.batch) * m * dp, "tokens_per_step": tokens,
+        "tokens_per_s": tokens / step, "tokens_per_s_per_chip": tokens / step / chips,
+        "sequences_per_s": _f(kn.batch) * m * dp / step,
+        "model_flop_per_step": flop_replica * dp, "peak_flop_per_s": peak * np.ones(shape),
+        "mfu_frac": flop_replica * dp / (step * chips * peak),
+        "achieved_flop_per_s_per_chip": flop_replica * dp / (step * chips),
+    }
+    out = {k: np.broadcast_to(np.asarray(v_), shape) if np.ndim(v_) <= len(shape) else v_ for k, v_ in out.items()}
+    out["_plan_ops"], out["_graph_comm"] = plan_ops, graph_comm
+    return out
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """One training configuration: `summary` (one row), `comm` (one row per collective class,
+    exposed vs hidden), `timeline` (lanes compute / comm with start and duration), the plan
+    `check` (divisibility, fit, placement) and `comm_ops` (every communication operator of the
+    step: the graph's and those the plan inserts)."""
+
+    summary: pd.DataFrame
+    comm: pd.DataFrame
+    timeline: pd.DataFrame
+    check: pl.PlanCheck
+    comm_ops: pd.DataFrame | None = None
+
+    def __getitem__(self, key: str):
+        v = self.summary.iloc[0][key]
+        return float(v) if isinstance(v, (int, float, np.number, np.bool_)) else v
+
+
+def _scalar(d: dict) -> dict:
+    return {k: (v.ravel()[0].item() if isinstance(v, np.ndarray) and v.dtype != object else
+                (v.ravel()[0] if isinstance(v, np.ndarray) else v)) for k, v in d.items() if not k.startswith("_")}
+
+
+def _first(x):
+    a = np.asarray(x)
+    return a.ravel()[0].item() if a.dtype != object else a.ravel()[0]
+
+
+def comm_ops_frame(s: dict) -> pd.DataFrame:
+    """The step's communication operators, one row each: the layers' (tensor / expert parallel,
+    per pass) and the plan's (ZeRO data-parallel collectives, pipeline send/recv, context-parallel
+    K,V exchange), all operators of the training graph; plan operators with count 0 are dropped."""
+    rows = []
+    for plan, ops in ((False, s["_graph_comm"]), (True, s["_plan_ops"])):
+        for name, pas, grp, coll, nb, cnt, t in ops:
+            c = float(_first(cnt))
+            if plan and c == 0:
+                continue
+            rows.append({"op": name, "pass": pas, "group": grp, "collective": coll, "bytes": float(_first(nb)),
+                         "count": c, "time_each_s": float(_first(t)), "total_s": c * float(_first(t)),
+                         "inserted_by_plan": plan})
+    return pd.DataFrame(rows)
+
+
+def train(system: System, arch: ModelArch, scenario: Scenario, nodes: int | None = None,
+          cal: Calibration | None = None) -> TrainResult:
+    """Model one training step of `scenario` (phase train; batch = micro-batch per replica)."""
+    cal = cal or calibration_for(system)
+    scenario.validate()
+    p = scenario.parallel
+    chk = pl.check(system, arch, scenario, nodes, cal=cal)
+    kn = pl.knobs_for(scenario)
+    raw = step_arrays(system, arch, kn, cal, scenario.recompute, p.pp_schedule, p.pp_virtual, p.sequence_parallel)
+    s = _scalar(raw)
+    row = {**ev.scenario_columns(system, arch, scenario), "nodes": nodes if nodes else p.chips / system.node.chips,
+           "pp_schedule": p.pp_schedule, "pp_virtual": p.pp_virtual, **s,
+           "fits": chk.footprint is not None and bool(np.ravel(chk.footprint.fits)[0]),
+           "plan_ok": chk.ok}
+    return TrainResult(summary=pd.DataFrame([row]), comm=comm_frame(s), timeline=timeline_frame(s), check=chk,
+                       comm_ops=comm_ops_frame(raw))
+
+
+def comm_frame(s: dict) -> pd.DataFrame:
+    """Communication per class for one configuration: total, hidden, exposed."""
+    rows = [("tensor/expert/context parallel", s["tp_ep_cp_comm_s"], s["tp_ep_cp_comm_s"] * (
+        1 - s["blocking_comm_exposed_s"] / s["blocking_comm_s"]) if s["blocking_comm_s"] else 0.0),
+            ("pipeline send/recv", s["pp_send_recv_s"], s["pp_send_recv_s"] * (
+                1 - s["blocking_comm_exposed_s"] / s["blocking_comm_s"]) if s["blocking_comm_s"] else 0.0),
+            ("data parallel / ZeRO", s["dp_comm_s"], s["dp_comm_hidden_s"])]
+    return pd.DataFrame([{"class": c, "total_s": tot, "hidden_s": hid, "exposed_s": tot - hid,
+                          "exposed_frac": (tot - hid) / tot if tot else 0.0} for c, tot, hid in rows])
+
+
+def timeline_frame(s: dict) -> pd.DataFrame:
+    """A two-lane timeline (compute, comm) of one step; `exposed` marks comm on the critical path."""
+    fb = s["forward_s"] + s["backward_s"]
+    rows = []
+    t0 = 0.0
+    for name, dur in (("forward + backward (all micro-batches)", fb),
+                      ("blocking comm (tp/ep/cp, pipeline send/recv)", s["blocking_comm_exposed_s"]),
+                      ("pipeline bubble", s["bubble_s"])):
+        rows.append({"lane": "compute" if "comm" not in name else "comm", "component": name, "start_s": t0,
+                     "duration_s": dur, "exposed": "comm" in name})
+        t0 += dur
+    hidden = s["dp_comm_hidden_s"]
+    rows.append({"lane": "comm", "component": "data-parallel comm, hidden under compute",
+                 "start_s": max(fb - hidden, 0.0), "duration_s": hidden, "exposed": False})
+    for name, dur, lane, exp in (("data-parallel comm, exposed", s["dp_comm_exposed_s"], "comm", True),
+                                 ("compute slowed by overlapped comm", s["contention_s"], "compute", False),
+                                 ("optimizer step", s["optimizer_s"], "compute", False)):
+        rows.append({"lane": lane, "component": name, "start_s": t0, "duration_s": dur, "exposed": exp})
+        t0 += dur
+    return pd.DataFrame(rows)

@@ -1,0 +1,295 @@
+"""Validation family: TTFT and per-token latency of served models (Neuron benchmark tables).
+
+Cases with phase 'prefill' / 'decode' and metric 'TTFT P50' / 'TPOT P50' on an instance of the
+catalogue (hardware text starts with its name, e.g. 'trn1.32xlarge (...)'). The development
+cases are Transformers NeuronX 0.10 (Neuron SDK 2.18, April 2024) on trn1.32xlarge (TP32) and
+inf2.48xlarge (TP24). Each row maps to a scenario by rules of that software stack, stated once
+here and never per row (nothing is fitted to the rows):
+
+  ranks     TP counts NeuronCores, each a runtime rank: chips = TP / cores per chip (TP32 on
+            trn1 = 16 chips, TP24 on inf2 = 12), TP collectives run over TP ranks
+            (Knobs.ranks_per_chip = 2; collectives.collective_cost). The Trn1/Inf2 runtime of
+            that SDK offers only the ring inside an instance for groups above 16 ranks
+            (calibration intranode_direct_max_ranks / intranode_multistep_algorithms), so a
+            TP32 all-reduce is a 62-step ring.
+  heads     attention heads are sharded whole over the TP ranks (utils.get_qkv_padding):
+            query heads zero-padded to a multiple of the rank count (Llama-2-13b's 40 -> 64 on
+            TP32, 48 on TP24; 32 -> 48 on TP24), GQA KV heads replicated to the rank count
+            (8 -> 32 on TP32, 24 on TP24; GQA.REPLICATED_HEADS, the fallback whenever
+            KV % TP != 0), MHA KV heads padded like the query heads (bindings.sharded_heads).
+  buckets   a model is compiled for n_positions = the row's 'compiled max seq len' (else
+            input + output); token-generation buckets are powers of two from 128 up to
+            n_positions, plus n_positions itself (bucket.token_sizes); decode attention
+            spans the whole bucket that holds the current length (masked): the P50 token
+            sits at position input + output/2, so TPOT P50 = one decode step with the KV
+            cache read over that bucket. Context-encoding buckets are half the token buckets
+            (bucket.context_sizes default); the prompt is padded to the smallest one that
+            holds it and the whole bucket is computed.
+  attention no flash attention: Transformers NeuronX 0.10 computes attention as plain HLO
+            (scores materialised over the whole padded context; the mask select and hlo.softmax's
+            max / subtract / sum / divide are materialised_softmax_vector_passes = 5 VectorE passes
+            and one exp over every element); its compiler flash-attention kernel for context
+            encoding arrived in 0.11 (Neuron 2.19, July 2024).
+  dtypes    'weights int8' -> int8 weight storage (cast to BF16 by the DMA engines,
+            int8_weight_dequantize_passes); matmuls in BF16 ('model FP16' has the same bytes);
+            KV cache BF16.
+  models    CodeLlama-13b uses the Llama-2-13b architecture (vocab 32,016 vs 32,000);
+            Mistral-7B-Instruct-v0.2 is mistral-7b without the sliding window (v0.2 dropped it).
+  TTFT = the context-encoding step of the whole batch; TPOT = one decode step of the batch.
+
+Rows on other hardware (GPUs) keep the generic mapping: TP over chips, heads as the model
+defines them, flash attention, decode at the mean context input + output/2.
+
+Known gaps (the model's remaining misses on these rows, not tuned away):
+  prefill   1. Two efficiency regimes the rows do not explain: the SDK 2.18.1 Llama-3 rows reach
+               ~12-17% of the BF16 peak in context encoding, as do inf2 B=1 Llama-2-13b /
+               CodeLlama / Mistral-8192; the SDK 2.18.0 Llama-2-13b, CodeLlama and Mistral rows
+               at 4k-8k prompts (all trn1 rows, inf2 B>1 rows, inf2 Mistral-4096) reach 5-7%
+               with the same architecture, instance and software line. A configuration detail
+               the table does not give (compiler flags: the 2.18-era CodeLlama/Llama-2 sample
+               notebooks compile with NEURON_CC_FLAGS=-O1, which the transformers-neuronx 0.7
+               notes say costs ~50% latency; context_length_estimate lists) is the likely cause.
+               Evidence that would close it: the benchmark's compile flags and bucket lists.
+            2. A per-layer fixed cost of a short context encoding: TTFT(128 tokens) exceeds one
+               decode step by ~0.2-0.35 ms per layer on trn1 and ~0.4-0.6 ms per layer on inf2
+               (all models, incl. 70B), far above the step's FLOPs, bytes and collectives.
+               Evidence: a profile of a 128-token context-encoding NEFF.
+            3. Batch at short prompts: going from B=1 to B=8 at 128 tokens costs 1.7-2.4x the
+               model's time per added token on inf2 (Llama-3-8B 45 vs 26 us, Llama-2-7b 56 vs 25,
+               Mistral 56 vs 25, Llama-2-13b 93 vs 39), while a longer prompt costs what the model
+               says (term a below): the batched graph does more than B prompts' work.
+            Ruled out: TTFT as context encoding plus one token-generation step (adding the
+            modelled decode step leaves the inf2 B=1 128-token rows of the 7-8B models 34-44% low).
+            Where the miss sits (TTFT = c + a S + b S^2 through each fast-regime inf2 B=1 series,
+            measured vs model): the per-token term a is right (Llama-3-8B 33 vs 26 us/token,
+            Llama-2-13b 34 vs 40, Llama-3-70B 167 vs 159), so the matmuls and TP all-reduces are
+            not the gap; the fixed term c is 12-36 ms above the model (0.3-0.46 ms per layer, gap
+            2), and the attention term b is 1.3x the model's for Llama-3-8B, 3.3x for Llama-2-13b
+            and 8.7x for Llama-3-70B (2, 2 and 3 query heads per rank: not the heads alone).
+  decode    The growth of TPOT with the bucket is under-predicted by ~2x at B=1: reading the
+            KV cache of one more position costs ~6-11 ns per layer whatever the heads per rank,
+            the signature of DMA descriptor-rate limits on 256 B-1 KiB rows of the SBH cache
+            layout (NKI DMA guide: payloads >= 4 KiB per transfer are needed to reach HBM
+            bandwidth), not of bytes. Evidence: the cache layout and DMA profile of a decode step.
+
+Does not: tune anything to these rows; misses are reported with the error.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import re
+
+import numpy as np
+import pandas as pd
+
+from perfmodel import catalog
+from perfmodel.catalog import workload_files
+from perfmodel.core.dtypes import DType
+from perfmodel.core.scenario import Phase
+from perfmodel.model import bindings as bd
+from perfmodel.model.evaluate import evaluate_sweep
+
+MODEL_MAP = {"Llama-3-8B": "llama-3-8b", "Llama-2-13b": "llama-2-13b", "CodeLlama-13b-hf": "llama-2-13b",
+             "Mistral-7B-Instruct-v0.2": "mistral-7b", "Llama-2-7b": "llama-2-7b", "Llama-3-70B": "llama-3-70b",
+             "Llama-2-70b": "llama-2-70b"}
+METRICS = {"TTFT P50": Phase.PREFILL, "TPOT P50": Phase.DECODE}
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
+GAPS = {  # the short form of 'Known gaps' above, shown in reports when a phase misses
+    "prefill": "context encoding reaches 5-17% of peak in these SDK 2.18 runs, with two regimes on the same "
+               "instance and software line; the table omits the compile flags (-O1 in that era's samples) and "
+               "bucket lists that would explain them, and a 128-token prompt costs 0.2-0.6 ms per layer beyond "
+               "its FLOPs, bytes and collectives (unprofiled fixed cost); fitted per series, the per-token term "
+               "matches the model and the attention (S^2) term is 1.3-8.7x the model's",
+    "decode": "KV-cache reads of the SBH layout cost per position (DMA descriptors on 256 B-1 KiB rows), "
+              "not only per byte",
+}
+MIN_TOKEN_BUCKET = 128  # transformers-neuronx bucket.token_sizes: power_of_two_bucket_sizes(128, n_positions)
+
+
+def system_name(hardware: str) -> str:
+    """Catalogue system named by the hardware text ('trn1.32xlarge (16x ...)' -> 'trn1.32xlarge'), or ''."""
+    name = hardware.split()[0] if hardware.strip() else ""
+    return name if name in catalog.list_systems() else ""
+
+
+def workload_name(model: str) -> str:
+    """Workload file for a model name: the stated map, else a file of that (lower-case) name, else ''."""
+    name = MODEL_MAP.get(model, model.strip().lower())
+    return name if name in catalog.list_workloads() else ""
+
+
+def arch_of(model: str):
+    arch = workload_files.load_workload(workload_name(model))
+    if model == "Mistral-7B-Instruct-v0.2":  # v0.2 dropped v0.1's sliding window
+        arch = dataclasses.replace(arch, sliding_window=0, layer_types=())
+    return arch
+
+
+def tp_degree(parallelism: str) -> int:
+    m = re.match(r"\s*TP(\d+)", parallelism)
+    if not m:
+        raise ValueError(f"parallelism {parallelism!r} does not start with TP<n>")
+    return int(m.group(1))
+
+
+def tp_chips(parallelism: str, system) -> int:
+    """'TP32 (NeuronCores)' on a 2-core chip -> 16 chips; 'TP8' on a GPU -> 8."""
+    n = tp_degree(parallelism)
+    return n // system.chip.cores if "core" in parallelism.lower() else n
+
+
+def ranks_per_chip(parallelism: str, system) -> int:
+    """Runtime ranks per chip of the TP group: one per NeuronCore when TP counts cores, else 1."""
+    return int(system.chip.cores) if "core" in parallelism.lower() else 1
+
+
+def neuron_stack(system) -> bool:
+    """Rows on Neuron hardware follow the Transformers NeuronX mapping (module doc)."""
+    return bool(system.chip.family.is_neuron)
+
+
+# ---------------------------------------------------------------- Transformers NeuronX buckets
+
+
+def token_buckets(n_positions: int) -> list[int]:
+    """bucket.token_sizes(n): powers of two from 128 below n, then n itself."""
+    out, b = [], MIN_TOKEN_BUCKET
+    while b < n_positions:
+        out.append(b)
+        b *= 2
+    return out + [int(n_positions)]
+
+
+def context_buckets(n_positions: int) -> list[int]:
+    """bucket.context_sizes(None, token buckets): half of every token bucket."""
+    return [b // 2 for b in token_buckets(n_positions)]
+
+
+def find_bucket(buckets: list[int], size: int) -> int:
+    """bucket.find: the smallest bucket >= size (the largest when none is)."""
+    return buckets[bisect.bisect_left(buckets, size, hi=len(buckets) - 1)]
+
+
+def n_positions(m) -> int:
+    """The compiled maximum sequence length of a row ('compiled max seq len N' in its notes),
+    else input + output."""
+    hit = re.search(r"compiled max seq len (\d+)", str(m.get("notes", "")))
+    return int(hit.group(1)) if hit else int(float(m["input_len"])) + int(float(m["output_len"]))
+
+
+def decode_bucket(m) -> int:
+    """Bucket the P50 decode step attends over: the one holding position input + output/2."""
+    i, o = int(float(m["input_len"])), int(float(m["output_len"]))
+    return find_bucket(token_buckets(n_positions(m)), i + o // 2)
+
+
+def prefill_bucket(m) -> int:
+    """Context-encoding length: the prompt padded to its context bucket."""
+    return find_bucket(context_buckets(n_positions(m)), int(float(m["input_len"])))
+
+
+def knobs(system, m, phase: Phase, batch, seq_len, context, weights: str) -> bd.Knobs:
+    """Scenario of one row group: the stack's mapping on Neuron hardware, the generic one elsewhere."""
+    par = m["parallelism"]
+    common = {"batch": batch, "tp": tp_chips(par, system), "weights": DType(weights), "compute": DType.BF16,
+              "kv_cache": DType.BF16}
+    if neuron_stack(system):
+        rpc = ranks_per_chip(par, system)
+        common.update(flash_attention=False, ranks_per_chip=rpc, head_shards=tp_chips(par, system) * rpc)
+    return bd.Knobs(phase=phase, seq_len=seq_len, context=context, **common)
+
+
+def weight_type(dtype_text: str) -> str:
+    return "int8" if "weights int8" in dtype_text else "bf16"
+
+
+def expressible(m, units: tuple[str, ...] = tuple(TIME_UNITS)) -> str:
+    """Why a serving case cannot be expressed ('' when it can)."""
+    if not system_name(m["hardware"]):
+        return f"hardware {m['hardware']!r} does not start with a catalogue system name"
+    if not workload_name(m["model"]):
+        return f"model {m['model']!r} has no workload file"
+    if m["unit"] not in units:
+        return f"unit {m['unit']!r} is not one of {', '.join(units)}"
+    if not re.match(r"\s*TP\d+", m["parallelism"]):
+        return f"parallelism {m['parallelism']!r} is not 'TP<n>'"
+    for col in ("batch", "input_len", "output_len"):
+        if not re.fullmatch(r"\d+(\.0+)?", m[col].strip()):
+            return f"{col} {m[col]!r} is not a whole number"
+    system = catalog.load_system(system_name(m["hardware"]))
+    if neuron_stack(system) and int(float(m["input_len"])) > max(context_buckets(n_positions(m))):
+        return (f"prompt of {m['input_len']} tokens is longer than the largest context-encoding bucket "
+                f"({max(context_buckets(n_positions(m)))}): the rest would be encoded token by token, not modelled")
+    return ""
+
+
+def predict_latency(rows: pd.DataFrame) -> pd.DataFrame:
+    """Predicted TTFT / TPOT for measurement rows (one sweep per system x model x phase x weights)."""
+    rows = rows[rows["metric"].isin(METRICS)].copy()
+    rows["weights"] = rows["dtype"].map(weight_type)
+    out = []
+    for (hw, model, metric, weights), grp in rows.groupby(["hardware", "model", "metric", "weights"], sort=False):
+        system = catalog.load_system(system_name(hw))
+        arch = arch_of(model)
+        phase = METRICS[metric]
+        first = grp.iloc[0]
+        batch = grp["batch"].astype(float).astype(int).to_numpy()
+        inp = grp["input_len"].astype(float).astype(int).to_numpy()
+        outl = grp["output_len"].astype(float).astype(int).to_numpy()
+        neuron = neuron_stack(system)
+        if phase == Phase.PREFILL:
+            seq = np.array([prefill_bucket(m) for _, m in grp.iterrows()]) if neuron else inp
+            kn = knobs(system, first, phase, batch, seq, 0, weights)
+            span = seq
+        else:
+            ctx = np.array([decode_bucket(m) for _, m in grp.iterrows()]) if neuron else inp + outl // 2
+            kn = knobs(system, first, phase, batch, 1, ctx, weights)
+            span = ctx
+        res = evaluate_sweep(system, arch, kn)
+        scale = grp["unit"].map(TIME_UNITS).to_numpy()
+        heads = bd.sharded_heads(arch.num_attention_heads, arch.num_key_value_heads, kn.head_shards)
+        g = grp.assign(predicted=res["step_time_s"].to_numpy() / scale, system=system.name, tp_chips=kn.tp,
+                       ranks=kn.tp * kn.ranks_per_chip, heads=int(heads[0]), kv_heads=int(heads[1]), span=span,
+                       neuron=neuron, bound_share_comm=(res["comm_time_s"] / res["step_time_s"]).to_numpy(),
+                       measured=grp["value"].astype(float))
+        out.append(g)
+    df = pd.concat(out, ignore_index=True)
+    df["error_frac"] = (df["predicted"] - df["measured"]) / df["measured"]
+    what = np.where(df["metric"].eq("TTFT P50"), "context bucket ", "decode over bucket ")
+    df["note"] = np.where(
+        df["neuron"],
+        "TP " + df["ranks"].astype(str) + " NeuronCores on " + df["tp_chips"].astype(str) + " chips, heads "
+        + df["heads"].astype(str) + " (KV " + df["kv_heads"].astype(str) + ") after sharding, " + what
+        + df["span"].astype(str) + ", no flash attention; comm share "
+        + (100 * df["bound_share_comm"]).round(0).astype(int).astype(str) + "%"
+        + "; known gap (module doc): " + np.where(df["metric"].eq("TTFT P50"), GAPS["prefill"], GAPS["decode"]),
+        "TP " + df["tp_chips"].astype(str) + " chips; comm share "
+        + (100 * df["bound_share_comm"]).round(0).astype(int).astype(str) + "%")
+    return df[["case_id", "system", "model", "metric", "batch", "input_len", "output_len", "weights", "tp_chips",
+               "measured", "predicted", "unit", "error_frac", "note"]]
+
+
+
+
+def _register() -> None:
+    from perfmodel.validation.harness import register_validation, unexpressed
+
+    @register_validation("neuron-latency", selects=lambda r: r["metric"].isin(METRICS), gaps=GAPS)
+    def neuron_latency(rows: pd.DataFrame) -> pd.DataFrame:
+        """TTFT / TPOT cases: one vectorised sweep per system x model x phase x weight type."""
+        why = rows.apply(expressible, axis=1)
+        ok = rows[why.eq("")]
+        parts = [pd.DataFrame([unexpressed(m, w) for (_, m), w in zip(rows.iterrows(), why) if w])]
+        if len(ok):
+            df = predict_latency(ok)
+            parts.append(pd.DataFrame({
+                "case_id": df["case_id"], "metric": df["metric"], "measured": df["measured"],
+                "predicted": df["predicted"], "unit": df["unit"], "system": df["system"],
+                "note": (df["model"] + " b" + df["batch"].astype(str) + " in" + df["input_len"].astype(str)
+                         + ", " + df["weights"] + " weights: " + df["note"]), "reason": ""}))
+        return pd.concat([p for p in parts if len(p)], ignore_index=True)
+
+
+_register()
