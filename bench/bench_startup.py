@@ -4,7 +4,7 @@
 
 Each figure is the median wall time of several fresh processes (subprocess, output discarded),
 measured in this run: `perfmodel --help` (target: under 0.5 s; the parser imports no model
-module, see perfmodel/cli/main.py), `perfmodel roofline ...` (one scenario: imports + one graph
+module, see perfmodel/cli/parser.py), `perfmodel roofline ...` (one scenario: imports + one graph
 compile + one evaluation) and `perfmodel report` (the default report: every case on every
 system plus the seed claims). Timing lives here, never in unit tests.
 """

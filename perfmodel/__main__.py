@@ -2,6 +2,6 @@
 
 import sys
 
-from perfmodel.cli.main import main
+from perfmodel.cli.parser import main
 
 sys.exit(main())

@@ -23,8 +23,8 @@ def _rel(path: Path) -> str:
     return path.relative_to(PKG).as_posix()
 
 
-def _dotted(path: Path) -> str:
-    parts = path.relative_to(PKG.parent).with_suffix("").parts
+def _dotted(path: Path, root: Path = PKG) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -32,19 +32,19 @@ def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(), filename=str(path))
 
 
-def _exists(dotted: str) -> bool:
-    p = PKG.parent.joinpath(*dotted.split("."))
+def _exists(dotted: str, root: Path = PKG) -> bool:
+    p = root.parent.joinpath(*dotted.split("."))
     return p.with_suffix(".py").is_file() or (p / "__init__.py").is_file()
 
 
-def imports_of(path: Path) -> set[str]:
+def imports_of(path: Path, root: Path = PKG) -> set[str]:
     """perfmodel modules `path` imports, at import time or inside functions, as dotted names."""
     out = set()
     for node in ast.walk(_tree(path)):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "perfmodel":
             for a in node.names:  # `from perfmodel.report import export` imports a module
                 sub = f"{node.module}.{a.name}"
-                out.add(sub if _exists(sub) else node.module)
+                out.add(sub if _exists(sub, root) else node.module)
         elif isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name.split(".")[0] == "perfmodel"}
     return out
@@ -57,21 +57,25 @@ def _layer(dotted: str) -> int:
     return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else len(LAYERS)
 
 
-def back_imports(modules) -> list[str]:
+def _name(dotted: str) -> str:
+    return LAYERS[_layer(dotted)] if 0 <= _layer(dotted) < len(LAYERS) else "top"
+
+
+def back_imports(modules, root: Path = PKG) -> list[str]:
     """Imports that go up the layer order (or into perfmodel's top-level modules)."""
     bad = []
     for path in modules:
-        me = _dotted(path)
+        me = _dotted(path, root)
         if me == "perfmodel":
             continue
-        bad += [f"{me} ({LAYERS[_layer(me)]}) imports {dep} ({LAYERS[_layer(dep)] if _layer(dep) < len(LAYERS) else 'top'})"
-                for dep in sorted(imports_of(path)) if _layer(dep) > _layer(me)]
+        bad += [f"{me} ({_name(me)}) imports {dep} ({_name(dep)})"
+                for dep in sorted(imports_of(path, root)) if _layer(dep) > _layer(me)]
     return bad
 
 
-def import_circles(modules) -> list[list[str]]:
+def import_circles(modules, root: Path = PKG) -> list[list[str]]:
     """Strongly connected groups of modules (Tarjan), each a circle of imports."""
-    graph = {_dotted(p): {d for d in imports_of(p) if d != _dotted(p)} for p in modules}
+    graph = {_dotted(p, root): {d for d in imports_of(p, root) if d != _dotted(p, root)} for p in modules}
     index, low, stack, on, out = {}, {}, [], set(), []
 
     def visit(v):
@@ -127,25 +131,16 @@ def test_no_import_circle():
 
 
 def test_the_checks_catch_a_back_import_and_a_circle(tmp_path):
-    """The two tests above fail on a deliberate back-import and circle (checked on copies)."""
-    low, high = tmp_path / "low.py", tmp_path / "high.py"
-    low.write_text('"""Low."""\nfrom perfmodel.report import export\n')
-    high.write_text('"""High."""\nfrom perfmodel.core import units\n')
-    global PKG
-    saved = PKG
-    try:
-        PKG = tmp_path / "perfmodel"
-        (PKG / "core").mkdir(parents=True)
-        (PKG / "report").mkdir()
-        for p in (PKG / "__init__.py", PKG / "core" / "__init__.py", PKG / "report" / "__init__.py"):
-            p.write_text("")
-        (PKG / "core" / "units.py").write_text(low.read_text())
-        (PKG / "report" / "export.py").write_text(high.read_text())
-        mods = [PKG / "core" / "units.py", PKG / "report" / "export.py"]
-        assert back_imports(mods) == ["perfmodel.core.units (core) imports perfmodel.report.export (report)"]
-        assert import_circles(mods) == [["perfmodel.core.units", "perfmodel.report.export"]]
-    finally:
-        PKG = saved
+    """The two tests above fail on a deliberate back-import that closes a circle (on a copy of two modules)."""
+    root = tmp_path / "perfmodel"
+    for pkg in ("core", "report"):
+        (root / pkg).mkdir(parents=True)
+        (root / pkg / "__init__.py").write_text("")
+    (root / "core" / "units.py").write_text('"""Low."""\nfrom perfmodel.report import export\n')
+    (root / "report" / "export.py").write_text('"""High."""\nfrom perfmodel.core import units\n')
+    mods = [root / "core" / "units.py", root / "report" / "export.py"]
+    assert back_imports(mods, root) == ["perfmodel.core.units (core) imports perfmodel.report.export (report)"]
+    assert import_circles(mods, root) == [["perfmodel.core.units", "perfmodel.report.export"]]
 
 
 @pytest.mark.parametrize("path", MODULES, ids=_rel)
@@ -202,3 +197,19 @@ def test_architecture_doc_names_every_package():
     doc = (PKG.parent / "docs" / "ARCHITECTURE.md").read_text()
     missing = [layer for layer in LAYERS if f"`perfmodel/{layer}/`" not in doc]
     assert not missing, f"docs/ARCHITECTURE.md does not describe {missing}"
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_front_door_names_are_not_module_names(layer):
+    """`report.comparison()` must stay the function: a submodule of the same name would replace it
+    on the package as soon as it is imported."""
+    import importlib
+
+    pkg = importlib.import_module(f"perfmodel.{layer}")
+    front = set(getattr(pkg, "__all__", ()))
+    for mod in getattr(pkg, "_FRONT", ()):
+        front |= {n for n in dir(importlib.import_module(mod)) if not n.startswith("_")}
+    modules = {p.stem for p in (PKG / layer).glob("*.py")}
+    # provenance_frame is both the module and its main function, and the module is what report exposes
+    clash = sorted((front & modules) - {"provenance_frame"})
+    assert not clash, f"perfmodel.{layer}: {clash} name both a front-door object and a module"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from perfmodel.cli.main import main
+from perfmodel.cli.parser import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

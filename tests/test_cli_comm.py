@@ -8,7 +8,7 @@ import json
 import pandas as pd
 
 from perfmodel import validation
-from perfmodel.cli.main import main
+from perfmodel.cli.parser import main
 
 
 def run(capsys, *argv):

@@ -163,7 +163,7 @@ def test_a_hundred_million_configurations_are_enumerated_lazily():
 
 
 def test_cli_sweep_writes_a_file_and_errors_in_one_line(tmp_path, capsys):
-    from perfmodel.cli.main import main
+    from perfmodel.cli.parser import main
 
     out = tmp_path / "r.csv"
     assert main(["sweep", "--hardware", SYSTEM, "--workload", MODEL, "--phase", "prefill", "--grid", "batch=1,2",

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from perfmodel import validation as v
-from perfmodel.cli.main import main
+from perfmodel.cli.parser import main
 
 
 @pytest.fixture(scope="module")

@@ -7,14 +7,15 @@ One override is a name and a value text:
     num_hidden_layers=40      set a workload (ModelArch) field        price=*0.8           scale
 
 Three families, told apart by name (or an explicit prefix `spec.`, `cal.`, `workload.`):
-    spec      SPEC_KNOBS below (a chip, node or link-tier value of the System)
+    spec      SPEC_KNOBS (knobs.py: a chip, node or link-tier value of the System)
     cal       any calibration parameter (hardware_specs/calibration/*.toml)
     workload  any numeric or boolean ModelArch field (Hugging Face names)
 
 Everything is copied, never mutated (dataclasses.replace); a spec value that a what-if
 changed is recorded in the copy's provenance with status "assumed" and the old value, so
 reports and the provenance sheet show it. `WhatIf` is a frozen, hashable record that
-round-trips through URL query parameters (app) and `--set NAME=VALUE` (CLI).
+round-trips through URL query parameters (app) and `--set NAME=VALUE` (CLI). ScenarioOptions
+(scenario_options.py) and the spec knobs are re-exported here: this is the what-if front door.
 
 Does not: evaluate anything, or read files beyond the catalogue loaders it is given.
 """
@@ -198,5 +199,5 @@ def from_query(params: Mapping[str, str]) -> WhatIf:
 
 # the what-if front door: this module's names, and those of knobs.py and scenario_options.py it puts together
 __all__ = ["WhatIf", "WhatIfError", "SPEC_KNOBS", "WORKLOAD_FIELDS", "ScenarioOptions", "DEFAULT_CONTEXT", "Change",
-           "SpecKnob", "apply", "apply_spec", "apply_calibration", "apply_workload", "parse_assignments", "parse_change",
-           "to_query", "from_query", "scenario_of", "plan_label", "knobs_frame", "spec_value"]
+           "SpecKnob", "apply", "apply_spec", "apply_calibration", "apply_workload", "parse_assignments",
+           "parse_change", "to_query", "from_query", "scenario_of", "plan_label", "knobs_frame", "spec_value"]

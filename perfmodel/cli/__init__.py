@@ -5,6 +5,6 @@ Change here when a command or an option is added; the computation belongs to a l
 Must not import: the model at import time (start-up stays under half a second); app.py.
 """
 
-from perfmodel.cli.main import build_parser, main
+from perfmodel.cli.parser import build_parser, main
 
 __all__ = ["build_parser", "main"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from perfmodel.cli.common import add_output_options, print_result
 
-# the catalogue and the writers (pandas) are imported inside the command functions: see cli/main.py
+# the catalogue and the writers (pandas) are imported inside the command functions: see cli/parser.py
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from perfmodel.cli.common import add_output_options, defer, print_result
 
-if TYPE_CHECKING:  # the model is imported inside the functions (start-up time: see cli/main.py)
+if TYPE_CHECKING:  # the model is imported inside the functions (start-up time: see cli/parser.py)
     from perfmodel.core.scenario import Scenario
 
 _SET_HELP = "override a calibration parameter, e.g. --set collective_fixed_latency='10 us' (repeatable)"

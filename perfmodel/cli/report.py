@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from perfmodel.cli.common import add_output_options, defer, print_result
 
-if TYPE_CHECKING:  # the model (report, whatif, export, pandas) is imported inside the functions: see cli/main.py
+if TYPE_CHECKING:  # the model (report, whatif, export, pandas) is imported inside the functions: see cli/parser.py
     import pandas as pd
 
     from perfmodel import report

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from perfmodel.cli.common import add_output_options, print_result
 
-if TYPE_CHECKING:  # pandas and the model are imported inside the functions (start-up time: see cli/main.py)
+if TYPE_CHECKING:  # pandas and the model are imported inside the functions (start-up time: see cli/parser.py)
     import pandas as pd
 
 SET_HELP = ("what-if override, repeatable: a spec value (hbm_bandwidth, tensor_rate, link_bandwidth, tdp, price, "

@@ -12,7 +12,7 @@ import importlib
 from pathlib import Path
 
 # the modules whose public names are this package's front door, looked up in this order
-_FRONT = ("perfmodel.report.comparison", "perfmodel.report.frames", "perfmodel.report.pages",
+_FRONT = ("perfmodel.report.compare", "perfmodel.report.frames", "perfmodel.report.pages",
           "perfmodel.report.documents")
 
 

@@ -12,7 +12,7 @@
 The app's other pages (memory comparison, collectives, serving frontier, capacity plan,
 sensitivity) take their data from pages.py.
 
-Does not: print, or write files (export.py does); the comparison report is comparison.py.
+Does not: print, or write files (export.py does); the comparison report is compare.py.
 """
 
 from __future__ import annotations
