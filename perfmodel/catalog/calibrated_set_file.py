@@ -27,9 +27,10 @@ import math
 import re
 from typing import Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-STRICT = ConfigDict(extra="forbid", frozen=True)
+from perfmodel.catalog.spec_schema import STRICT
+
 _Number = str | int | float
 
 

@@ -41,15 +41,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Iterator, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from perfmodel.catalog.calibrated_set_file import CalibratedSetFile
 from perfmodel.catalog.files import catalog_root, read_toml
-from perfmodel.catalog.spec_schema import CatalogError, validate_file
+from perfmodel.catalog.spec_schema import STRICT, CatalogError, validate_file
 from perfmodel.core import units
 from perfmodel.core.hardware import Family, System
 
-STRICT = ConfigDict(extra="forbid", frozen=True)
 FIT_FAMILIES = ("neuron", "nvidia")  # families a calibrated set may be fitted for
 
 

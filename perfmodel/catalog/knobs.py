@@ -59,7 +59,7 @@ def parse_change(text: str) -> Change:
 
 def _set_value(change: Change, kind: str, name: str) -> float:
     try:
-        value = units.parse(change.text if kind not in ("count", "ratio") else _number_or_text(change.text), kind)
+        value = units.parse(change.text if kind not in ("count", "ratio") else number_or_text(change.text), kind)
     except units.UnitError as exc:
         raise WhatIfError(f"{name}: {exc} (or scale it: x1.5, +50%)") from None
     if not value > 0:
@@ -67,7 +67,7 @@ def _set_value(change: Change, kind: str, name: str) -> float:
     return value
 
 
-def _number_or_text(s: str):
+def number_or_text(s: str):
     try:
         return float(s)
     except ValueError:

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from perfmodel.catalog.calibration import Calibration
-from perfmodel.catalog.knobs import (SPEC_KNOBS, Change, SpecKnob, WhatIfError, _number_or_text, apply_spec,
-                                     knobs_frame, parse_change, spec_value)
+from perfmodel.catalog.knobs import (SPEC_KNOBS, Change, SpecKnob, WhatIfError, apply_spec, knobs_frame, number_or_text,
+                                     parse_change, spec_value)
 from perfmodel.catalog.scenario_options import DEFAULT_CONTEXT, ScenarioOptions, plan_label, scenario_of
 from perfmodel.core.hardware import System
 from perfmodel.core.workload import ModelArch
@@ -48,7 +48,7 @@ def apply_calibration(cal: Calibration, overrides: Iterable[tuple[str, str]]) ->
                               f"{', '.join(n for n in SPEC_KNOBS if '.' not in n)}), a calibration parameter "
                               f"({', '.join(sorted(cal.params))}) or a numeric workload field")
         ch = parse_change(text)
-        values[name] = cal[name] * ch.factor if ch.op == "scale" else _number_or_text(ch.text)
+        values[name] = cal[name] * ch.factor if ch.op == "scale" else number_or_text(ch.text)
     try:
         return cal.with_overrides(values) if values else cal
     except (KeyError, ValueError) as exc:

@@ -217,7 +217,7 @@ def build_arch(data: dict, path: str | Path, expect_name: str | None = None) -> 
     def once(key: str) -> bool:
         in_c, in_p = getattr(c, key), getattr(p, key)
         if in_c is not None and in_p is not None:
-            raise field_error(path, f"perfmodel.{key}", f"also given in [config]; state it once ([config] when "
+            raise field_error(path, f"perfmodel.{key}", "also given in [config]; state it once ([config] when "
                               "config.json has it, else [perfmodel])")
         if in_c is None and in_p is None:
             raise field_error(path, f"perfmodel.{key}", "required field is missing (state it in [config] when "

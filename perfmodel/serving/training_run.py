@@ -25,8 +25,6 @@ from perfmodel.model import memory
 from perfmodel.model.evaluate import evaluate_sweep
 from perfmodel.serving import cost, power
 
-SECONDS_PER_DAY = units.SECONDS_PER_DAY
-
 
 def plan_training(system: System, arch: ModelArch, tokens: float, chips: int | None = None, days: float | None = None,
                   seq_len: int = 4096, global_batch_tokens: float = 4 * 2 ** 20, dtype: DType = DType.BF16,
@@ -48,7 +46,7 @@ def plan_training(system: System, arch: ModelArch, tokens: float, chips: int | N
         row = _best_training_plan(system, arch, c, seqs, seq_len, dtype, optimizer, zero, cal)
         if row is None:
             continue
-        row["days"] = tokens / row["tokens_per_s"] / SECONDS_PER_DAY
+        row["days"] = tokens / row["tokens_per_s"] / units.SECONDS_PER_DAY
         rows.append(row)
         if days is not None and row["days"] <= days:
             break
