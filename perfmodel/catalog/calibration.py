@@ -10,8 +10,9 @@ hardware_specs/calibration/<family>.toml holds one table per parameter:
     source = "where it comes from" # required for measured
 
 and optional per-chip overrides under [chips.<chip>.params.<name>] (same fields). Every
-parameter the model uses must exist in the family file (no hidden defaults in code), and
-users override any of them at run time (`Calibration.with_overrides`).
+parameter the model uses must exist in the family file (no hidden defaults in code), each
+value lies in its parameter's allowed range (param_ranges.py: an efficiency in (0, 1], a tile
+size a whole number >= 1, ...), and users override any of them at run time (`Calibration.with_overrides`).
 
 Calibrated parameter sets (written by `perfmodel calibrate`, see calibrate.py) are separate
 files, used only when asked for: `load_calibrated_set(path)` reads one (strict: errors name the
@@ -43,8 +44,9 @@ from typing import Iterator, Literal, Mapping
 
 from pydantic import BaseModel
 
+from perfmodel.catalog import param_ranges
 from perfmodel.catalog.calibrated_set_file import CalibratedSetFile
-from perfmodel.catalog.files import catalog_root, read_toml
+from perfmodel.catalog.files import catalog_root, did_you_mean, read_toml
 from perfmodel.catalog.spec_schema import STRICT, CatalogError, validate_file
 from perfmodel.core import units
 from perfmodel.core.hardware import Family, System
@@ -109,14 +111,19 @@ class Calibration:
     def get(self, name: str, default: float) -> float:
         return self.params[name].value if name in self.params else default
 
-    def with_overrides(self, overrides: Mapping[str, float | str]) -> "Calibration":
-        """Copy with user-set values (floats in SI, or strings with units)."""
+    def with_overrides(self, overrides: Mapping[str, float | str], check_range: bool = False) -> "Calibration":
+        """Copy with user-set values (strings with units, or plain floats for dimensionless kinds).
+
+        Values are always finite and >= 0. check_range=True also holds each to its parameter's
+        allowed range (param_ranges.py), as family files and what-ifs are; it is off for callers that
+        step past a bound on purpose (sensitivity's finite differences around a fraction of 1)."""
         new = dict(self.params)
         for name, v in overrides.items():
             if name not in new:
-                raise KeyError(f"unknown calibration parameter {name!r} (known: {', '.join(sorted(new))})")
+                raise KeyError(f"unknown calibration parameter {name!r}{did_you_mean(name, new)} "
+                               f"(known: {', '.join(sorted(new))})")
             old = new[name]
-            val = _value(v, old.kind, f"override {name}")
+            val = _value(v, old.kind, f"calibration parameter {name}", name if check_range else None)
             new[name] = dataclasses.replace(old, value=val, raw=str(v), status="assumed",
                                             reason=f"user override (was {old.raw})", origin="user override")
         return dataclasses.replace(self, params=MappingProxyType(new))
@@ -126,7 +133,8 @@ class Calibration:
                  "source": p.source, "origin": p.origin} for p in self.params.values()]
 
 
-def _value(v, kind: str, where: str) -> float:
+def _value(v, kind: str, where: str, name: str | None = None) -> float:
+    """SI value of a parameter as written (finite, >= 0); with `name`, also within its allowed range."""
     if isinstance(v, bool):
         return 1.0 if v else 0.0
     try:
@@ -135,6 +143,11 @@ def _value(v, kind: str, where: str) -> float:
         raise CatalogError(f"{where}: {exc}") from None
     if out < 0:
         raise CatalogError(f"{where}: must not be negative, got {v!r}")
+    if name is not None:
+        try:
+            param_ranges.check(name, kind, out, v)
+        except ValueError as exc:
+            raise CatalogError(f"{where}: {exc}") from None
     return out
 
 
@@ -150,12 +163,15 @@ def load_calibration_file(path: Path) -> CalibrationFile:
             if not p.reason.strip():
                 raise CatalogError(f"{path}: field {scope}.{name}.reason: every assumption needs its reason")
             if p.kind != "flag":
-                _value(p.value, p.kind, f"{path}: field {scope}.{name}.value")
+                _value(p.value, p.kind, f"{path}: field {scope}.{name}.value", name)
     for chip, o in cal.chips.items():
-        for name in o.params:
+        for name, p in o.params.items():
             if name not in cal.params:
                 raise CatalogError(f"{path}: field chips.{chip}.params.{name}: overrides a parameter the family "
-                                   "file does not define")
+                                   f"file does not define{did_you_mean(name, cal.params)}")
+            if p.kind != cal.params[name].kind:
+                raise CatalogError(f"{path}: field chips.{chip}.params.{name}.kind: {p.kind!r}, but the family "
+                                   f"value's kind is {cal.params[name].kind!r}")
     return cal
 
 
@@ -194,7 +210,8 @@ def _resolved(fam: str, root: Path, chip: str) -> Mapping[str, Param]:
         src, origin = p, path
         if overrides and name in overrides.params:
             src, origin = overrides.params[name], f"{path} [chips.{chip_name}]"
-        val = 1.0 if src.value is True else 0.0 if src.value is False else _value(src.value, src.kind, f"{path}: {name}")
+        val = 1.0 if src.value is True else 0.0 if src.value is False else _value(src.value, src.kind,
+                                                                                  f"{path}: {name}", name)
         params[name] = Param(name=name, value=val, raw=str(src.value), kind=src.kind, status=src.status,
                              reason=src.reason, source=src.source, origin=origin)
     return MappingProxyType(params)
@@ -253,12 +270,14 @@ def load_calibrated_set(path: Path | str, root: Path | None = None) -> Calibrate
     for name, p in f.params.items():
         where = f"{path}: field params.{name}"
         if name not in fam_file.params:
-            raise CatalogError(f"{where}: not a parameter of {fam_path} (a calibrated set can only replace "
-                               "parameters the family file defines)")
+            raise CatalogError(f"{where}: not a parameter of {fam_path}{did_you_mean(name, fam_file.params)} (a "
+                               "calibrated set can only replace parameters the family file defines)")
         want = fam_file.params[name].kind
         if p.kind != want:
             raise CatalogError(f"{where}.kind: {p.kind!r}, but {fam_path} gives {name} the kind {want!r}")
-        num = {k: _value(getattr(p, k), p.kind, f"{where}.{k}") for k in ("value", "initial", "lower")}
+        # the fitted value must lie in the parameter's range; the fit's start and bounds need only be sound
+        num = {k: _value(getattr(p, k), p.kind, f"{where}.{k}", name if k == "value" else None)
+               for k in ("value", "initial", "lower")}
         upper = _value(p.upper, p.kind, f"{where}.upper") if p.upper is not None else math.inf
         if p.std_error is not None:
             _value(p.std_error, p.kind, f"{where}.std_error")

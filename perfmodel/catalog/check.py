@@ -1,7 +1,8 @@
 """`perfmodel check`: validate every catalogue file and cross-check published totals.
 
 Errors (exit non-zero): anything a loader rejects (syntax, unknown keys, units, dimensions,
-non-positive values, sources, derivations, topology sizes).
+non-positive values, sources, derivations, topology sizes, counts above core/limits.py's
+ceilings, calibration values outside their parameter's range: param_ranges.py).
 Warnings (reported, exit zero): a published node / scale-up total that differs from
 chips x chip figure by more than 10%, which usually means a source conflict worth a note.
 

@@ -15,6 +15,7 @@ Does not: compute anything beyond building typed objects.
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from dataclasses import dataclass
@@ -34,6 +35,12 @@ def catalog_root() -> Path:
         raise CatalogError(f"{root}: no hardware_specs/ directory here; set PERFMODEL_CATALOG to the folder that "
                            "holds hardware_specs/ and workloads/")
     return root
+
+
+def did_you_mean(name: str, known) -> str:
+    """' (did you mean 'x'?)' for the closest known names to a mistyped one, or ''."""
+    close = difflib.get_close_matches(str(name), list(known), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
 def read_toml(path: Path) -> dict:
@@ -82,9 +89,9 @@ def _check_name(path: Path, data: dict) -> None:
 @lru_cache(maxsize=64)
 def _chip(name: str, root: Path) -> tuple[ChipFile, dict[str, SpecValue], ChipFile | None]:
     path = root / "hardware_specs" / "chips" / f"{name}.toml"
-    if not path.exists():
-        known = ", ".join(list_chips(root))
-        raise CatalogError(f"{path}: no such chip {name!r} (known: {known})")
+    if name not in list_chips(root):  # a key, never a path ('../x' names no file outside the catalogue)
+        known = list_chips(root)
+        raise CatalogError(f"{path}: no such chip {name!r}{did_you_mean(name, known)} (known: {', '.join(known)})")
     data = read_toml(path)
     chip = validate_file(ChipFile, data, str(path), set(load_sources(root)))
     _check_name(path, data)
@@ -99,9 +106,10 @@ def load_system(name: str, variant: str = "nominal", root: Path | None = None) -
     """The typed System for catalogue key `name` (variant low/high: ends of projected ranges)."""
     root = root or catalog_root()
     path = root / "hardware_specs" / f"{name}.toml"
-    if not path.exists():
-        known = ", ".join(list_systems(root))
-        raise CatalogError(f"no system {name!r} in {root / 'hardware_specs'} (known: {known})")
+    known = list_systems(root)
+    if name not in known:  # a key, never a path ('../x' names no file outside the catalogue)
+        raise CatalogError(f"no system {name!r} in {root / 'hardware_specs'}{did_you_mean(name, known)} "
+                           f"(known: {', '.join(known)})")
     data = read_toml(path)
     sysfile = validate_file(SystemFile, data, str(path), set(load_sources(root)))
     _check_name(path, data)

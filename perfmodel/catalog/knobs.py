@@ -12,11 +12,14 @@ Does not: evaluate anything, or read files.
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Iterable, Mapping
 
-from perfmodel.core import units
+from perfmodel.catalog.files import did_you_mean
+from perfmodel.core import limits, units
 from perfmodel.core.dtypes import DType
 from perfmodel.core.hardware import ElementEngine, Scope, System
 from perfmodel.core.provenance import Status
@@ -38,22 +41,30 @@ class Change:
     text: str = ""
 
 
-def parse_change(text: str) -> Change:
-    """'x1.5' / '*1.5' / '+50%' / '-20%' scale; anything else sets (parsed later by kind)."""
+# A scale is a plain decimal number (no arithmetic, no inf / nan), the same grammar as a quantity's number.
+_SCALE = re.compile(r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d{1,3})?")
+MAX_FACTOR = 1e6  # a what-if scales a value by at most a million either way; more is a typo, not a what-if
+
+
+def parse_change(text: str, name: str = "") -> Change:
+    """'x1.5' / '*1.5' / '+50%' / '-20%' scale; anything else sets (parsed later by kind). Errors start
+    with `name` (the what-if's knob) when given."""
     s = str(text).strip()
+    who = f"{name}: " if name else ""
     if not s:
-        raise WhatIfError("empty what-if value")
-    try:
-        if s[0] in "x*×":
-            factor = float(s[1:])
-        elif s.endswith("%") and s[0] in "+-":
-            factor = 1.0 + float(s[:-1]) / 100.0
-        else:
-            return Change("set", text=s)
-    except ValueError:
-        raise WhatIfError(f"cannot read the scale {s!r}: write x1.5, *1.5, +50% or -20%") from None
-    if not factor > 0:
-        raise WhatIfError(f"scale {s!r} must leave a positive value (factor {factor:g})")
+        raise WhatIfError(f"{who}empty what-if value")
+    if s[0] in "x*×":
+        number, sign = s[1:].strip(), ""
+    elif s.endswith("%") and s[0] in "+-":
+        number, sign = s[1:-1].strip(), s[0]
+    else:
+        return Change("set", text=s)
+    if not _SCALE.fullmatch(number):
+        raise WhatIfError(f"{who}cannot read the scale {s!r}: write x1.5, *1.5, +50% or -20%")
+    factor = float(number) if not sign else 1.0 + float(sign + number) / 100.0
+    if not 1 / MAX_FACTOR <= factor <= MAX_FACTOR:
+        raise WhatIfError(f"{who}scale {s!r} must leave a positive value within a factor of {MAX_FACTOR:g} of "
+                          f"the current one (factor {factor:g})")
     return Change("scale", factor=factor)
 
 
@@ -67,11 +78,20 @@ def _set_value(change: Change, kind: str, name: str) -> float:
     return value
 
 
+def _checked(new: float, kind: str, name: str, text: str) -> float:
+    """A spec value after a what-if meets the spec files' rules: positive, finite, below MAX_QUANTITY_SI."""
+    if not (math.isfinite(new) and 0 < new <= limits.MAX_QUANTITY_SI):
+        raise WhatIfError(f"{name}: {text!r} gives {units.format_quantity(new, kind)}, outside the allowed range "
+                          f"(0, {units.format_quantity(limits.MAX_QUANTITY_SI, kind)}]")
+    return new
+
+
 def number_or_text(s: str):
-    try:
-        return float(s)
-    except ValueError:
-        return s
+    """A plain decimal number as a float ('0.8'), anything else as the text (parsed by units later)."""
+    return float(s) if _NUMBER.fullmatch(s.strip()) else s
+
+
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d{1,3})?")
 
 
 def _apply(old: float, change: Change, kind: str, name: str) -> float:
@@ -238,8 +258,8 @@ def _knob(name: str) -> SpecKnob:
     try:
         return SPEC_KNOBS[name]
     except KeyError:
-        raise WhatIfError(f"unknown spec value {name!r} (known: {', '.join(n for n in SPEC_KNOBS if '.' not in n)}, "
-                          "tensor_rate.<dtype>)") from None
+        raise WhatIfError(f"unknown spec value {name!r}{did_you_mean(name, SPEC_KNOBS)} (known: "
+                          f"{', '.join(n for n in SPEC_KNOBS if '.' not in n)}, tensor_rate.<dtype>)") from None
 
 
 def _mark(system: System, kb: SpecKnob, text: str, factor: float) -> System:
@@ -260,6 +280,6 @@ def apply_spec(system: System, overrides: Iterable[tuple[str, str]]) -> System:
         old = kb.get(system)
         if not old:
             raise WhatIfError(f"{system.name} has no {kb.description} to change ({name})")
-        new = _apply(old, parse_change(text), kb.kind, name)
+        new = _checked(_apply(old, parse_change(text, name), kb.kind, name), kb.kind, name, text)
         system = _mark(kb.scale(system, new / old), kb, text, new / old)
     return system

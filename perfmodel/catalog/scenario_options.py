@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from perfmodel.core import limits
 from perfmodel.core.dtypes import DType
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Precision, Recompute, Scenario
@@ -67,13 +68,27 @@ def scenario_of(opts: ScenarioOptions, arch: ModelArch, system: System | None = 
     native = system is None or system.chip.supports(ew) if ew else False
     if ew and arch.is_moe and bytes_per_element(ew) < bytes_per_element(d) and native:
         prec = dataclasses.replace(prec, expert_weights=ew)
-    sc = Scenario(phase=phase, batch=int(opts.batch), seq_len=int(opts.seq_len), context=int(opts.resolved().context),
-                  parallel=Parallelism(tp=int(opts.tp), pp=int(opts.pp), dp=int(opts.dp), ep=int(opts.ep),
-                                       da=int(opts.da), zero=int(opts.zero), microbatches=int(opts.microbatches),
-                                       sequence_parallel=bool(opts.sequence_parallel)),
+    n = _counts(opts)
+    sc = Scenario(phase=phase, batch=n["batch"], seq_len=n["seq_len"], context=n["context"],
+                  parallel=Parallelism(tp=n["tp"], pp=n["pp"], dp=n["dp"], ep=n["ep"], da=n["da"], zero=n["zero"],
+                                       microbatches=n["microbatches"], sequence_parallel=bool(opts.sequence_parallel)),
                   precision=prec, recompute=Recompute(opts.recompute), optimizer=Optimizer(opts.optimizer))
     sc.validate()
     return sc
+
+
+# option -> (smallest, largest): whole numbers only (40.0 is 40; 40.5, inf, nan and text are refused)
+COUNT_RANGES = {"batch": (1, limits.MAX_BATCH), "seq_len": (1, limits.MAX_SEQ_TOKENS),
+                "context": (0, limits.MAX_SEQ_TOKENS), "tp": (1, limits.MAX_CHIPS), "pp": (1, limits.MAX_CHIPS),
+                "dp": (1, limits.MAX_CHIPS), "ep": (1, limits.MAX_CHIPS), "da": (1, limits.MAX_CHIPS),
+                "zero": (0, 3), "microbatches": (1, limits.MAX_BATCH)}
+
+
+def _counts(opts: ScenarioOptions) -> dict[str, int]:
+    """The options' counts as ints, each checked (ValueError naming the option, value and range)."""
+    r = opts.resolved()
+    return {k: limits.check_count(getattr(r, k), f"scenario option {k}", lo, hi)
+            for k, (lo, hi) in COUNT_RANGES.items()}
 
 
 def plan_label(opts: ScenarioOptions) -> str:

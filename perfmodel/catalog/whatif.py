@@ -23,15 +23,18 @@ Does not: evaluate anything, or read files beyond the catalogue loaders it is gi
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from perfmodel.catalog.calibration import Calibration
-from perfmodel.catalog.knobs import (SPEC_KNOBS, Change, SpecKnob, WhatIfError, apply_spec, knobs_frame, number_or_text,
-                                     parse_change, spec_value)
+from perfmodel.catalog.files import did_you_mean
+from perfmodel.catalog.knobs import SPEC_KNOBS, Change, SpecKnob, WhatIfError, apply_spec, knobs_frame, number_or_text, parse_change, spec_value
 from perfmodel.catalog.scenario_options import DEFAULT_CONTEXT, ScenarioOptions, plan_label, scenario_of
+from perfmodel.core import limits, units
 from perfmodel.core.hardware import System
 from perfmodel.core.workload import ModelArch
+from perfmodel.core.workload_checks import ArchError
 
 FAMILIES = ("spec", "cal", "workload")
 
@@ -40,19 +43,26 @@ FAMILIES = ("spec", "cal", "workload")
 
 
 def apply_calibration(cal: Calibration, overrides: Iterable[tuple[str, str]]) -> Calibration:
-    """Calibration copy with parameters scaled or set (strings with units as in the files)."""
+    """Calibration copy with parameters scaled or set (strings with units as in the files), each held
+    to its parameter's allowed range as the family files are (param_ranges.py)."""
     values: dict[str, float | str] = {}
     for name, text in overrides:
         if name not in cal.params:
-            raise WhatIfError(f"unknown what-if name {name!r}: not a spec value ("
+            raise WhatIfError(f"unknown what-if name {name!r}{_suggest(name, cal)}: not a spec value ("
                               f"{', '.join(n for n in SPEC_KNOBS if '.' not in n)}), a calibration parameter "
                               f"({', '.join(sorted(cal.params))}) or a numeric workload field")
-        ch = parse_change(text)
-        values[name] = cal[name] * ch.factor if ch.op == "scale" else number_or_text(ch.text)
+        ch = parse_change(text, f"calibration parameter {name}")
+        # a scale acts on the SI value and is handed on with its SI unit ('4e-06 s'), read like a set
+        values[name] = _si_text(cal[name] * ch.factor, cal.params[name].kind) if ch.op == "scale" else ch.text
     try:
-        return cal.with_overrides(values) if values else cal
+        return cal.with_overrides(values, check_range=True) if values else cal
     except (KeyError, ValueError) as exc:
         raise WhatIfError(str(exc).strip("'\"")) from None
+
+
+def _si_text(value: float, kind: str) -> str:
+    unit = units.KINDS[kind].internal_unit if kind in units.KINDS else ""
+    return f"{value!r} {unit}".strip()
 
 
 _WORKLOAD_TYPES = {f.name: f.type for f in dataclasses.fields(ModelArch)}
@@ -60,12 +70,14 @@ WORKLOAD_FIELDS = tuple(n for n, t in _WORKLOAD_TYPES.items() if t in ("int", "b
 
 
 def apply_workload(arch: ModelArch, overrides: Iterable[tuple[str, str]]) -> ModelArch:
-    """ModelArch copy with numeric / boolean fields changed (integers stay whole numbers)."""
+    """ModelArch copy with numeric / boolean fields changed (integers stay whole numbers), checked by the
+    rules workload files meet (ModelArch.validate: counts in range, fields consistent). A model that lists
+    its layer types (gpt-oss) keeps its repeating pattern over a changed num_hidden_layers."""
     changes: dict[str, object] = {}
     for name, text in overrides:
         if name not in WORKLOAD_FIELDS:
-            raise WhatIfError(f"unknown or non-numeric workload field {name!r} (numeric fields: "
-                              f"{', '.join(WORKLOAD_FIELDS)})")
+            raise WhatIfError(f"unknown or non-numeric workload field {name!r}{did_you_mean(name, WORKLOAD_FIELDS)} "
+                              f"(numeric fields: {', '.join(WORKLOAD_FIELDS)})")
         kind = _WORKLOAD_TYPES[name]
         old = changes.get(name, getattr(arch, name))
         if kind == "bool":
@@ -74,11 +86,10 @@ def apply_workload(arch: ModelArch, overrides: Iterable[tuple[str, str]]) -> Mod
                 raise WhatIfError(f"workload field {name}: write true or false, got {text!r}")
             changes[name] = low in ("true", "1", "yes")
             continue
-        ch = parse_change(text)
-        try:
-            new = old * ch.factor if ch.op == "scale" else float(ch.text)
-        except ValueError:
-            raise WhatIfError(f"workload field {name}: expected a number, got {text!r}") from None
+        ch = parse_change(text, f"workload field {name}")
+        new = old * ch.factor if ch.op == "scale" else number_or_text(ch.text)
+        if isinstance(new, str) or not math.isfinite(new):
+            raise WhatIfError(f"workload field {name}: expected a finite number, got {text!r}")
         if kind == "int":
             if ch.op == "set" and new != int(new):
                 raise WhatIfError(f"workload field {name}: must be a whole number, got {text!r}")
@@ -86,7 +97,20 @@ def apply_workload(arch: ModelArch, overrides: Iterable[tuple[str, str]]) -> Mod
         if new < 0:
             raise WhatIfError(f"workload field {name}: must not be negative, got {text!r}")
         changes[name] = new
-    return dataclasses.replace(arch, **changes) if changes else arch
+    if not changes:
+        return arch
+    L = changes.get("num_hidden_layers", arch.num_hidden_layers)
+    if arch.layer_types and "layer_types" not in changes and len(arch.layer_types) != L \
+            and 1 <= L <= limits.MAX_LAYERS:  # out of range: validate() says so below
+        changes["layer_types"] = tuple(arch.layer_types[i % len(arch.layer_types)] for i in range(L))
+    new_arch = dataclasses.replace(arch, **changes)
+    try:
+        new_arch.validate()
+    except ArchError as exc:  # a rule on another field than the one set names the what-if that broke it
+        done = ", ".join(f"{n}={v}" for n, v in changes.items() if n != "layer_types")
+        after = "" if exc.field in changes else f" (after the what-if {done})"
+        raise WhatIfError(f"workload field {exc.field}: {exc.problem}{after}") from None
+    return new_arch
 
 
 # ---------------------------------------------------------------- the record
@@ -155,7 +179,13 @@ def family_of(name: str, cal: Calibration | None = None) -> tuple[str, str]:
     known = "spec values (" + ", ".join(n for n in SPEC_KNOBS if "." not in n) + "), calibration parameters"
     if cal is not None:
         known += " (" + ", ".join(sorted(cal.params)) + ")"
-    raise WhatIfError(f"unknown what-if name {name!r}; known: {known}, or numeric workload fields")
+    raise WhatIfError(f"unknown what-if name {name!r}{_suggest(name, cal)}; known: {known}, or numeric workload "
+                      "fields")
+
+
+def _suggest(name: str, cal: Calibration | None) -> str:
+    """Did-you-mean over every what-if name: spec knobs, calibration parameters, workload fields."""
+    return did_you_mean(name, [*SPEC_KNOBS, *(cal.params if cal is not None else ()), *WORKLOAD_FIELDS])
 
 
 def parse_assignments(texts: Iterable[str], cal: Calibration | None = None) -> WhatIf:
@@ -166,7 +196,7 @@ def parse_assignments(texts: Iterable[str], cal: Calibration | None = None) -> W
             continue
         name, value = split_assignment(str(t))
         fam, bare = family_of(name, cal)
-        parse_change(value)  # fail early on malformed scales
+        parse_change(value, name)  # fail early on malformed scales
         fams[fam].append((bare, value))
     return WhatIf(**{f: tuple(v) for f, v in fams.items()})
 

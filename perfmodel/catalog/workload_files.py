@@ -29,9 +29,11 @@ A workload file:
     ...
 
 attention_bias and mlp_bias go in [config] when config.json states them, else in [perfmodel]
-(exactly one of the two). Unknown keys, wrong types, non-positive sizes, head counts that do not
-divide, a name that differs from the file name, malformed TOML and a missing [source] are
-rejected with a CatalogError naming the file, the field and the problem. Files are parsed with
+(exactly one of the two). Unknown keys, wrong types, non-positive sizes, counts above the
+ceilings of core/limits.py, head counts that do not divide, a name that differs from the file
+name, malformed TOML and a missing [source] are rejected with a CatalogError naming the file,
+the field and the problem (the architecture rules are ModelArch.validate's, which workload
+what-ifs meet too). Files are parsed with
 tomllib (data only, no eval).
 
 Does not: compute parameter counts (workload.py does) or fetch anything over the network.
@@ -49,10 +51,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from perfmodel.catalog.files import catalog_root, read_toml
+from perfmodel.catalog.files import catalog_root, did_you_mean, read_toml
 from perfmodel.catalog.spec_schema import CatalogError, DTypeName, format_validation_error
 from perfmodel.core.dtypes import DType
 from perfmodel.core.workload import ModelArch
+from perfmodel.core.workload_checks import ArchError
 
 STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
 Positive = Annotated[int, Field(gt=0)]
@@ -225,21 +228,9 @@ def build_arch(data: dict, path: str | Path, expect_name: str | None = None) -> 
         return bool(in_c if in_c is not None else in_p)
 
     attention_bias, mlp_bias = once("attention_bias"), once("mlp_bias")
-    D, L, H = c.hidden_size, c.num_hidden_layers, c.num_attention_heads
+    D, H = c.hidden_size, c.num_attention_heads
     K = c.num_key_value_heads if c.num_key_value_heads is not None else H
-    if K > H or H % K:
-        raise field_error(path, "config.num_key_value_heads",
-                          f"num_attention_heads ({H}) must be a multiple of num_key_value_heads ({K})")
     mla = c.kv_lora_rank > 0
-    if mla:
-        for key in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
-            if getattr(c, key) <= 0:
-                raise field_error(path, f"config.{key}", "multi-head latent attention (kv_lora_rank > 0) needs it > 0")
-    else:
-        for key in ("q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
-            if getattr(c, key):
-                raise field_error(path, f"config.{key}", "only meaningful with multi-head latent attention "
-                                  "(kv_lora_rank > 0)")
     if c.head_dim is not None:
         head_dim = c.head_dim
     elif mla:
@@ -249,44 +240,9 @@ def build_arch(data: dict, path: str | Path, expect_name: str | None = None) -> 
                           f"num_attention_heads ({H})")
     else:
         head_dim = D // H
-    moe = c.num_experts > 0
-    if moe:
-        if not 1 <= c.num_experts_per_tok <= c.num_experts:
-            raise field_error(path, "config.num_experts_per_tok",
-                              f"must be between 1 and num_experts ({c.num_experts}), got {c.num_experts_per_tok}")
-        if c.moe_intermediate_size <= 0:
-            raise field_error(path, "config.moe_intermediate_size",
-                              "a mixture-of-experts model needs the expert width > 0")
-        if c.first_k_dense_replace >= L:
-            raise field_error(path, "config.first_k_dense_replace",
-                              f"must be less than num_hidden_layers ({L}), got {c.first_k_dense_replace}")
-    else:
-        for key in ("num_experts_per_tok", "moe_intermediate_size", "num_shared_experts",
-                    "shared_expert_intermediate_size", "first_k_dense_replace"):
-            if getattr(c, key):
-                raise field_error(path, f"config.{key}",
-                                  "only meaningful for a mixture-of-experts model (num_experts > 0)")
-        if p.expert_weight_dtype is not None:
-            raise field_error(path, "perfmodel.expert_weight_dtype", "only meaningful for a mixture-of-experts model")
-        if p.router_bias:
-            raise field_error(path, "perfmodel.router_bias", "only meaningful for a mixture-of-experts model")
-        if s.active_parameters is not None:
-            raise field_error(path, "source.active_parameters", "only meaningful for a mixture-of-experts model")
-    if c.layer_types:
-        if len(c.layer_types) != L:
-            raise field_error(path, "config.layer_types",
-                              f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
-        if "sliding_attention" in c.layer_types and not c.sliding_window:
-            raise field_error(path, "config.sliding_window", "layer_types has sliding_attention layers but no window")
-    if p.pooler and not p.encoder_only:
-        raise field_error(path, "perfmodel.pooler", "a pooler belongs to an encoder-only model (encoder_only = true)")
-    if s.parameters is not None and s.active_parameters is not None and s.active_parameters > s.parameters:
-        raise field_error(path, "source.active_parameters",
-                          f"({s.active_parameters:g}) exceeds the total parameters ({s.parameters:g})")
-
-    return ModelArch(
+    arch = ModelArch(
         name=wf.name, display_name=wf.display_name, model_type=c.model_type, hidden_size=D,
-        num_hidden_layers=L, num_attention_heads=H, num_key_value_heads=K, head_dim=head_dim,
+        num_hidden_layers=c.num_hidden_layers, num_attention_heads=H, num_key_value_heads=K, head_dim=head_dim,
         intermediate_size=c.intermediate_size, vocab_size=c.vocab_size,
         max_position_embeddings=c.max_position_embeddings, tie_word_embeddings=c.tie_word_embeddings,
         hidden_act=c.hidden_act, encoder_only=p.encoder_only, norm=p.norm, gated_mlp=p.gated_mlp,
@@ -306,6 +262,22 @@ def build_arch(data: dict, path: str | Path, expect_name: str | None = None) -> 
         parameters_source=s.parameters_source, config_source=s.config_url, notes=wf.notes,
         extra=tuple((k, v) for k, v in (("retrieved", s.retrieved), ("version", s.version),
                                          ("source_note", s.note)) if v))
+    try:
+        arch.validate()  # the rules workload what-ifs meet too (core/workload_checks.py)
+    except ArchError as exc:
+        raise field_error(path, file_field(exc.field), exc.problem) from None
+    return arch
+
+
+def file_field(name: str) -> str:
+    """Where a ModelArch field sits in a workload file: [source], [perfmodel] or [config]."""
+    if name in _SOURCE_FIELDS:
+        return _SOURCE_FIELDS[name]
+    return f"perfmodel.{name}" if name in _Perfmodel.model_fields else f"config.{name}"
+
+
+_SOURCE_FIELDS = {"published_parameters": "source.parameters",
+                  "published_active_parameters": "source.active_parameters"}
 
 
 def load_workload_file(path: str | Path) -> ModelArch:
@@ -317,9 +289,10 @@ def load_workload_file(path: str | Path) -> ModelArch:
 @lru_cache(maxsize=128)
 def _load(name: str, root: Path) -> ModelArch:
     path = root / "workloads" / f"{name}.toml"
-    if not path.is_file():
-        known = ", ".join(list_workloads(root)) or "none"
-        raise CatalogError(f"{path}: no such workload {name!r} (known: {known})")
+    known = list_workloads(root)
+    if name not in known:  # a key, never a path ('../x' names no file outside the catalogue)
+        raise CatalogError(f"{path}: no such workload {name!r}{did_you_mean(name, known)} "
+                           f"(known: {', '.join(known) or 'none'})")
     return load_workload_file(path)
 
 

@@ -15,7 +15,7 @@ import argparse
 import os
 import sys
 
-from perfmodel.cli.common import print_result
+from perfmodel.cli.common import add_force_option, print_result, refuse, same_file
 
 # the same list as calibrate.DEFAULT_PARAMS (kept literal so that --help imports nothing heavy; a test checks it)
 _DEFAULT_HELP = ("tensor_efficiency, hbm_efficiency, element_efficiency, op_overhead, collective_fixed_latency, "
@@ -47,6 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="least-squares loss on the log residuals (default linear; the others damp outliers)")
     p.add_argument("--out", "-o", metavar="FILE",
                    help="calibrated-set file to write (default hardware_specs/calibration/fitted/<family>-<date>.toml)")
+    add_force_option(p)
     p.add_argument("--no-write", action="store_true", help="fit and report, write no file")
     p.add_argument("--description", default="", help="free text stored in the file")
     p.add_argument("--format", "-f", choices=("table", "md", "csv", "json"), default="table",
@@ -64,6 +65,9 @@ def cmd_calibrate(args) -> int:
 
     if args.no_write and args.out:
         raise ValueError("--out and --no-write contradict each other")
+    why = None if args.no_write else _output_refusal(args)
+    if why:
+        return refuse("calibrate", why)
     names = [n.strip() for n in args.params.split(",") if n.strip()] if args.params else None
     say = None if args.quiet else (lambda msg: print(f"calibrate: {msg}", file=sys.stderr, flush=True))
     jobs = args.jobs if args.jobs > 0 else min(os.cpu_count() or 1, max(args.folds, 0) + 1)
@@ -95,3 +99,24 @@ def cmd_calibrate(args) -> int:
         tail])
     print_result(text)
     return 0
+
+
+def _output_refusal(args) -> str | None:
+    """What parsing cannot check (it sees only the options given): the default --out of today (a dated
+    file: a second fit the same day would replace the first) and the default --cases file."""
+    import datetime as dt
+
+    from perfmodel.validation import fit_result, harness
+
+    if args.out:
+        if args.cases is None and same_file(args.out, harness.CSV):
+            return (f"--out {args.out} is the measurements file this command reads (the default --cases); choose "
+                    "another output file")
+        return None
+    target = fit_result.default_path(args.family, dt.date.today().isoformat())
+    inputs = [*getattr(args, "calibration", []), *getattr(args, "calibration_cmd", [])]
+    if any(same_file(target, f) for f in inputs):
+        return f"{target} (the default --out) is a --calibration file this command reads; pass --out another file"
+    if target.exists() and not args.force:
+        return f"{target} (the default --out) exists; pass --force to replace it, or --out another file"
+    return None

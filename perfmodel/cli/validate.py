@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from perfmodel.cli.common import add_output_options, print_result
+from perfmodel.cli.common import add_output_options, print_result, refuse, same_file
 
 SHOW = ("all", "cases", "summary", "not-expressed")
 
@@ -36,8 +36,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_validate(args) -> int:
     from perfmodel import validation
     from perfmodel.catalog import calibration
+    from perfmodel.core import safe_write
     from perfmodel.report import export
+    from perfmodel.validation import harness
 
+    if args.out and args.cases is None and same_file(args.out, harness.CSV):  # --cases given: checked at parsing
+        return refuse("validate", f"--out {args.out} is the measurements file this command reads (the default "
+                                  "--cases); choose another output file")
     show = "summary" if args.summary_only else args.show
     sheets = validation.sheets(args.cases, args.families or None)
     pick = {"cases": ["cases"], "summary": ["by_phase", "by_hardware_family", "by_metric", "by_family"],
@@ -58,8 +63,7 @@ def cmd_validate(args) -> int:
               "not_expressed": "cases the model cannot express yet"}
     text = "\n\n".join(export.emit(df, args.format, titles[k]) for k, df in chosen.items() if len(df))
     if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text)
+        safe_write.write_text(args.out, text)
         text = f"wrote {args.out}"
     print_result(text)
     return 0

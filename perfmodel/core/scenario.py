@@ -20,6 +20,7 @@ import dataclasses
 from dataclasses import dataclass
 from enum import Enum
 
+from perfmodel.core import limits
 from perfmodel.core.dtypes import DType
 
 
@@ -78,10 +79,13 @@ class Parallelism:
         return self.replica_chips * self.dp
 
     def validate(self) -> None:
-        for f in ("tp", "pp", "dp", "ep", "cp", "da", "microbatches", "pp_virtual"):
-            v = getattr(self, f)
-            if not isinstance(v, int) or v < 1:
-                raise ValueError(f"parallelism field {f}: must be a whole number >= 1, got {v!r}")
+        for f in ("tp", "pp", "dp", "ep", "cp", "da"):
+            _whole(getattr(self, f), f"parallelism field {f}", 1, limits.MAX_CHIPS)
+        _whole(self.microbatches, "parallelism field microbatches", 1, limits.MAX_BATCH)
+        _whole(self.pp_virtual, "parallelism field pp_virtual", 1, limits.MAX_LAYERS)  # stages hold >= 1 layer
+        if self.chips > limits.MAX_CHIPS:
+            raise ValueError(f"parallelism: tp x da x cp x pp x dp = {self.chips:,} chips, more than the "
+                             f"{limits.MAX_CHIPS:,} of any cluster (limits.MAX_CHIPS)")
         if self.zero not in (0, 1, 2, 3):
             raise ValueError(f"parallelism field zero: must be 0, 1, 2 or 3, got {self.zero!r}")
         n = self.tp * self.da
@@ -146,13 +150,18 @@ class Scenario:
 
     def validate(self) -> None:
         self.parallel.validate()
-        for f in ("batch", "seq_len"):
-            v = getattr(self, f)
-            if not isinstance(v, int) or v < 1:
-                raise ValueError(f"scenario field {f}: must be a whole number >= 1, got {v!r}")
-        if not isinstance(self.context, int) or self.context < 0:
-            raise ValueError(f"scenario field context: must be a whole number >= 0, got {self.context!r}")
+        _whole(self.batch, "scenario field batch", 1, limits.MAX_BATCH)
+        _whole(self.seq_len, "scenario field seq_len", 1, limits.MAX_SEQ_TOKENS)
+        _whole(self.context, "scenario field context", 0, limits.MAX_SEQ_TOKENS)
         if self.phase == Phase.DECODE and self.context < 1:
             raise ValueError("scenario field context: decode needs a KV cache (context >= 1)")
-        if self.moe_imbalance is not None and not self.moe_imbalance >= 1:
-            raise ValueError(f"scenario field moe_imbalance: must be >= 1, got {self.moe_imbalance!r}")
+        if self.moe_imbalance is not None and not 1 <= self.moe_imbalance <= limits.MAX_EXPERTS:
+            raise ValueError(f"scenario field moe_imbalance: must be between 1 and {limits.MAX_EXPERTS:,} (the "
+                             f"busiest expert over the mean), got {self.moe_imbalance!r}")
+
+
+def _whole(v, what: str, lo: int, hi: int) -> None:
+    """A count field holds an int (not a float, not a bool: a scenario is built, not read) in [lo, hi]."""
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError(f"{what}: must be a whole number between {lo} and {hi:,}, got {v!r}")
+    limits.check_count(v, what, lo, hi)

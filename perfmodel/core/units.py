@@ -17,11 +17,14 @@ Does not: know anything about hardware or models.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
 import pint
+
+from perfmodel.core import limits
 
 # Named constants for the few conversions code needs outside parsing. Nothing else in the
 # package may write 1e9, 2**30 or 3600 (tests/test_architecture.py enforces it).
@@ -93,49 +96,84 @@ def _dimensionality(kind: str):
     return ureg.Quantity(1).dimensionality if not spec else ureg.get_dimensionality(spec)
 
 
+# A quantity string is a number and a unit, nothing else: the number is read by float() and the
+# unit by pint's unit parser, which never evaluates numbers. pint's Quantity(text) would evaluate
+# arithmetic ('10**10**8 GB/s' never returns), so it is never given user text.
+MAX_TEXT = 100  # characters: the longest real spelling ('21.50 USD/h', '128 elem/cycle') is ~15
+_NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d{1,3})?"  # 1e999 reads as inf: refused as not finite
+_NAME = r"(?:[A-Za-zµμ_][A-Za-z0-9µμ_]*|%)"  # a unit name, prefix included ('GiB', 'TFLOPS', 'µs')
+_FACTOR = rf"{_NAME}(?:(?:\^|\*\*)[+-]?\d)?"  # with a one-digit power at most ('s^2', 's**-1')
+_UNIT = re.compile(rf"{_FACTOR}(?:[/*· ]{_FACTOR})*")
+_QUANTITY = re.compile(rf"({_NUMBER})\s*(.*)", re.S)
+_NON_FINITE = re.compile(r"[+-]?(?:inf|infinity|nan)\b", re.I)
+
+
 def parse(text: str | int | float, kind: str) -> float:
     """Parse a quantity into the internal unit of `kind` and return a finite float.
 
-    Numbers (int/float) are accepted only for dimensionless kinds (count, ratio).
+    Text is a number and a unit ('2.9 TB/s', '800 Gbps', '1.5 us', '85 %'), read without
+    arithmetic; numbers (int/float) are accepted only for dimensionless kinds (count, ratio).
+    The SI value must be finite and at most limits.MAX_QUANTITY_SI in magnitude.
     Raises UnitError naming what was expected and what was found.
     """
     if kind not in KINDS:
         raise KeyError(f"unknown quantity kind {kind!r}")
     k = KINDS[kind]
-    ureg = registry()
     if isinstance(text, bool):
         raise UnitError(f"expected {k.description}, got a boolean")
     if isinstance(text, (int, float)):
         if k.dimensionality:
             raise UnitError(f"expected {k.description} with its unit, got the bare number {text!r}")
-        value = float(text)
-    else:
-        s = str(text).strip()
-        if not s:
-            raise UnitError(f"expected {k.description}, got an empty string")
-        if k.dimensionality and _is_bare_number(s):
-            raise UnitError(f"expected {k.description} with its unit, got the bare number {s!r}")
         try:
-            q = ureg.Quantity(s)
-        except Exception as exc:  # pint raises several error types for bad strings
-            raise UnitError(f"cannot read {s!r} as a quantity ({type(exc).__name__}: {exc})") from None
-        if not isinstance(q, pint.Quantity):
-            q = ureg.Quantity(q)
-        if q.dimensionality != _dimensionality(kind):
-            found = str(q.dimensionality) if str(q.dimensionality) != "dimensionless" else "a plain number"
-            raise UnitError(f"expected {k.description}, got {s!r} whose dimension is {found}")
-        value = float(q.to(k.internal_unit).magnitude) if k.internal_unit else float(q.to("count").magnitude)
+            value = float(text)
+        except OverflowError:  # an int beyond a float's range
+            raise UnitError(f"expected {k.description}, got a number too large to hold ({len(str(text))} digits)") \
+                from None
+    else:
+        value = _parse_text(str(text).strip(), kind, k)
     if not math.isfinite(value):
         raise UnitError(f"value {text!r} is not finite")
+    if abs(value) > limits.MAX_QUANTITY_SI:
+        raise UnitError(f"value {text!r} is beyond any real quantity (more than {limits.MAX_QUANTITY_SI:g} "
+                        f"{k.internal_unit or 'as a plain number'})")
     return value
 
 
-def _is_bare_number(s: str) -> bool:
+def _parse_text(s: str, kind: str, k: Kind) -> float:
+    if not s:
+        raise UnitError(f"expected {k.description}, got an empty string")
+    shown = s if len(s) <= MAX_TEXT else f"{s[:40]}... ({len(s)} characters)"
+    if _NON_FINITE.match(s):
+        raise UnitError(f"value {shown!r} is not finite")
+    m = _QUANTITY.fullmatch(s) if len(s) <= MAX_TEXT else None
+    unit = m and re.sub(r"\s*([/*·^])\s*", r"\1", re.sub(r"\s+", " ", m.group(2).strip()))
+    if m is None or (unit and not _UNIT.fullmatch(unit)):
+        want = f"a number and a unit such as {_example(k)}" if k.dimensionality else k.description
+        raise UnitError(f"expected {want}, got {shown!r}")
+    number = float(m.group(1))
+    if not unit:
+        if k.dimensionality:
+            raise UnitError(f"expected {k.description} with its unit, got the bare number {s!r}")
+        return number
+    ureg = registry()
     try:
-        float(s)
-    except ValueError:
-        return False
-    return True
+        u = ureg.parse_units(unit.replace("·", "*"))
+    except Exception as exc:  # pint raises several error types for unknown or malformed units
+        raise UnitError(f"cannot read {s!r} as a quantity ({type(exc).__name__}: {exc})") from None
+    if u.dimensionality != _dimensionality(kind):
+        found = str(u.dimensionality) if str(u.dimensionality) != "dimensionless" else "a plain number"
+        raise UnitError(f"expected {k.description}, got {s!r} whose dimension is {found}")
+    try:
+        q = ureg.Quantity(number, u)
+        return float(q.to(k.internal_unit).magnitude) if k.internal_unit else float(q.to("count").magnitude)
+    except OverflowError:  # a large number times a large prefix power
+        raise UnitError(f"value {s!r} is not finite") from None
+
+
+def _example(k: Kind) -> str:
+    """The example quoted in a kind's description ('2.9 TB/s')."""
+    m = re.search(r"'([^']+)'", k.description)
+    return f"'{m.group(1)}'" if m else "'2.9 TB/s'"
 
 
 _DISPLAY: dict[str, tuple[tuple[float, str], ...]] = {

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from perfmodel.core.dtypes import DType
+from perfmodel.core.workload_checks import check_arch
 
 
 class AttentionKind(str, Enum):
@@ -121,7 +122,18 @@ class ModelArch:
 
     @property
     def num_sliding_layers(self) -> int:
-        return sum(self.is_sliding_layer(i) for i in range(self.num_hidden_layers))
+        """Layers with a sliding window: all of them without a per-layer list, else the list's count
+        (closed form, C speed: never a Python loop over num_hidden_layers, which a what-if may set)."""
+        if not self.sliding_window:
+            return 0
+        if not self.layer_types:
+            return self.num_hidden_layers
+        return self.layer_types[:self.num_hidden_layers].count("sliding_attention")
+
+    def validate(self) -> None:
+        """Raise ArchError (field, problem) for counts out of range or fields that contradict each other.
+        The workload-file loader and workload what-ifs both call it: one set of rules for both."""
+        check_arch(self)
 
     @property
     def shares_lm_head(self) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from perfmodel.core import safe_write
 from perfmodel.report.charts import to_png, to_svg
 from perfmodel.report.export import render_text_table, to_markdown
 
@@ -49,7 +50,7 @@ def report_markdown(report, chart_dir: Path | None = None, link_base: str = "") 
             n += 1
             fname = f"{n:02d}-{_slug(ctitle)}.png"
             Path(chart_dir).mkdir(parents=True, exist_ok=True)
-            (Path(chart_dir) / fname).write_bytes(to_png(chart))
+            safe_write.write_bytes(Path(chart_dir) / fname, to_png(chart))
             parts += [f"![{ctitle}]({link_base + '/' if link_base else ''}{fname})", ""]
     parts += ["---", "", report.legend, ""]
     return "\n".join(parts)
@@ -80,14 +81,15 @@ def report_html(report) -> str:
 
 
 def write_report(report, path: str | Path) -> Path:
-    """Write a report as .md (charts as PNG files in <stem>_charts/) or .html (charts inline)."""
+    """Write a report as .md (charts as PNG files in <stem>_charts/) or .html (charts inline); each file
+    is written to a temporary file renamed into place when complete."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix in (".html", ".htm"):
-        path.write_text(report_html(report))
+        safe_write.write_text(path, report_html(report))
     elif suffix in (".md", ".markdown"):
         chart_dir = path.parent / f"{path.stem}_charts"
-        path.write_text(report_markdown(report, chart_dir, chart_dir.name))
+        safe_write.write_text(path, report_markdown(report, chart_dir, chart_dir.name))
     else:
         raise ValueError(f"report output {path.name!r}: use a .md or .html file name (or --format csv|json|xlsx)")
     return path

@@ -3,6 +3,8 @@
 Internal columns are snake_case with SI unit suffixes (time_s, hbm_bytes, ...); the
 display layer maps them to human names and scales (Time (ms), HBM (GiB)) here only.
 JSON output is records with internal column names and SI values, stable for tooling.
+Files are written whole or not at all, and CSV / XLSX text cells that a spreadsheet would run as
+formulas are escaped (core/safe_write.py).
 
 Does not: compute model quantities.
 """
@@ -18,7 +20,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from perfmodel.core import units
+from perfmodel.core import safe_write, units
 
 FORMATS = ("table", "md", "csv", "json", "xlsx")
 
@@ -110,17 +112,23 @@ def render_table(df: pd.DataFrame, title: str = "", scale: bool = True, caption:
 
 
 def write_xlsx(sheets: dict[str, pd.DataFrame], path: Path) -> Path:
-    """One sheet per frame (sheet names cut to Excel's 31 characters), header row frozen."""
+    """One sheet per frame (sheet names cut to Excel's 31 characters), header row frozen; text that a
+    spreadsheet would run as a formula is escaped; written to a temporary file renamed into place."""
     path = Path(path)
-    with pd.ExcelWriter(path, engine="openpyxl") as xw:
+    with safe_write.atomic_path(path) as tmp, pd.ExcelWriter(tmp, engine="openpyxl") as xw:
         for name, frame in sheets.items():
             frame = frame.copy()
             for c in frame.columns:  # Excel has no tuples; show them as text
                 if frame[c].dtype == object:
                     frame[c] = frame[c].map(lambda v: ", ".join(map(str, v)) if isinstance(v, (tuple, list)) else v)
-            frame.to_excel(xw, sheet_name=name[:31], index=False)
+            safe_write.escape_frame(frame).to_excel(xw, sheet_name=name[:31], index=False)
             xw.sheets[name[:31]].freeze_panes = "A2"
     return path
+
+
+def to_csv(df: pd.DataFrame) -> str:
+    """CSV text (no index) with formula-like text cells escaped: for every CSV a user may open in a spreadsheet."""
+    return safe_write.escape_frame(df).to_csv(index=False)
 
 
 def emit(df: pd.DataFrame, fmt: str, title: str = "", out: str | Path | None = None, meta: dict | None = None,
@@ -139,11 +147,11 @@ def emit(df: pd.DataFrame, fmt: str, title: str = "", out: str | Path | None = N
     text = {
         "table": lambda: render_table(df, title, caption=caption),
         "md": lambda: (f"## {title}\n\n" if title else "") + to_markdown(df) + (f"\n\n{caption}" if caption else ""),
-        "csv": lambda: df.to_csv(index=False),
+        "csv": lambda: to_csv(df),
         "json": lambda: to_json(df, meta),
     }[fmt]()
     if out:
-        Path(out).write_text(text)
+        safe_write.write_text(out, text)
         return f"wrote {out}"
     return text
 
@@ -220,7 +228,7 @@ def emit_sheets(sheets: dict[str, pd.DataFrame], fmt: str, main: str, out: str |
     if fmt == "json":
         text = to_json_sheets(sheets, meta)
         if out:
-            Path(out).write_text(text)
+            safe_write.write_text(out, text)
             return f"wrote {out}"
         return text
     return emit(sheets[main], fmt, title, out, meta, default_name=default_name)

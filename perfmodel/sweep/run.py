@@ -19,6 +19,15 @@ DataFrame sink excepted). `workers` > 1 evaluates chunks on threads of this proc
 releases the GIL inside its array loops). A progress bar (rich, on stderr) counts configurations;
 progress=False turns it off, a callable gets (done, total).
 
+A file or dataset is written as `<stem>.partial<suffix>` (dataset: folder `<name>.partial`) and
+renamed onto `out` only when every chunk is in: nothing at `out` ever looks complete before it is.
+The partial file is locked (flock, core/safe_write.py): a second sweep to the same `out` while
+one runs is refused with one line, never interleaved into a corrupt file. A sweep that stops
+(KeyboardInterrupt, an error) leaves the rows done in the partial file (a Parquet file with its
+footer, readable), says so in one line on stderr and leaves `out` as it was; with no chunk done
+it removes the partial file. The next run to `out` reuses (empties) a stale partial file. CSV
+text cells a spreadsheet would run as formulas are escaped (a leading ').
+
 Dask workers use the catalogue and calibration files they see ($PERFMODEL_CATALOG); calibrated
 sets applied in the client process (calibration.applied, `perfmodel --calibration`) travel with
 each chunk and are applied on the worker, so both engines give the same rows.
@@ -31,14 +40,17 @@ Does not: evaluate anything itself (engine.py).
 from __future__ import annotations
 
 import pickle
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from perfmodel.core import safe_write
 from perfmodel.sweep.engine import DEFAULT_CHUNK, Plan, SweepSpec, evaluate_chunk
 
 
@@ -76,6 +88,7 @@ class _Parquet:
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+            self.writer = None
 
 
 class _Csv:
@@ -83,7 +96,8 @@ class _Csv:
         self.path, self.first = path, True
 
     def write(self, df: pd.DataFrame) -> None:
-        df.to_csv(self.path, mode="w" if self.first else "a", header=self.first, index=False)
+        safe_write.escape_frame(df).to_csv(self.path, mode="w" if self.first else "a", header=self.first,
+                                           index=False)
         self.first = False
 
     def close(self) -> None:
@@ -95,13 +109,12 @@ def _is_dataset(out) -> bool:
                                                       or not Path(out).suffix)
 
 
-def _file_sink(out):
-    path = Path(out)
-    if path.suffix.lower() in (".parquet", ".pq"):
-        return _Parquet(path)
-    if path.suffix.lower() == ".csv":
-        return _Csv(path)
-    raise ValueError(f"sweep output {path.name}: use a .parquet or .csv file name")
+def _file_sink(out: Path) -> type:
+    if out.suffix.lower() in (".parquet", ".pq"):
+        return _Parquet
+    if out.suffix.lower() == ".csv":
+        return _Csv
+    raise ValueError(f"sweep output {out.name}: use a .parquet or .csv file name")
 
 
 _PLANS: dict[bytes, Plan] = {}
@@ -125,7 +138,8 @@ def _chunk(plan: Plan, reduce, part: Path | None, i: int, g: int, start: int, st
         df = reduce(df)
     if part is None:
         return df
-    df.to_parquet(part / f"part-{i:06d}.parquet", index=False)
+    with safe_write.atomic_path(part / f"part-{i:06d}.parquet") as tmp:  # a reader never sees half a part
+        df.to_parquet(tmp, index=False)
     return len(df)
 
 
@@ -198,8 +212,7 @@ def _progress(progress, total: int):
     if not progress:
         return (lambda done: None), (lambda: None)
     from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("configurations"),
                    TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
@@ -211,20 +224,24 @@ def _progress(progress, total: int):
 def run_sweep(spec: SweepSpec | Plan, out: str | Path | Callable | None = None, *, chunk_size: int = DEFAULT_CHUNK,
               progress: bool | Callable = True, client=None, workers: int = 1, window: int | None = None,
               reduce: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> pd.DataFrame | SweepRun:
-    """Evaluate every configuration of `spec` (see the module doc for sinks, Dask and memory)."""
+    """Evaluate every configuration of `spec` (see the module doc for sinks, Dask, memory and partial files)."""
     plan = spec if isinstance(spec, Plan) else spec.plan()
-    part = Path(out) if _is_dataset(out) else None
-    if part is not None:
-        part.mkdir(parents=True, exist_ok=True)
-        stale = sorted(part.glob("part-*.parquet"))
+    target = None if out is None or callable(out) else Path(out)
+    dataset = target is not None and _is_dataset(target)
+    if dataset and target.is_dir():
+        stale = sorted(target.glob("part-*.parquet"))
         if stale:
-            raise ValueError(f"sweep output {part}: holds {len(stale)} part files already; use an empty folder")
-    sink = None if out is None or part is not None else (out if callable(out) else _file_sink(out))
-    update, close_bar = _progress(progress, plan.size)
+            raise ValueError(f"sweep output {target}: holds {len(stale)} part files already; use an empty folder")
+    sink_class = _file_sink(target) if target is not None and not dataset else None
+    partial = safe_write.PartialTarget(target, folder=dataset).__enter__() if target is not None else None
+    part = partial.path if dataset else None
+    sink = sink_class(partial.path) if sink_class else out if callable(out) else None
     kept, rows, chunks, done, t0 = [], 0, 0, 0, time.perf_counter()
+    update, close_bar = _progress(False, plan.size)  # no bar until inside the try, which stops it
     try:
+        update, close_bar = _progress(progress, plan.size)
         for (_, start, stop), df in zip(plan.tasks(chunk_size),
-                                           frames(plan, chunk_size, client, workers, window, reduce, part)):
+                                        frames(plan, chunk_size, client, workers, window, reduce, part)):
             n = df if part is not None else len(df)
             if part is None and sink is None:
                 kept.append(df)
@@ -234,12 +251,30 @@ def run_sweep(spec: SweepSpec | Plan, out: str | Path | Callable | None = None, 
                 sink.write(df)
             rows, chunks, done = rows + n, chunks + 1, done + stop - start
             update(done)
-    finally:
         close_bar()
-        if sink is not None and not callable(sink):
-            sink.close()
+        if partial is not None:
+            if sink_class:
+                sink.close()
+            partial.commit()  # the only moment `out` changes: complete, in one rename
+    except BaseException as exc:  # KeyboardInterrupt too: the file must say it is partial
+        close_bar()
+        if partial is not None:
+            with suppress(Exception):
+                if sink_class:
+                    sink.close()  # a Parquet file gets its footer: the rows done stay readable
+            partial.abort(keep=chunks > 0)
+            print(_stopped(exc, partial, rows, done, plan.size), file=sys.stderr)
+        raise
     seconds = time.perf_counter() - t0
     if sink is None and part is None:
         return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
-    return SweepRun(rows=rows, chunks=chunks, seconds=seconds, path=None if callable(out) else Path(out),
-                    configs=done)
+    return SweepRun(rows=rows, chunks=chunks, seconds=seconds, path=target, configs=done)
+
+
+def _stopped(exc: BaseException, partial: safe_write.PartialTarget, rows: int, done: int, total: int) -> str:
+    """The one line saying where an unfinished sweep's rows are (the target is never touched)."""
+    how = "interrupted" if isinstance(exc, KeyboardInterrupt) else "stopped by an error"
+    head = f"sweep {how} after {done:,} of {total:,} configurations"
+    if partial.path.exists():
+        return f"{head}: the {rows:,} rows done are in {partial.path} (partial); {partial.target} is left as it was"
+    return f"{head}: no rows written; {partial.target} is left as it was"

@@ -15,8 +15,8 @@ import pandas as pd
 
 from perfmodel.catalog import calibrated_set_file, calibration
 from perfmodel.catalog.files import catalog_root
-from perfmodel.validation.fit_problem import (GROUPING, METHOD, CalibrateError, Problem, SubsetFit, error_stats,
-                                              sha256_of)
+from perfmodel.core import safe_write
+from perfmodel.validation.fit_problem import GROUPING, METHOD, CalibrateError, Problem, SubsetFit, error_stats, sha256_of
 
 
 @dataclass
@@ -113,12 +113,13 @@ class FitResult:
         return calibrated_set_file.CalibratedSetFile.model_validate(data)
 
     def write(self, path: Path | str | None = None, description: str = "") -> Path:
-        """Write the calibrated-set file (default hardware_specs/calibration/fitted/<family>-<date>.toml)."""
+        """Write the calibrated-set file (default hardware_specs/calibration/fitted/<family>-<date>.toml),
+        through a temporary file renamed into place: a failed write leaves any earlier file whole."""
         path = Path(path) if path else default_path(self.problem.family, self.created)
         path.parent.mkdir(parents=True, exist_ok=True)
         header = (f"Calibrated parameter set for the {self.problem.family} family, written by perfmodel calibrate.\n"
                   "Used only when asked for: perfmodel --calibration FILE COMMAND (or calibration.applied).")
-        path.write_text(calibrated_set_file.dump_calibrated_set(self.to_file(description), header))
+        safe_write.write_text(path, calibrated_set_file.dump_calibrated_set(self.to_file(description), header))
         return path
 
 
