@@ -2,7 +2,7 @@
 
 The footprint is parameters x bytes per parameter (16 mixed precision; 8 with BF16 and
 stochastic rounding). The instance count is not a pure memory statement: it depends on the
-activation plan. The model's planner (memory.min_fit) searches tensor x pipeline x data
+activation plan. The model's planner (feasibility.min_fit) searches tensor x pipeline x data
 parallel plans on trn1.32xlarge for GPT-3 at sequence 2,048, micro-batch 1, ZeRO-1
 (distributed optimizer), with and without Megatron sequence parallelism; the rows report the
 planner's answer and say which plan the talk's count corresponds to.
@@ -18,17 +18,17 @@ from perfmodel.claims.registry import ClaimResult, claim
 from perfmodel.core import units
 from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Scenario
 from perfmodel.core.workload import parameter_count
-from perfmodel.model import memory
+from perfmodel.model import feasibility, memory
 
 TOL = 0.05
 
 
-def _instances(optimizer: Optimizer, sequence_parallel: bool) -> memory.FitResult:
+def _instances(optimizer: Optimizer, sequence_parallel: bool) -> feasibility.FitResult:
     arch = workload_files.load_workload("gpt3-175b")
     system = catalog.load_system("trn1.32xlarge")
     sc = Scenario(Phase.TRAIN, batch=1, seq_len=2048, optimizer=optimizer,
                   parallel=Parallelism(zero=1, sequence_parallel=sequence_parallel))
-    return memory.min_fit(system, arch, sc)
+    return feasibility.min_fit(system, arch, sc)
 
 
 def _rows(mid: str, optimizer: Optimizer, quoted_tb: float, quoted_instances: int, text: str) -> list[ClaimResult]:

@@ -15,12 +15,13 @@ import argparse
 import dataclasses
 from typing import TYPE_CHECKING
 
-from perfmodel.cli.common import add_output_options, defer, print_result
+from perfmodel.cli.common import add_output_options, count, count_list, defer, print_result, refuse_or_banner, size, size_range
 
 if TYPE_CHECKING:  # the model is imported inside the functions (start-up time: see cli/parser.py)
     from perfmodel.core.scenario import Scenario
 
-_SET_HELP = "override a calibration parameter, e.g. --set collective_fixed_latency='10 us' (repeatable)"
+_SET_HELP = ("override a calibration parameter, e.g. --set collective_fixed_latency='10 us' or --set "
+             "link_efficiency_node=x0.9 (repeatable)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,12 +44,15 @@ def _collective_args(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--hardware", required=True, metavar="NAME", help="system key (perfmodel specs list)")
     p.add_argument("--op", required=True, choices=[c.value for c in Collective], help="collective")
-    p.add_argument("--chips", required=True, metavar="N[,N...]", help="group size(s) in chips")
-    p.add_argument("--stride", type=int, default=1, metavar="S", help="chips between group members (default 1)")
+    p.add_argument("--chips", required=True, type=count_list(1, "MAX_CHIPS"), metavar="N[,N...]",
+                   help="group size(s) in chips")
+    p.add_argument("--stride", type=count(1, "MAX_CHIPS"), default=1, metavar="S",
+                   help="chips between group members (default 1)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--size", metavar="SIZE", help="bytes per chip, e.g. 1MiB (nccl-tests 'size')")
-    g.add_argument("--size-range", metavar="LO:HI", help="sweep powers of two from LO to HI, e.g. 1KiB:4GiB")
-    p.add_argument("--per-octave", type=int, default=1, metavar="K", help="sizes per doubling in a sweep")
+    g.add_argument("--size", type=size, metavar="SIZE", help="bytes per chip, e.g. 1MiB (nccl-tests 'size')")
+    g.add_argument("--size-range", type=size_range, metavar="LO:HI",
+                   help="sweep powers of two from LO to HI, e.g. 1KiB:4GiB")
+    p.add_argument("--per-octave", type=count(1, 64), default=1, metavar="K", help="sizes per doubling in a sweep")
     p.add_argument("--algorithm", default="auto", choices=("auto",) + co.ALGORITHMS)
     p.add_argument("--launch", default="in-graph", choices=co.LAUNCH,
                    help="per-call cost inside a compiled graph (default), host-launched like nccom-test/nccl-tests, "
@@ -61,42 +65,43 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     from perfmodel import training
     from perfmodel.core.scenario import Optimizer, Recompute
 
+    chips, batch = count(1, "MAX_CHIPS"), count(1, "MAX_BATCH")
     p.add_argument("--hardware", required=True, metavar="NAME")
-    p.add_argument("--nodes", required=True, type=int, metavar="N", help="instances")
+    p.add_argument("--nodes", required=True, type=chips, metavar="N", help="instances")
     p.add_argument("--workload", required=True, metavar="NAME")
-    p.add_argument("--seq", required=True, type=int, metavar="N", help="sequence length")
-    p.add_argument("--global-batch", required=True, type=int, metavar="N", help="sequences per optimizer step")
-    p.add_argument("--micro-batch", required=True, type=int, metavar="N", help="sequences per micro-batch per replica")
-    p.add_argument("--tp", type=int, default=1, metavar="N")
-    p.add_argument("--pp", type=int, default=1, metavar="N")
-    p.add_argument("--dp", type=int, metavar="N", help="data parallel (default: the chips left over)")
-    p.add_argument("--cp", type=int, default=1, metavar="N", help="context parallel")
-    p.add_argument("--ep", type=int, default=1, metavar="N", help="expert parallel")
+    p.add_argument("--seq", required=True, type=count(1, "MAX_SEQ_TOKENS"), metavar="N", help="sequence length")
+    p.add_argument("--global-batch", required=True, type=batch, metavar="N", help="sequences per optimizer step")
+    p.add_argument("--micro-batch", required=True, type=batch, metavar="N",
+                   help="sequences per micro-batch per replica")
+    p.add_argument("--tp", type=chips, default=1, metavar="N")
+    p.add_argument("--pp", type=chips, default=1, metavar="N")
+    p.add_argument("--dp", type=chips, metavar="N", help="data parallel (default: the chips left over)")
+    p.add_argument("--cp", type=chips, default=1, metavar="N", help="context parallel")
+    p.add_argument("--ep", type=chips, default=1, metavar="N", help="expert parallel")
     p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (3 = FSDP)")
     p.add_argument("--dtype", default="bf16", metavar="TYPE", help="weights / matmul data type (default bf16)")
     p.add_argument("--optimizer", default=Optimizer.ADAM_MIXED.value, choices=[o.value for o in Optimizer])
     p.add_argument("--recompute", default="none", choices=[r.value for r in Recompute])
     p.add_argument("--schedule", default="1f1b", choices=training.SCHEDULES, help="pipeline schedule")
-    p.add_argument("--virtual", type=int, default=1, metavar="V", help="virtual stages (interleaved)")
+    p.add_argument("--virtual", type=count(1, "MAX_LAYERS"), default=1, metavar="V",
+                   help="virtual stages (interleaved)")
     p.add_argument("--sequence-parallel", action="store_true")
     p.add_argument("--show", default="summary",
                    choices=("summary", "comm", "comm-ops", "timeline", "placement", "scaling"),
                    help="what to print (scaling: 1..nodes in powers of two at this per-node plan)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=_SET_HELP)
+    p.add_argument("--allow-oversubscribed", action="store_true",
+                   help="show a plan that does not fit memory, under a banner (refused without it)")
     add_output_options(p)
 
 
-def _overrides(items: list[str]) -> dict:
-    out = {}
-    for it in items:
-        if "=" not in it:
-            raise ValueError(f"--set expects NAME=VALUE, got {it!r}")
-        k, v = it.split("=", 1)
-        try:
-            out[k.strip()] = float(v)
-        except ValueError:
-            out[k.strip()] = v.strip()
-    return out
+def _calibration(system, items: list[str]):
+    """The system's calibration with --set overrides applied by the what-if layer (scales such as x2,
+    each value held to its parameter's range, did-you-mean for an unknown name)."""
+    from perfmodel.catalog import whatif as wi
+    from perfmodel.catalog.calibration import calibration_for
+
+    return wi.apply_calibration(calibration_for(system), [wi.split_assignment(t) for t in items])
 
 
 def _size(text: str) -> float:
@@ -107,12 +112,11 @@ def _size(text: str) -> float:
 
 def cmd_collective(args) -> int:
     from perfmodel import catalog
-    from perfmodel.catalog.calibration import calibration_for
     from perfmodel.comm import collectives as co
     from perfmodel.report import export
 
     s = catalog.load_system(args.hardware)
-    cal = calibration_for(s).with_overrides(_overrides(args.overrides))
+    cal = _calibration(s, args.overrides)
     chips = [int(c) for c in str(args.chips).split(",")]
     if args.size_range:
         lo, hi = args.size_range.split(":")
@@ -166,12 +170,11 @@ def cmd_train(args) -> int:
 
     from perfmodel import catalog, training
     from perfmodel.catalog import workload_files
-    from perfmodel.catalog.calibration import calibration_for
     from perfmodel.report import export
 
     s = catalog.load_system(args.hardware)
     arch = workload_files.load_workload(args.workload)
-    cal = calibration_for(s).with_overrides(_overrides(args.overrides))
+    cal = _calibration(s, args.overrides)
     sc = _train_scenario(args, s)
     title = f"{s.display_name}: {arch.display_name} training, {args.nodes} nodes"
     if args.show == "scaling":
@@ -180,6 +183,8 @@ def cmd_train(args) -> int:
         df = training.scaling(s, arch, per_node, nodes, cal)
     else:
         r = training.train(s, arch, sc, args.nodes, cal)
+        banner = refuse_or_banner(r.check.rule_errors, r.check.fit_error, args.allow_oversubscribed)
+        title = f"{banner}\n{title}" if banner else title
         df = {"summary": r.summary, "comm": r.comm, "comm-ops": r.comm_ops, "timeline": r.timeline,
               "placement": r.check.placement}[args.show]
         if args.show == "summary" and args.format in ("table", "md"):

@@ -3,12 +3,17 @@
 A command whose options need model names (choices, defaults) adds them through `defer`:
 they are added only when that command is parsed (or by build_parser(complete=True)), so
 building the parser imports no model code.
+--out is checked as soon as the command line is parsed (output_refusal): never a file the
+command reads, and an existing file only with --force. The writers (core/safe_write.py) write a
+temporary file and rename it into place when complete.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from contextlib import contextmanager
 
 # export.FORMATS, written out so that building the parser does not import export (pandas);
 # tests/test_cli_startup.py checks that the two agree
@@ -29,17 +34,80 @@ def complete_deferred(p: argparse.ArgumentParser | None) -> None:
 
 
 class SubParsers(argparse._SubParsersAction):
-    """Subcommands whose deferred options are added when the command is chosen."""
+    """Subcommands whose deferred options are added when the command is chosen, and whose --out is
+    checked once the command's options are parsed."""
 
     def __call__(self, parser, namespace, values, option_string=None):
         complete_deferred(self._name_parser_map.get(values[0]))
         super().__call__(parser, namespace, values, option_string)
+        # before the command runs (a sweep or a fit may take minutes), not when it writes
+        why = output_refusal(namespace, self._name_parser_map[values[0]])
+        if why:
+            command = " ".join([values[0], *(v for k, v in vars(namespace).items()
+                                             if k.endswith("_command") and isinstance(v, str))])
+            parser.exit(2, f"perfmodel {command}: {why}\n")
 
 
 def add_output_options(p: argparse.ArgumentParser, formats=FORMATS) -> None:
     p.add_argument("--format", "-f", choices=formats, default="table",
                    help="output format (default: table; json is stable for tooling; xlsx writes a workbook)")
     p.add_argument("--out", "-o", metavar="FILE", help="write the output to FILE instead of the terminal")
+    add_force_option(p)
+
+
+def add_force_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--force", action="store_true",
+                   help="replace --out FILE if it exists (never an input of the same command)")
+
+
+def _option_names(p: argparse.ArgumentParser) -> dict[str, str]:
+    """dest -> the option a user typed for it (--cases), through nested subcommands."""
+    names = {"calibration": "--calibration", "calibration_cmd": "--calibration"}
+    for a in p._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for sub in a.choices.values():
+                names.update(_option_names(sub))
+        elif a.dest not in names:
+            names[a.dest] = max(a.option_strings, key=len) if a.option_strings else a.dest.upper()
+    return names
+
+
+def same_file(a, b) -> bool:
+    """Whether paths a and b name one existing file (links and relative paths resolved)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def output_refusal(namespace: argparse.Namespace, p: argparse.ArgumentParser) -> str | None:
+    """Why --out may not be written: it is a file this command reads (whatever option names it), or it
+    exists and --force was not given. None when it may be written. A folder is left to its command
+    (a sweep's Parquet dataset refuses a folder holding part files)."""
+    out = getattr(namespace, "out", None)
+    if not isinstance(out, str) or not os.path.exists(out) or os.path.isdir(out):
+        return None
+    for dest, value in vars(namespace).items():
+        for v in value if isinstance(value, (list, tuple)) else (value,):
+            if dest != "out" and isinstance(v, str) and os.path.isfile(v) and same_file(v, out):
+                return (f"--out {out} is the {_option_names(p).get(dest, dest)} file this command reads; choose "
+                        "another output file")
+    if not getattr(namespace, "force", False):
+        return f"--out {out} exists; pass --force to replace it"
+    return None
+
+
+def refuse(command: str, why: str) -> int:
+    """A refusal found once the command runs (a default input or output): one line, exit status 2 as above."""
+    print(f"perfmodel {command}: {why}", file=sys.stderr)
+    return 2
+
+
+def write_text(out: str, text: str) -> None:
+    """Write a command's text output to --out whole (temporary file, renamed when complete)."""
+    from perfmodel.core import safe_write  # here: building the parser imports no model module
+
+    safe_write.write_text(out, text)
 
 
 def print_result(text: str) -> None:
@@ -48,3 +116,122 @@ def print_result(text: str) -> None:
 
 CALIBRATION_HELP = ("apply a calibrated parameter set written by 'perfmodel calibrate' to this command (repeatable: "
                      "one file per family); without it every command uses the family files' values")
+
+
+# ---------------------------------------------------------------- option types: counts and sizes, checked when parsed
+# Each returns an argparse `type=` function: a bad value is one line naming the option (argparse adds
+# "argument --chips:"), the value and the allowed range, before the command runs. A ceiling is named
+# by its core/limits.py constant and looked up only when a value is parsed: building the parser
+# imports no perfmodel module outside cli (tests/test_cli_startup.py).
+
+
+def count(lo: int = 1, hi: int | str = "MAX_CHIPS"):
+    """Type for a whole-number option in [lo, hi] (hi: a number or a limits.py name): '0', '-4', '1.5',
+    '1e3' refused."""
+    def parse(text: str) -> int:
+        from perfmodel.core import limits
+
+        top = getattr(limits, hi) if isinstance(hi, str) else hi
+        s = str(text).strip()
+        if not s.lstrip("+-").isdigit() or len(s) > 20:  # digits only: no float, no expression, no 10**9 digits
+            raise argparse.ArgumentTypeError(f"expected a whole number between {lo} and {top:,}, got {text!r}")
+        v = int(s)
+        if not lo <= v <= top:
+            raise argparse.ArgumentTypeError(f"must be between {lo} and {top:,}, got {v:,}")
+        return v
+
+    parse.__name__ = "count"
+    return parse
+
+
+def count_list(lo: int = 1, hi: int | str = "MAX_CHIPS"):
+    """Type for 'N[,N...]': each a whole number in [lo, hi]; returns the text as given (the command splits it)."""
+    one = count(lo, hi)
+
+    def parse(text: str) -> str:
+        items = [t.strip() for t in str(text).split(",")]
+        for t in items:
+            one(t)
+        return ",".join(items)
+
+    parse.__name__ = "count list"
+    return parse
+
+
+def positive(hi: float | None = None, lo_open: bool = True):
+    """Type for a real-valued option > 0 (>= 0 when lo_open=False), finite, at most `hi`."""
+    import math
+
+    def parse(text: str) -> float:
+        try:
+            v = float(str(text).strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        ok = math.isfinite(v) and (v > 0 if lo_open else v >= 0) and (hi is None or v <= hi)
+        if not ok:
+            span = f"{'>' if lo_open else '>='} 0" + (f" and <= {hi:g}" if hi is not None else "") + ", finite"
+            raise argparse.ArgumentTypeError(f"must be {span}, got {text!r}")
+        return v
+
+    parse.__name__ = "number"
+    return parse
+
+
+def size(text: str) -> str:
+    """Type for a message size with its unit ('1MiB', '4 GiB'), at least 1 byte; returns the text."""
+    from perfmodel.core import units
+
+    try:
+        v = units.parse(text, "capacity")
+    except units.UnitError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 byte, got {text!r}")
+    return text
+
+
+def size_range(text: str) -> str:
+    """Type for 'LO:HI' message sizes ('1KiB:4GiB'), 1 B <= LO <= HI; returns the text."""
+    from perfmodel.core import units
+
+    parts = str(text).split(":")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"expected LO:HI such as 1KiB:4GiB, got {text!r}")
+    lo, hi = (size(p.strip()) for p in parts)
+    if units.parse(lo, "capacity") > units.parse(hi, "capacity"):
+        raise argparse.ArgumentTypeError(f"LO {lo} is larger than HI {hi}: write LO:HI with LO <= HI, e.g. {hi}:{lo}")
+    return text
+
+
+def refuse_or_banner(invalid: list[str] | tuple[str, ...], misfit: str, allow_oversubscribed: bool,
+                     hint: str = "") -> str:
+    """An invalid plan is refused (one line naming the rules it breaks); a plan that does not fit
+    memory (`misfit`: why, "" when it fits) is refused unless --allow-oversubscribed, then shown
+    under the banner this returns ("" for a plan that is valid and fits)."""
+    if invalid:
+        raise ValueError(f"invalid plan: {'; '.join(invalid)}")
+    if not misfit:
+        return ""
+    if not allow_oversubscribed:
+        raise ValueError(f"{misfit}: this scenario cannot run ({hint + '; ' if hint else ''}--allow-oversubscribed "
+                         f"shows its numbers anyway)")
+    return f"NOT A VALID ANSWER: {misfit}. The numbers below are what it would take if it fitted."
+
+
+@contextmanager
+def progress_bar(label: str, enabled: bool = True):
+    """A rich progress bar on stderr; yields a callback(done, total)."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as prog:
+        task = prog.add_task(label, total=None)
+
+        def cb(done: int, total: int) -> None:
+            prog.update(task, completed=done, total=total)
+
+        yield cb

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfmodel.cli.common import add_output_options, defer, print_result
+from perfmodel.cli.common import add_output_options, count, defer, print_result, refuse_or_banner, write_text
 
 if TYPE_CHECKING:  # the model (report, whatif, export, pandas) is imported inside the functions: see cli/parser.py
     import pandas as pd
@@ -70,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "memory", help="per-chip memory footprint of one scenario, whether it fits, and the minimum chips",
         description="Footprint per chip by component (weights, gradients, master weights, optimizer state, "
                     "activations, attention scores, KV cache, runtime reserve), the HBM capacity and headroom, "
-                    "and memory.min_fit: the fewest chips (and instances) and the plan that hold the scenario.",
+                    "and feasibility.min_fit: the fewest chips (and instances) and the plan that hold the scenario.",
         epilog="Example: perfmodel memory --hardware trn1.32xlarge --workload gpt3-175b --phase train --seq 2048 "
                "--zero 1 --format xlsx --out gpt3.xlsx")
     p.set_defaults(func=cmd_memory)
@@ -103,6 +103,9 @@ def _roofline_args(p: argparse.ArgumentParser) -> None:
     _scenario_args(p)
     p.add_argument("--overlap", choices=("pipelined", "serial"), default="pipelined",
                    help="engines overlap (max of engine times, default) or run serially (sum)")
+    p.add_argument("--allow-oversubscribed", action="store_true",
+                   help="show the numbers of a scenario whose memory per chip exceeds the chip's HBM, under a "
+                        "banner (without it such a scenario is refused: it cannot run)")
     add_output_options(p)
 
 
@@ -121,17 +124,17 @@ def _scenario_args(p: argparse.ArgumentParser) -> None:
                    "(perfmodel workloads list)")
     g.add_argument("--phase", choices=("prefill", "decode", "train"), default="decode",
                    help="prefill (prompt), decode (one token per sequence per step) or train (default: decode)")
-    g.add_argument("--batch", type=int, default=1, metavar="N",
+    g.add_argument("--batch", type=count(1, "MAX_BATCH"), default=1, metavar="N",
                    help="sequences per step on one replica (training: per micro-batch; default 1)")
-    g.add_argument("--seq", type=int, default=2048, metavar="N",
+    g.add_argument("--seq", type=count(1, "MAX_SEQ_TOKENS"), default=2048, metavar="N",
                    help="tokens per sequence this step for prefill / train (default 2048; decode uses 1)")
-    g.add_argument("--context", type=int, default=0, metavar="N",
+    g.add_argument("--context", type=count(0, "MAX_SEQ_TOKENS"), default=0, metavar="N",
                    help=f"tokens already in the KV cache (decode default {wi.DEFAULT_CONTEXT['decode']})")
-    g.add_argument("--tp", type=int, default=1, metavar="N", help="tensor parallel degree (default 1)")
-    g.add_argument("--pp", type=int, default=1, metavar="N", help="pipeline stages (default 1)")
-    g.add_argument("--ep", type=int, default=1, metavar="N", help="expert parallel degree; divides tp (default 1)")
-    g.add_argument("--dp", type=int, default=1, metavar="N", help="data parallel replicas (default 1)")
-    g.add_argument("--microbatches", type=int, default=1, metavar="N", help="micro-batches per training step")
+    g.add_argument("--tp", type=count(), default=1, metavar="N", help="tensor parallel degree (default 1)")
+    g.add_argument("--pp", type=count(), default=1, metavar="N", help="pipeline stages (default 1)")
+    g.add_argument("--ep", type=count(), default=1, metavar="N", help="expert parallel degree; divides tp (default 1)")
+    g.add_argument("--dp", type=count(), default=1, metavar="N", help="data parallel replicas (default 1)")
+    g.add_argument("--microbatches", type=count(1, "MAX_BATCH"), default=1, metavar="N", help="micro-batches per step")
     g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage for training (default 0)")
     g.add_argument("--dtype", default="bf16", type=_dtype, metavar="TYPE",
                    help="weights and matmul data type: bf16, fp8, mxfp8, mxfp4, fp16, fp32, ... (default bf16); "
@@ -166,7 +169,7 @@ def _load(args) -> tuple[report.Loaded, wi.ScenarioOptions]:
 
 def _name(kind: str, ld: report.Loaded, opts: wi.ScenarioOptions) -> str:
     from perfmodel import report
-    from perfmodel.report import export, frames
+    from perfmodel.report import export
 
     return export.config_name([("", kind), ("", ld.system.name), ("", ld.arch.name), ("", opts.phase),
                                ("b", opts.batch), ("s", opts.seq_len if opts.phase != "decode" else None),
@@ -194,6 +197,7 @@ def cmd_roofline(args) -> int:
     ld, opts = _load(args)
 
     run = report.run_scenario(ld, opts, with_fit=False)
+    banner = _feasible(run, ld, args.allow_oversubscribed)
     if args.overlap != "pipelined":
         res = evaluate.evaluate(ld.system, ld.arch, run.scenario, ld.cal, overlap=evaluate.Overlap(args.overlap))
         run = report.Run(ld, opts, res, run.components, run.totals, None, "", run.provenance)
@@ -208,10 +212,22 @@ def cmd_roofline(args) -> int:
                        f"{ld.system.display_name} / {ld.arch.display_name}: per operator"),
                  _text(report.display_table(summ.assign(plan=report.plan_text(opts)), cols), args.format, "Summary"),
                  export.emit(shares, args.format, "Time by bounding engine")]
-        text = "\n".join(parts) + "\n" + provenance_frame.MARKER_LEGEND
+        text = "\n".join(([banner] if banner else []) + parts) + "\n" + provenance_frame.MARKER_LEGEND
         return _write(text, args.out)
     print_result(export.emit_sheets(sheets, args.format, "per_operator", args.out, _meta(ld, opts), name))
+    if banner:
+        print(f"perfmodel roofline: {banner}", file=sys.stderr)
     return 0
+
+
+def _feasible(run: report.Run, ld: report.Loaded, allow_oversubscribed: bool) -> str:
+    """Refuse an invalid plan and, unless allowed, one that does not fit memory (common.refuse_or_banner)."""
+    from perfmodel.model import feasibility
+
+    f = run.result.feasibility
+    misfit = "" if f["fits"] else feasibility.oversubscribed_line(f, ld.system.chip.display_name)
+    return refuse_or_banner(f["reasons"], misfit, allow_oversubscribed, "perfmodel memory shows the fewest chips "
+                            "that hold it")
 
 
 def cmd_memory(args) -> int:
@@ -222,6 +238,7 @@ def cmd_memory(args) -> int:
 
     ld, opts = _load(args)
     run = report.run_scenario(ld, opts, with_fit=True)
+    _feasible(run, ld, allow_oversubscribed=True)  # an invalid plan is refused; a misfit is this command's answer
     sheets = run.sheets()
     comp = frames._with_inputs(run.components.drop(columns="label"), sheets["results"])
     sheets = {"inputs": sheets["inputs"], "results": sheets["results"], "components": comp,
@@ -236,6 +253,7 @@ def cmd_memory(args) -> int:
                                  "headroom_bytes": t["headroom_bytes"], "fits": "yes" if t["fits"] else "NO",
                                  "min_chips": fit.chips if fit else None,
                                  "min_instances": fit.instances if fit else None,
+                                 "min_node_share": fit.node_share if fit else None,
                                  "min_fit_plan": " ".join(f"{k}{v}" for k, v in fit.plan.items()) if fit else
                                  run.fit_error}])
         title = f"{ld.system.display_name} / {ld.arch.display_name}, {opts.phase} ({report.plan_text(opts)})"
@@ -249,7 +267,7 @@ def cmd_memory(args) -> int:
 
 
 def _text(df: pd.DataFrame, fmt: str, title: str) -> str:
-    from perfmodel.report import export, frames
+    from perfmodel.report import export
 
     if fmt == "md":
         return f"## {title}\n\n" + export.to_markdown(df, scale=False)
@@ -258,7 +276,7 @@ def _text(df: pd.DataFrame, fmt: str, title: str) -> str:
 
 def _write(text: str, out: str | None) -> int:
     if out:
-        Path(out).write_text(text)
+        write_text(out, text)
         print_result(f"wrote {out}")
     else:
         print_result(text)
@@ -267,7 +285,7 @@ def _write(text: str, out: str | None) -> int:
 
 def cmd_claims(args) -> int:
     from perfmodel import report
-    from perfmodel.report import export, frames
+    from perfmodel.report import export
 
     df = report.claims_frame(args.id)
     if args.misses:
@@ -358,7 +376,7 @@ def cmd_knobs(args) -> int:
     from perfmodel import catalog
     from perfmodel.catalog import whatif as wi
     from perfmodel.catalog.calibration import calibration_for
-    from perfmodel.report import export, frames
+    from perfmodel.report import export
 
     system = catalog.load_system(args.hardware)
     cal = calibration_for(system)

@@ -18,10 +18,9 @@ Does not: compute anything itself.
 from __future__ import annotations
 
 import argparse
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from perfmodel.cli.common import add_output_options, print_result
+from perfmodel.cli.common import add_output_options, count, positive, print_result, progress_bar, refuse_or_banner
 
 if TYPE_CHECKING:  # pandas and the model are imported inside the functions (start-up time: see cli/parser.py)
     import pandas as pd
@@ -53,32 +52,17 @@ def _dtype(text: str) -> str:
 
 
 def _lengths(text: str):
-    """'1024' or '512:0.5,4096:0.5' (length:weight pairs)."""
+    """'1024' or '512:0.5,4096:0.5' (length:weight pairs); lengths whole numbers in [1, MAX_SEQ_TOKENS],
+    weights positive and finite."""
+    length, weight = count(1, "MAX_SEQ_TOKENS"), positive()
     try:
         if ":" not in text:
-            return int(text)
-        return [(int(a), float(b)) for a, b in (p.split(":") for p in text.split(","))]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"lengths: a whole number or LENGTH:WEIGHT,... pairs, got {text!r}") from None
-
-
-@contextmanager
-def progress_bar(label: str, enabled: bool = True):
-    """A rich progress bar on stderr; yields a callback(done, total)."""
-    if not enabled:
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as prog:
-        task = prog.add_task(label, total=None)
-
-        def cb(done: int, total: int) -> None:
-            prog.update(task, completed=done, total=total)
-
-        yield cb
+            return length(text)
+        return [(length(a), weight(b)) for a, b in (p.split(":") for p in text.split(","))]
+    except (ValueError, argparse.ArgumentTypeError) as exc:
+        raise argparse.ArgumentTypeError(f"lengths: a whole number or LENGTH:WEIGHT,... pairs, got {text!r}"
+                                         + (f" ({exc})" if isinstance(exc, argparse.ArgumentTypeError) else "")) \
+            from None
 
 
 def _common(p: argparse.ArgumentParser, hardware_many: bool = False) -> None:
@@ -90,12 +74,16 @@ def _common(p: argparse.ArgumentParser, hardware_many: bool = False) -> None:
         g.add_argument("--hardware", metavar="NAME", default="trn3-ultraserver",
                        help="system key (default trn3-ultraserver; perfmodel specs list)")
     g.add_argument("--workload", metavar="NAME", default="gpt-oss-120b", help="workload key (default gpt-oss-120b)")
-    g.add_argument("--input", type=int, default=1024, metavar="N", help="input tokens per request (default 1024)")
-    g.add_argument("--output", type=int, default=1024, metavar="N", help="output tokens per request (default 1024)")
+    g.add_argument("--input", type=count(1, "MAX_SEQ_TOKENS"), default=1024, metavar="N",
+                   help="input tokens per request (default 1024)")
+    g.add_argument("--output", type=count(1, "MAX_SEQ_TOKENS"), default=1024, metavar="N",
+                   help="output tokens per request (default 1024)")
     g.add_argument("--variant", choices=("nominal", "low", "high"), default="nominal",
                    help="projected systems (trn4-projected): the low or high end of the stated ranges")
-    g.add_argument("--tdp", type=float, metavar="W", help="chip power override in W (Trainium power is not published)")
-    g.add_argument("--price", type=float, metavar="USD", help="node (instance) price per hour: reserved / negotiated")
+    g.add_argument("--tdp", type=positive(1e6), metavar="W",
+                   help="chip power override in W (Trainium power is not published)")
+    g.add_argument("--price", type=positive(1e6), metavar="USD",
+                   help="node (instance) price per hour: reserved / negotiated")
     g.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=SET_HELP)
     g.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
@@ -103,17 +91,20 @@ def _common(p: argparse.ArgumentParser, hardware_many: bool = False) -> None:
 def _plan_args(p: argparse.ArgumentParser, many: bool) -> None:
     g = p.add_argument_group("serving configuration")
     nargs = "+" if many else None
-    g.add_argument("--tp", type=int, default=1 if not many else None, nargs=nargs, metavar="N", help="tensor parallel")
-    g.add_argument("--da", type=int, default=1 if not many else None, nargs=nargs, metavar="N",
+    g.add_argument("--tp", type=count(), default=1 if not many else None, nargs=nargs, metavar="N",
+                   help="tensor parallel")
+    g.add_argument("--da", type=count(), default=1 if not many else None, nargs=nargs, metavar="N",
                    help="attention data parallel inside the replica")
-    g.add_argument("--ep", type=int, default=1 if not many else None, nargs=nargs, metavar="N",
+    g.add_argument("--ep", type=count(), default=1 if not many else None, nargs=nargs, metavar="N",
                    help="expert parallel (divides tp x da)")
-    g.add_argument("--pp", type=int, default=1 if not many else None, nargs=nargs, metavar="N", help="pipeline stages")
-    g.add_argument("--concurrency", type=int, nargs="+", default=None if many else [1, 16, 64, 256], metavar="N",
-                   help="sequences in flight per replica")
+    g.add_argument("--pp", type=count(), default=1 if not many else None, nargs=nargs, metavar="N",
+                   help="pipeline stages")
+    g.add_argument("--concurrency", type=count(1, "MAX_BATCH"), nargs="+",
+                   default=None if many else [1, 16, 64, 256], metavar="N", help="sequences in flight per replica")
     g.add_argument("--mode", choices=("aggregated", "chunked", "disaggregated"), default="aggregated",
                    nargs="+" if many else None, help="serving mode(s)")
-    g.add_argument("--chunk", type=int, default=512, metavar="N", help="prefill chunk tokens (chunked mode)")
+    g.add_argument("--chunk", type=count(1, "MAX_SEQ_TOKENS"), default=512, metavar="N",
+                   help="prefill chunk tokens (chunked mode)")
     if many:
         g.add_argument("--dtypes", nargs="+", type=_dtype, metavar="TYPE",
                        help="compute types to sweep (default: bf16 fp8 mxfp8 mxfp4 where supported)")
@@ -130,6 +121,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "node / UltraServer, end-to-end latency, KV fit, power and cost.")
     _common(p)
     _plan_args(p, many=False)
+    p.add_argument("--allow-oversubscribed", action="store_true",
+                   help="show a plan whose KV cache and weights exceed HBM, under a banner (refused without it)")
     add_output_options(p)
     p.set_defaults(func=cmd_serve)
 
@@ -140,7 +133,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _plan_args(p, many=True)
     p.add_argument("--y", choices=("mw", "chip", "usd", "concurrency"), default="mw",
                    help="frontier axis: tokens/s per MW (default), per chip, per $, or concurrent users")
-    p.add_argument("--max-ttft", type=float, metavar="S", help="only configurations with TTFT <= S seconds")
+    p.add_argument("--max-ttft", type=positive(), metavar="S", help="only configurations with TTFT <= S seconds")
     p.add_argument("--all", action="store_true", help="every configuration, not only the frontier")
     p.add_argument("--claims-chart", action="store_true",
                    help="the S4 chart data: Trn3 vs Trn2 UltraServer gpt-oss-120b frontiers with the S1-S3 readings")
@@ -156,21 +149,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--systems", nargs="+", metavar="NAME", default=["trn2-ultraserver", "trn3-ultraserver"],
                    help="systems to compare side by side")
     p.add_argument("--workload", default="gpt-oss-120b", metavar="NAME")
-    p.add_argument("--rps", type=float, metavar="R", help="average requests per second")
+    p.add_argument("--rps", type=positive(), metavar="R", help="average requests per second")
     p.add_argument("--input", type=_lengths, default=1024, metavar="N|L:W,..", help="input tokens (or distribution)")
     p.add_argument("--output", type=_lengths, default=1024, metavar="N|L:W,..", help="output tokens (or distribution)")
-    p.add_argument("--ttft", type=float, default=2.0, metavar="S", help="TTFT target, seconds (default 2)")
-    p.add_argument("--tpot", type=float, default=0.05, metavar="S", help="time per output token target (default 0.05)")
-    p.add_argument("--peak-factor", type=float, default=1.5, metavar="F", help="peak-to-average factor (default 1.5)")
+    p.add_argument("--ttft", type=positive(), default=2.0, metavar="S", help="TTFT target, seconds (default 2)")
+    p.add_argument("--tpot", type=positive(), default=0.05, metavar="S",
+                   help="time per output token target (default 0.05)")
+    p.add_argument("--peak-factor", type=positive(1e3), default=1.5, metavar="F",
+                   help="peak-to-average factor (default 1.5)")
     p.add_argument("--objective", choices=("cost", "power", "chips"), default="cost")
     p.add_argument("--whole-ultraserver", action="store_true", help="bill whole UltraServers, not instances")
     p.add_argument("--mode", nargs="+", choices=("aggregated", "chunked", "disaggregated"), default=["aggregated"])
     p.add_argument("--train", action="store_true", help="training plan instead of serving")
-    p.add_argument("--tokens", type=float, metavar="N", help="training tokens (with --train)")
+    p.add_argument("--tokens", type=positive(), metavar="N", help="training tokens (with --train)")
     p.add_argument("--hardware", metavar="NAME", help="system for --train (default: the first of --systems)")
-    p.add_argument("--chips", type=int, metavar="N", help="training chip count (with --train)")
-    p.add_argument("--days", type=float, metavar="D", help="training deadline in days (with --train)")
-    p.add_argument("--seq", type=int, default=4096, metavar="N", help="training sequence length (default 4096)")
+    p.add_argument("--chips", type=count(), metavar="N", help="training chip count (with --train)")
+    p.add_argument("--days", type=positive(), metavar="D", help="training deadline in days (with --train)")
+    p.add_argument("--seq", type=count(1, "MAX_SEQ_TOKENS"), default=4096, metavar="N",
+                   help="training sequence length (default 4096)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     add_output_options(p)
     p.set_defaults(func=cmd_plan)
@@ -184,8 +180,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="result column (default output_tokens_per_s_per_mw; e.g. tokens_per_s_per_user, "
                         "output_tokens_per_s_per_chip, usd_per_million_output_tokens, ttft_s)")
     p.add_argument("--claim", choices=("S1", "S2", "S3"), help="the Trn3/Trn2 ratio of a serving claim instead")
-    p.add_argument("--rel-step", type=float, default=0.05, metavar="H", help="relative step (default 0.05)")
-    p.add_argument("--top", type=int, default=0, metavar="N", help="only the N largest")
+    p.add_argument("--rel-step", type=positive(0.5), default=0.05, metavar="H", help="relative step (default 0.05)")
+    p.add_argument("--top", type=count(0), default=0, metavar="N", help="only the N largest")
     add_output_options(p)
     p.set_defaults(func=cmd_sensitivity)
 
@@ -246,11 +242,25 @@ def cmd_serve(args) -> int:
     price = cost.price_for(system, cal, args.price)
     df = search.frontier_sweep(system, arch, Mix(args.input, args.output), [args.mode], grid=grid, cal=cal,
                                price=price, tdp_w=args.tdp, chunk_tokens=args.chunk)
+    title = f"{system.display_name}: {arch.name} serving ({args.mode}, {args.input}/{args.output} tokens)"
+    misfit = ""
+    if not df["kv_fits"].all():
+        from perfmodel.model import feasibility
+
+        used = {"memory_bytes": float(df["hbm_used_bytes"].max()), "capacity_bytes": system.chip.hbm_capacity_bytes}
+        misfit = (feasibility.oversubscribed_line(used, system.chip.display_name) + f" at concurrency "
+                  f"{_listed(args.concurrency)}")
+    banner = refuse_or_banner(sorted(set(df.loc[~df["valid"], "invalid_reason"])), misfit, args.allow_oversubscribed,
+                              f"max concurrency that fits: {int(df['max_concurrency_kv'].min()):,}")
+    title = f"{banner}\n{title}" if banner else title
     name = export.config_name([("", "serve"), ("", system.name), ("", arch.name), ("tp", args.tp), ("da", args.da),
                                ("ep", args.ep), ("pp", args.pp), ("", args.dtype), ("", args.mode)])
-    _emit(df, args, f"{system.display_name}: {arch.name} serving ({args.mode}, {args.input}/{args.output} tokens)",
-          name, {"system": system.name, "workload": arch.name})
+    _emit(df, args, title, name, {"system": system.name, "workload": arch.name})
     return 0
+
+
+def _listed(v) -> str:
+    return ", ".join(f"{x:g}" for x in v) if isinstance(v, (list, tuple)) else f"{v:g}"
 
 
 def cmd_pareto(args) -> int:

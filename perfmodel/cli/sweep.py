@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import argparse
 
-from perfmodel.cli.common import add_output_options, print_result
+from perfmodel.cli.common import add_output_options, count, print_result, refuse
 
 SHOW = {"decode": ("time_per_output_token_s", "tokens_per_s_per_user", "tokens_per_s_per_chip", "mfu_frac"),
         "prefill": ("ttft_s", "tokens_per_s_per_chip", "mfu_frac", "tensor_util_frac"),
         "train": ("step_time_s", "tokens_per_s", "mfu_frac", "bubble_frac", "comm_exposed_s")}
+FEASIBILITY = ("memory_bytes_per_chip", "fits", "valid", "invalid_reason")  # shown beside every phase's columns
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,20 +45,26 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "'1,2,4' or 'A:B[:S]' or 'A:B:xF'")
     p.add_argument("--fixed", action="append", default=[], metavar="FIELD=VALUE",
                    help="a field held at one value, repeatable (e.g. --fixed tp=8 --fixed compute=fp8)")
-    p.add_argument("--chunk", type=int, default=None, metavar="N",
+    p.add_argument("--chunk", type=count(1, 2**24), default=None, metavar="N",
                    help="configurations per vectorised evaluation (default 65536)")
-    p.add_argument("--workers", type=int, default=1, metavar="N", help="threads in this process (default 1)")
+    p.add_argument("--workers", type=count(1, 1024), default=1, metavar="N", help="threads in this process (default 1)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--dask-scheduler", metavar="ADDRESS", help="run the chunks on this dask.distributed scheduler")
-    g.add_argument("--dask-local", type=int, metavar="N", help="run the chunks on a local Dask cluster of N processes")
-    p.add_argument("--limit", type=int, default=50, metavar="N",
+    g.add_argument("--dask-local", type=count(1, 1024), metavar="N",
+                   help="run the chunks on a local Dask cluster of N processes")
+    p.add_argument("--limit", type=count(0, "MAX_BATCH"), default=50, metavar="N",
                    help="table / md output: show the first N rows (default 50; 0: all)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--fits-only", action="store_true",
+                   help="keep only configurations with a valid plan that fit memory and have finite results "
+                        "(default: every row, marked by the valid, invalid_reason, fits and finite columns)")
     add_output_options(p)
     p.set_defaults(func=cmd_sweep)
     p.epilog = ("--out FILE.parquet or FILE.csv streams every configuration to the file chunk by chunk; --out DIR/ "
                 "writes a Parquet dataset (part-NNNNNN.parquet per chunk); other --out / --format values hold the "
-                "rows in memory first.")
+                "rows in memory first. A streamed file is written as FILE.partial.parquet (DIR.partial/) and renamed "
+                "when complete; a sweep that stops leaves its rows there and says so; a second sweep to the same "
+                "--out while one runs is refused.")
 
 
 def _pairs(items: list[str], option: str) -> dict:
@@ -82,8 +89,12 @@ def cmd_sweep(args) -> int:
     from perfmodel.sweep.run import run_sweep
 
     spec = SweepSpec(system=tuple(args.hardware), workload=tuple(args.workload), phase=args.phase,
-                     grid=_pairs(args.grid, "--grid"), fixed=_pairs(args.fixed, "--fixed"), variant=args.variant)
+                     grid=_pairs(args.grid, "--grid"), fixed=_pairs(args.fixed, "--fixed"), variant=args.variant,
+                     fits_only=args.fits_only)
     plan = spec.plan()  # checks every field before anything starts
+    why = _catalogue_refusal(args.out) if args.out else None
+    if why:
+        return refuse("sweep", why)
     stream = args.out and (Path(args.out).suffix.lower() in (".parquet", ".pq", ".csv") or args.out.endswith("/")
                             or not Path(args.out).suffix)
     with ExitStack() as stack:
@@ -105,10 +116,14 @@ def cmd_sweep(args) -> int:
         return 0
     df = result
     title = f"sweep: {', '.join(args.workload)} {args.phase} on {', '.join(args.hardware)}, {len(df):,} configurations"
+    if len(df) and not args.fits_only:
+        bad = int((~(df["valid"] & df["fits"] & df["finite"])).sum())
+        title += f" ({bad:,} invalid, not fitting or not finite: see valid / fits / finite; --fits-only drops them)" \
+            if bad else ""
     if args.format in ("table", "md"):
         swept = [a.name for a in plan.groups if a.size > 1] + [a.name if a.name in df else f"{a.name}_dtype"
                                                                for a in plan.inner]
-        df = df[swept + [c for c in SHOW[args.phase] if c in df and c not in swept]]
+        df = df[swept + [c for c in SHOW[args.phase] + FEASIBILITY if c in df and c not in swept]]
         if args.limit and len(df) > args.limit:
             title += f" (first {args.limit}; --limit 0 for all, --out FILE.parquet for the whole sweep)"
             df = df.head(args.limit)
@@ -116,3 +131,18 @@ def cmd_sweep(args) -> int:
     print_result(export.emit(df, args.format, title, args.out, meta={"size": plan.size, "phase": args.phase},
                              default_name=name))
     return 0
+
+
+def _catalogue_refusal(out: str) -> str | None:
+    """--out onto a spec, chip, calibration or workload file would replace an input of this and every other
+    command (parsing has checked the files named on the command line; these it finds by name)."""
+    from pathlib import Path
+
+    from perfmodel.catalog.files import catalog_root
+
+    root, path = catalog_root().resolve(), Path(out).resolve()
+    for folder in ("hardware_specs", "workloads"):
+        if path.is_file() and path.is_relative_to(root / folder):
+            return (f"--out {out} is a catalogue file a sweep reads ({path.relative_to(root)}); choose another "
+                    "output file")
+    return None

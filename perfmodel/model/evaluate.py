@@ -35,6 +35,7 @@ from perfmodel.core.dtypes import DType
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Phase, Recompute, Scenario
 from perfmodel.core.workload import ModelArch
+from perfmodel.model import attribution, feasibility
 from perfmodel.model import bindings as bd
 from perfmodel.model import graph as gr
 from perfmodel.model.formulas import FIELDS
@@ -129,12 +130,14 @@ _GROUPS = {"tp": ("tp", ()), "ep": ("ep", ()), "cp": ("cp", ("tp", "da")), "pp":
            "dp": ("dp", ("tp", "da", "cp", "pp"))}
 
 
-def _comm_rows(system: System, cal: Calibration, ops, comm_bytes: list, kn: bd.Knobs) -> list:
+def _comm_rows(system: System, cal: Calibration, ops, comm_bytes: list, kn: bd.Knobs,
+               fields: tuple[str, ...] = ("time_s",)) -> list:
     """Seconds per instance of each Comm op (0.0 for the others): the fastest algorithm for its
     bytes, group size and placement (collectives.collective_time). Expert all-to-alls move the
     busiest chip's share: the mean bytes x the MoE load imbalance u (scenario moe_imbalance, else
     `moe_load_imbalance`). Tensor-parallel collectives run over kn.ranks_per_chip ranks per chip
-    (one per NeuronCore where the runtime counts cores as ranks: collectives.collective_cost)."""
+    (one per NeuronCore where the runtime counts cores as ranks: collectives.collective_cost).
+    fields: the collective_cost fields to add up (default its time; attribution asks for the latency)."""
     out = [np.zeros(())] * len(ops)
     u = cal["moe_load_imbalance"] if kn.moe_imbalance is None else kn.moe_imbalance
     groups, cache = {}, {}  # per group (size, stride), and their codes, shared by the group's collectives
@@ -152,8 +155,13 @@ def _comm_rows(system: System, cal: Calibration, ops, comm_bytes: list, kn: bd.K
         if op.comm.collective == Collective.ALL_TO_ALL and op.comm.group == "ep":
             nbytes = nbytes * np.asarray(u, dtype=float)
         rpc = int(kn.ranks_per_chip) if op.comm.group == "tp" else 1
-        out[i] = collectives.collective_time(system, cal, op.comm.collective, nbytes, size, stride,
-                                             ranks_per_chip=rpc, cache=cache)
+        if fields == ("time_s",):
+            out[i] = collectives.collective_time(system, cal, op.comm.collective, nbytes, size, stride,
+                                                 ranks_per_chip=rpc, cache=cache)
+            continue
+        got = collectives.collective_fields(system, cal, op.comm.collective, nbytes, size, stride, fields,
+                                            ranks_per_chip=rpc)
+        out[i] = sum(np.asarray(got[f], dtype=float) for f in fields)
     return out
 
 
@@ -231,14 +239,15 @@ def summarize_rows(system: System, arch: ModelArch, kn: bd.Knobs, r: OpRows) -> 
     (opsum), the same numbers as summing arrays [op, configuration...] over the operators.
     Terms a sum leaves out (a zero mask, an operator with no collective) are skipped: adding their
     0.0 would change no finite result."""
-    ops, q, shape = r.ops, r.rows, r.shape
-    count = q["count"]
+    q = r.rows
 
     def total(x, keep=lambda op: True):
         return _total(r, x, keep)
 
     compute_s = total(q["time"])
     comm_s = total(r.comm, lambda op: op.comm is not None)
+    t_ovh = r.values[bd.S.t_ovh]  # fixed cost per operator instance: its own bound (attribution.py)
+    overhead_s = total([np.minimum(t_ovh, t) for t in q["time"]])
     step = compute_s + comm_s
     model_flop_ = model_flop(r)
     hw_flop = total(q["flop"])
@@ -255,7 +264,7 @@ def summarize_rows(system: System, arch: ModelArch, kn: bd.Knobs, r: OpRows) -> 
     nmb = np.asarray(kn.microbatches, dtype=float)
     tokens = B * T * (nmb if phase == Phase.TRAIN else 1.0)
     out = {
-        "step_time_s": step, "compute_time_s": compute_s, "comm_time_s": comm_s,
+        "step_time_s": step, "compute_time_s": compute_s, "comm_time_s": comm_s, "fixed_overhead_s": overhead_s,
         "model_flop": model_flop_, "hardware_flop": hw_flop, "hbm_bytes": hbm,
         "mfu_frac": model_flop_ / (step * peak), "tensor_util_frac": model_flop_ / (step * rt),
         "achieved_flop_per_s": model_flop_ / step, "intensity_flop_per_byte": hw_flop / np.maximum(hbm, 1.0),
@@ -273,46 +282,12 @@ def summarize_rows(system: System, arch: ModelArch, kn: bd.Knobs, r: OpRows) -> 
     return out
 
 
-def op_frame(ops, q: dict, comm: np.ndarray, col: int = 0) -> pd.DataFrame:
-    """Tidy per-operator frame for configuration `col` of a sweep (col 0 for a single scenario)."""
-    def pick(a):
-        return a if a.ndim == 1 else a[:, col]
-
-    rows = []
-    for i, op in enumerate(ops):
-        r = {"op": op.name, "block": op.group, "kind": op.kind.value, "pass": op.pass_.value,
-             "count": float(pick(q["count"])[i])}
-        for f in FIELDS:
-            r[f] = float(pick(q[f])[i])
-        times = {e: float(pick(q[f"t_{e}"])[i]) for e in ENGINES}
-        t = float(pick(q["time"])[i])
-        c = float(pick(comm)[i])
-        r.update({f"{e}_s": v for e, v in times.items()})
-        r["comm_s"] = c
-        r["time_s"] = t + c
-        r["total_time_s"] = r["count"] * r["time_s"]
-        busy = {**times, "comm": c}
-        r["bound"] = max(busy, key=busy.get) if max(busy.values()) > 0 else "overhead"
-        r["intensity_flop_per_byte"] = r["flop"] / (r["read"] + r["write"]) if (r["read"] + r["write"]) else np.nan
-        r["achieved_flop_per_s"] = r["flop"] / r["time_s"] if r["time_s"] else 0.0
-        for e, v in times.items():
-            r[f"util_{e}_frac"] = v / t if t else 0.0
-        r["comm_bytes"] = float(pick(q["comm_bytes"])[i])
-        r["collective"] = op.comm.collective.value if op.comm else ""
-        r["comm_group"] = op.comm.group if op.comm else ""
-        rows.append(r)
-    df = pd.DataFrame(rows)
-    return df.rename(columns={"read": "hbm_read_bytes", "write": "hbm_write_bytes", "sram": "sram_bytes",
-                              "params": "params_elems",
-                              "vector": "vector_elems", "scalar": "scalar_elems", "exp": "exp_elems",
-                              "gpsimd": "gpsimd_elems"})
-
-
 @dataclass(frozen=True)
 class Result:
     """One scenario evaluated. Fields: system and workload keys, the Scenario, the overlap
-    policy, `ops` (per-operator frame, SI units), `summary` (one row: inputs and outputs),
-    `calibration` (the assumptions used) and `warnings`."""
+    policy, `ops` (per-operator frame, SI units), `summary` (one row: inputs, outputs, and
+    valid / invalid_reason / fits / memory_bytes_per_chip), `calibration` (the assumptions
+    used), `feasibility` and `warnings` (why the plan is invalid, if it is)."""
 
     system: str
     workload: str
@@ -321,6 +296,7 @@ class Result:
     ops: pd.DataFrame
     summary: pd.DataFrame
     calibration: Calibration
+    feasibility: dict = field(default_factory=dict)  # feasibility.Feasibility.first(): valid, reasons, fits
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
     def __getitem__(self, key: str) -> float:
@@ -345,15 +321,20 @@ def evaluate(system: System, arch: ModelArch, scenario: Scenario, cal: Calibrati
     kn = bd.Knobs.of(scenario)
     ops, q, comm, values = run(system, arch, kn, cal, scenario.recompute, overlap)
     summ = summarize(system, arch, kn, ops, q, comm, values)
+    feas = feasibility.feasibility(system, arch, kn, cal, scenario.recompute)
     row = {**scenario_columns(system, arch, scenario), "overlap": Overlap(overlap).value,
            **{k: float(np.asarray(v).ravel()[0]) for k, v in summ.items()}}
-    warnings = []
     bad = [k for k, v in row.items() if isinstance(v, float) and not np.isfinite(v)]
     if bad:
         raise ValueError(f"non-finite results for {', '.join(bad)}: check the scenario and spec values")
+    row.update({k: np.asarray(v).ravel()[0].item() for k, v in feas.columns().items()})
+    latency = stack_rows(_comm_rows(system, cal, ops, list(q["comm_bytes"]), kn, ("latency_s", "fixed_s")),
+                         q["time"].shape[1:])
+    frame = attribution.op_frame(ops, q, comm, overhead_s=float(np.ravel(values[bd.S.t_ovh])[0]),
+                                 comm_latency=latency)
     return Result(system=system.name, workload=arch.name, scenario=scenario, overlap=Overlap(overlap),
-                  ops=op_frame(ops, q, comm), summary=pd.DataFrame([row]), calibration=cal,
-                  warnings=tuple(warnings))
+                  ops=frame, summary=pd.DataFrame([row]), calibration=cal, feasibility=feas.first(),
+                  warnings=tuple(feas.first()["reasons"]))
 
 
 def evaluate_sweep(system: System, arch: ModelArch, knobs: bd.Knobs, cal: Calibration | None = None,
@@ -361,7 +342,8 @@ def evaluate_sweep(system: System, arch: ModelArch, knobs: bd.Knobs, cal: Calibr
     """Summary frame for every configuration in `knobs` (array fields broadcast together)."""
     cal = cal or calibration_for(system)
     summ = summarize_rows(system, arch, knobs, run_rows(system, arch, knobs, cal, recompute, overlap))
-    shape = np.broadcast_shapes(*[np.shape(v) for v in summ.values()])
+    feas = feasibility.feasibility(system, arch, knobs, cal, recompute).columns()
+    shape = np.broadcast_shapes(*[np.shape(v) for v in (*summ.values(), *feas.values())])
     cols = {}
     for name in ("batch", "seq_len", "context", "tp", "da", "ep", "cp", "pp", "dp", "microbatches"):
         cols[name] = np.broadcast_to(np.asarray(getattr(knobs, name)), shape)
@@ -373,6 +355,8 @@ def evaluate_sweep(system: System, arch: ModelArch, knobs: bd.Knobs, cal: Calibr
     df = pd.DataFrame({k: np.asarray(v).ravel() for k, v in cols.items()})
     for k, v in summ.items():
         df[k] = np.broadcast_to(np.asarray(v, dtype=float), shape).ravel()
+    for k, v in feas.items():
+        df[k] = np.broadcast_to(v, shape).ravel()
     df.insert(0, "phase", Phase(knobs.phase).value)
     df.insert(0, "workload", arch.name)
     df.insert(0, "system", system.name)

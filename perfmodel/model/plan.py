@@ -14,8 +14,8 @@ consecutive chips:
                                     (ZeRO 1/2), + weight all-gathers per micro-batch (ZeRO 3)
 
 `placement()` maps each group onto the tiers (members inside a node, across the scale-up
-domain, across EFA) and says which collectives cross EFA; `check()` validates divisibility
-(heads, layers, experts, sequence, batch), chip count and memory fit (memory.footprint).
+domain, across EFA) and says which collectives cross EFA; `check()` applies feasibility.py's
+rules (heads, layers, experts, sequence, batch), the chip count and memory fit (memory.footprint).
 
 Does not: price time (training/step.py, comm/collectives.py) or search for plans.
 """
@@ -33,7 +33,7 @@ from perfmodel.core.hardware import Scope, System
 from perfmodel.core.scenario import Parallelism, Phase, Scenario
 from perfmodel.core.workload import ModelArch
 from perfmodel.model import bindings as bd
-from perfmodel.model import memory
+from perfmodel.model import feasibility, memory
 
 GROUP_ORDER = ("tp", "ep", "cp", "pp", "dp")
 _COLLECTIVES = {
@@ -87,6 +87,12 @@ class PlanCheck:
     placement: pd.DataFrame
     footprint: memory.Footprint | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    fit_error: str = ""  # the error (also in `errors`) saying the plan does not fit memory
+
+    @property
+    def rule_errors(self) -> tuple[str, ...]:
+        """The errors that make the plan impossible whatever the memory (divisibility, chip count)."""
+        return tuple(e for e in self.errors if e != self.fit_error)
 
     @property
     def ok(self) -> bool:
@@ -108,22 +114,14 @@ def check(system: System, arch: ModelArch, scenario: Scenario, nodes: int | None
         p.validate()
     except ValueError as exc:
         errors.append(str(exc))
-    if arch.num_attention_heads % p.tp:
-        errors.append(f"tp={p.tp} does not divide the {arch.num_attention_heads} attention heads")
+    if not errors:  # the rules every evaluation carries (feasibility.py): heads, KV heads, layers, experts ...
+        kn = bd.Knobs.of(scenario)
+        valid, reasons = feasibility.check_rules(system, arch, kn)
+        if not bool(np.ravel(valid)[0]):
+            errors.extend(str(np.ravel(reasons)[0]).split("; "))
     kv = arch.num_key_value_heads
-    if p.tp > kv and p.tp % kv:
-        errors.append(f"tp={p.tp} is neither a divisor nor a multiple of the {kv} KV heads")
-    elif p.tp > kv:
+    if p.tp > kv and not p.tp % kv:
         warns.append(f"tp={p.tp} > {kv} KV heads: KV heads are replicated {p.tp // kv}x")
-    L = arch.num_hidden_layers
-    chunks = p.pp * (p.pp_virtual if p.pp_schedule == "interleaved" else 1)
-    if L % chunks:
-        (errors if p.pp_schedule == "interleaved" else warns).append(
-            f"{L} layers do not split evenly into {chunks} pipeline chunks (the heaviest stage is modelled)")
-    if arch.is_moe and arch.num_experts % p.ep:
-        errors.append(f"ep={p.ep} does not divide the {arch.num_experts} experts")
-    if scenario.seq_len % p.cp:
-        errors.append(f"cp={p.cp} does not divide the sequence length {scenario.seq_len}")
     if global_batch is not None and global_batch != scenario.batch * p.microbatches * p.dp:
         errors.append(f"global batch {global_batch} != micro-batch {scenario.batch} x {p.microbatches} "
                       f"micro-batches x dp {p.dp}")
@@ -148,14 +146,15 @@ def check(system: System, arch: ModelArch, scenario: Scenario, nodes: int | None
         warns.append(f"tp={p.tp} spans instances of the scale-up domain")
     if place[place.group == "ep"].iloc[0].crosses_efa:
         warns.append(f"ep={p.ep} spans EFA: MoE all-to-alls cross the network")
-    fp = None
+    fp, fit_error = None, ""
     if not errors:
         fp = memory.footprint_for(system, arch, scenario, cal)
         total = float(np.ravel(fp.total_bytes)[0])
         if not bool(np.ravel(fp.fits)[0]):
-            errors.append(f"does not fit: {total / system.chip.hbm_capacity_bytes:.2f}x the "
-                          f"{system.chip.display_name} memory per chip")
-    return PlanCheck(errors=tuple(errors), warnings=tuple(warns), placement=place, footprint=fp)
+            fit_error = (f"does not fit: {total / system.chip.hbm_capacity_bytes:.2f}x the "
+                         f"{system.chip.display_name} memory per chip")
+            errors.append(fit_error)
+    return PlanCheck(errors=tuple(errors), warnings=tuple(warns), placement=place, footprint=fp, fit_error=fit_error)
 
 
 def knobs_for(scenario: Scenario) -> bd.Knobs:

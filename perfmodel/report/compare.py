@@ -7,7 +7,7 @@
                                      documents.write_report renders Markdown / HTML)
     claims_frame()                   every seed claim, computed now
 
-Each case picks its parallelism plan with memory.min_fit (fewest chips that hold the weights,
+Each case picks its parallelism plan with feasibility.min_fit (fewest chips that hold the weights,
 the KV cache or training state, and the batch) and its data type as the first of the case's
 preferences the chip's tensor engine supports. Tokens per MW and $ per million tokens come
 from power.py and cost.py (NaN with a note where a system has no power figure or price).
@@ -27,8 +27,7 @@ from perfmodel.catalog import spec_tables
 from perfmodel.catalog import whatif as wi
 from perfmodel.core.hardware import System
 from perfmodel.report import provenance_frame
-from perfmodel.report.frames import (_with_inputs, display_table, fit_plan, inputs_frame, load, pick_dtype, plan_text,
-                                     run_scenario, summary_columns, workbook)
+from perfmodel.report.frames import _with_inputs, display_table, fit_plan, inputs_frame, load, pick_dtype, plan_text, run_scenario, summary_columns, workbook
 
 # Trn1, Trn2, Trn3, Trn4 (projected), then the GPU peers
 SYSTEMS = ("trn1.32xlarge", "trn2-ultraserver", "trn3-ultraserver", "trn4-projected", "p5.48xlarge",
@@ -157,7 +156,7 @@ def build_report(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS
         part = cmp.results[cmp.results["case"] == case.key] if len(cmp.results) else cmp.results
         errs = cmp.errors[cmp.errors["case"] == case.key]
         text = (f"Workload {case.workload}, phase {case.options.phase}. Plan per system: the fewest chips that hold "
-                f"the scenario (memory.min_fit); data type: the first of {', '.join(case.dtypes)} the chip supports. "
+                f"the scenario (feasibility.min_fit); data type: the first of {', '.join(case.dtypes)} the chip supports. "
                 "Sustained / peak = model FLOPs / (step time x peak of that data type). Tokens/s per MW: power.py "
                 "(chip power from engine activity, node overhead, PUE); the basis of each system's power figure "
                 "is in the last section.")

@@ -32,7 +32,7 @@ from perfmodel.core import units
 from perfmodel.core.dtypes import DType
 from perfmodel.core.hardware import System
 from perfmodel.core.workload import ModelArch
-from perfmodel.model import evaluate, memory
+from perfmodel.model import attribution, evaluate, feasibility, memory
 from perfmodel.model.roofline import ENGINES
 from perfmodel.report import provenance_frame
 
@@ -68,9 +68,9 @@ def pick_dtype(system: System, prefs: Iterable[str]) -> str:
     raise ValueError(f"{system.name}: the tensor engine supports none of {', '.join(prefs)}")
 
 
-def fit_plan(ld: Loaded, opts: wi.ScenarioOptions) -> tuple[wi.ScenarioOptions, memory.FitResult]:
-    """Options with the plan of memory.min_fit (fewest chips that hold this scenario)."""
-    fit = memory.min_fit(ld.system, ld.arch, wi.scenario_of(opts, ld.arch, ld.system), ld.cal)
+def fit_plan(ld: Loaded, opts: wi.ScenarioOptions) -> tuple[wi.ScenarioOptions, feasibility.FitResult]:
+    """Options with the plan of feasibility.min_fit (fewest chips that hold this scenario)."""
+    fit = feasibility.min_fit(ld.system, ld.arch, wi.scenario_of(opts, ld.arch, ld.system), ld.cal)
     p = fit.plan
     new = opts.replace(tp=p["tp"], pp=p["pp"], dp=p["dp"], ep=p["ep"],
                        microbatches=max(p["pp"], opts.microbatches) if opts.phase == "train" else opts.microbatches)
@@ -81,12 +81,9 @@ def fit_plan(ld: Loaded, opts: wi.ScenarioOptions) -> tuple[wi.ScenarioOptions, 
 
 
 def bound_shares(ops: pd.DataFrame) -> pd.DataFrame:
-    """Step time by the engine that bounds each operator: bound, time_s, share_frac."""
-    t = ops.groupby("bound", sort=False)["total_time_s"].sum()
-    total = t.sum()
-    out = pd.DataFrame({"bound": t.index, "time_s": t.to_numpy(),
-                        "share_frac": t.to_numpy() / total if total else np.nan})
-    return out.sort_values("time_s", ascending=False, ignore_index=True)
+    """Step time by what bounds it (bound, time_s, share_frac): engines, comm, comm latency and
+    fixed overhead, summing to the step time (model.attribution)."""
+    return attribution.bound_shares(ops)
 
 
 def engine_frame(ops: pd.DataFrame) -> pd.DataFrame:
@@ -200,7 +197,7 @@ class Run:
     result: evaluate.Result
     components: pd.DataFrame
     totals: pd.DataFrame
-    fit: memory.FitResult | None
+    fit: feasibility.FitResult | None
     fit_error: str = ""
     provenance: pd.DataFrame = field(default_factory=pd.DataFrame)
 
@@ -216,6 +213,7 @@ class Run:
                     "capacity_bytes": t["capacity_bytes"], "fits": bool(t["fits"]),
                     "min_chips": self.fit.chips if self.fit else np.nan,
                     "min_instances": self.fit.instances if self.fit else np.nan,
+                    "min_node_share": self.fit.node_share if self.fit else np.nan,
                     "bound": bound_shares(self.result.ops).iloc[0]["bound"]})
         row.update(economics(self.loaded.system, pd.Series(row), self.loaded.cal))
         row.update(_basis(self.loaded.system, self.result.scenario, row))
@@ -235,7 +233,7 @@ def run_scenario(ld: Loaded, opts: wi.ScenarioOptions, with_fit: bool = True) ->
     fit, err = None, ""
     if with_fit:
         try:
-            fit = memory.min_fit(ld.system, ld.arch, sc, ld.cal)
+            fit = feasibility.min_fit(ld.system, ld.arch, sc, ld.cal)
         except ValueError as exc:
             err = str(exc)
     prov = provenance_frame.provenance_frame(ld.system, sc, ld.cal)
@@ -253,7 +251,8 @@ def scenario_page(system: str, workload: str, opts: wi.ScenarioOptions, whatif: 
     return {"summary": sheets["results"], "sheets": sheets, "ops": r.result.ops,
             "engines": engine_frame(r.result.ops), "bounds": bound_shares(r.result.ops),
             "components": r.components, "totals": r.totals, "roofs": roofs, "ridges": ridges,
-            "fit_error": r.fit_error, "display_name": ld.system.display_name}
+            "fit_error": r.fit_error, "display_name": ld.system.display_name,
+            "feasibility": r.result.feasibility}
 
 
 _INPUT_COLS = ("case", "system", "workload", "phase", "batch", "seq_len", "context", "tp", "pp", "dp", "ep", "da",

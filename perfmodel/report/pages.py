@@ -25,7 +25,7 @@ from perfmodel import catalog
 from perfmodel.catalog import whatif as wi
 from perfmodel.catalog.calibration import calibration_for
 from perfmodel.core import units
-from perfmodel.model import evaluate, memory
+from perfmodel.model import evaluate, feasibility
 from perfmodel.report import provenance_frame
 from perfmodel.report.frames import Loaded, display_table, load, memory_frames, short_error
 
@@ -95,11 +95,11 @@ def memory_comparison(systems: Iterable[str], workload: str, opts: wi.ScenarioOp
         sc = wi.scenario_of(opts, ld.arch, ld.system)
         c, t = memory_frames(ld, sc, name)
         try:
-            fit = memory.min_fit(ld.system, ld.arch, sc, ld.cal)
-            t = t.assign(min_chips=fit.chips, min_instances=fit.instances,
+            fit = feasibility.min_fit(ld.system, ld.arch, sc, ld.cal)
+            t = t.assign(min_chips=fit.chips, min_instances=fit.instances, min_node_share=fit.node_share,
                          min_fit_plan=" ".join(f"{k}{v}" for k, v in fit.plan.items()))
         except ValueError as exc:
-            t = t.assign(min_chips=np.nan, min_instances=np.nan, min_fit_plan=short_error(exc))
+            t = t.assign(min_chips=np.nan, min_instances=np.nan, min_node_share=np.nan, min_fit_plan=short_error(exc))
         t["basis_memory"] = provenance_frame.figure_status(ld.system, sc, "memory_total_bytes")
         comps.append(c)
         tots.append(t)

@@ -36,10 +36,11 @@ _TIME = ("compute", "hbm_bandwidth", "network")
 FIGURE_GROUPS: dict[str, tuple[str, ...]] = {
     **{c: _TIME for c in ("step_time_s", "compute_time_s", "comm_time_s", "time_per_output_token_s", "ttft_s",
                           "tokens_per_s_per_chip", "tokens_per_s_per_replica", "tokens_per_s_per_user", "mfu_frac",
-                          "tensor_util_frac", "achieved_flop_per_s", "sustained_frac", "bound")},
+                          "tensor_util_frac", "achieved_flop_per_s", "sustained_frac", "bound",
+                          "fixed_overhead_s")},
     "peak_flop_per_s": ("compute",),
     **{c: ("hbm_capacity",) for c in ("memory_total_bytes", "capacity_bytes", "fits", "min_chips", "min_instances",
-                                      "memory_frac")},
+                                      "min_node_share", "memory_frac", "memory_bytes_per_chip")},
     "tokens_per_mw": _TIME + ("power",), "power_per_chip_w": ("power",),
     "usd_per_million_tokens": _TIME + ("price",), "price_per_chip_usd_per_hour": ("price",),
 }

@@ -197,7 +197,7 @@ def _refine(system: System, arch: ModelArch, row: pd.Series, demand: Demand, mix
 
     def ok(c: int) -> bool:
         r = at(c)
-        return bool(r["kv_fits"]) and r["time_per_output_token_s"] <= demand.tpot_s and \
+        return bool(r["kv_fits"]) and bool(r["valid"]) and r["time_per_output_token_s"] <= demand.tpot_s and \
             at(c, mix_max)["ttft_s"] <= demand.ttft_s
 
     def thr(c: int) -> float:
@@ -256,7 +256,7 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
             cal = cal.with_overrides({k: v for k, v in cal_overrides.items() if k in cal.params})
         price = cost.price_for(system, cal, options.prices.get(name))
         df = search.frontier_sweep(system, arch, mix, modes, cal=cal, price=price, **options.grid_kw)
-        ok = df["kv_fits"] & (df["time_per_output_token_s"] <= demand.tpot_s)
+        ok = df["kv_fits"] & df["valid"] & (df["time_per_output_token_s"] <= demand.tpot_s)
         df = df[ok]
         if len(df) and mix_max != mix:
             g = Grid.of(tp=df["tp"], da=df["da"], ep=df["ep"], pp=df["pp"], concurrency=df["concurrency"],

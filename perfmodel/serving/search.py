@@ -168,9 +168,10 @@ def finish_sweep(df: pd.DataFrame, system: System, cal: Calibration, price: cost
 
 
 def mark_frontiers(df: pd.DataFrame, max_ttft_s: float | None = None, by: str = "system") -> pd.DataFrame:
-    """Add eligible (fits, TTFT bound) and on_frontier_{chip,mw,usd} flags, per `by` group."""
+    """Add eligible (valid plan, fits, TTFT bound) and on_frontier_{chip,mw,usd} flags, per `by` group:
+    a configuration that breaks a plan rule or does not fit is never on a frontier."""
     out = df.copy()
-    ok = out["kv_fits"].to_numpy(dtype=bool).copy()
+    ok = out["kv_fits"].to_numpy(dtype=bool) & out["valid"].to_numpy(dtype=bool)
     if max_ttft_s is not None:
         ok &= out["ttft_s"].to_numpy() <= max_ttft_s
     out["eligible"] = ok

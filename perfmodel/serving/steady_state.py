@@ -59,7 +59,7 @@ from perfmodel.core.hardware import Scope, System
 from perfmodel.core.scenario import Phase
 from perfmodel.core.workload import ModelArch
 from perfmodel.model import bindings as bd
-from perfmodel.model import memory
+from perfmodel.model import feasibility, memory
 from perfmodel.model.evaluate import run_rows, summarize_rows
 
 ACTIVITY_ENGINES = ("tensor", "vector", "scalar", "gpsimd", "memory", "comm")
@@ -312,6 +312,7 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
     act = {e: np.clip(v, 0.0, 1.0) for e, v in act.items()}
     ctx = I + O if options.kv_reserve == "peak" else I + O / 2
     fits, used, cmax = kv_fit(system, arch, grid, ctx, cal)
+    valid, reasons = feasibility.check_rules(system, arch, grid.knobs(Phase.DECODE, C, 1, np.maximum(ctx - 1, 0)))
     per_replica = C / tpot
     per_chip = per_replica / chips_eff
     # whole replicas per scale-up domain; a disaggregated unit larger than the domain (decode replica plus
@@ -334,6 +335,7 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
         "output_tokens_per_s_per_scaleup": per_replica * replicas,
         "concurrency_per_scaleup": C * replicas,
         "chips_used_per_scaleup": replicas * chips_eff,
+        "valid": np.broadcast_to(valid, C.shape), "invalid_reason": np.broadcast_to(reasons, C.shape),
         "kv_fits": fits, "hbm_used_bytes": used, "hbm_capacity_bytes": system.chip.hbm_capacity_bytes,
         "max_concurrency_kv": cmax,
     })

@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, reduce
 
 import numpy as np
 import pandas as pd
@@ -41,7 +41,7 @@ from perfmodel.comm import collectives
 from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Phase, Recompute
 from perfmodel.model import bindings as bd
-from perfmodel.model import evaluate
+from perfmodel.model import evaluate, feasibility
 from perfmodel.model.roofline import Overlap
 from perfmodel.sweep.fields import BOOLS, DTYPES, GROUPS, NUMERIC, Axis, _fail, make_axis
 
@@ -64,6 +64,7 @@ class SweepSpec:
     grid: Mapping = field(default_factory=dict)
     fixed: Mapping = field(default_factory=dict)
     variant: str = "nominal"
+    fits_only: bool = False  # keep only rows that are valid, fit memory and are finite (else: all, marked)
 
     def plan(self) -> Plan:
         return _plan(self)
@@ -183,6 +184,10 @@ def evaluate_chunk(plan: Plan, g: int, start: int, stop: int) -> pd.DataFrame:
             kn = dataclasses.replace(kn, sequence_parallel=bool(opts["sequence_parallel"]))
         r = evaluate.run_rows(system, arch, kn, cal, recompute, opts["overlap"] or Overlap.PIPELINED)
         out = evaluate.summarize_rows(system, arch, kn, r)
+    feas = feasibility.feasibility(system, arch, kn, cal, recompute).columns()
+    numeric = [np.asarray(v, dtype=float) for v in out.values() if np.asarray(v).dtype != object]
+    # every numeric output finite: a row that is not (a calibration value out of its range) is marked
+    feas["finite"] = reduce(np.logical_and, [np.isfinite(v) for v in numeric], np.ones((), dtype=bool))
     frame: dict[str, object] = {}
     for a in plan.groups:  # one value per chunk
         frame[a.name] = _categorical(np.full(n, a.labels.index(_label(gv[a.name])), dtype=np.int16), a.labels)
@@ -204,7 +209,10 @@ def evaluate_chunk(plan: Plan, g: int, start: int, stop: int) -> pd.DataFrame:
             frame[k] = _categorical(np.asarray([cats.index(x) for x in texts], dtype=np.int16)[codes], cats)
         else:
             frame[k] = np.broadcast_to(v, (n,))
-    return pd.DataFrame(frame)
+    for k, v in feas.items():  # reasons stay plain text: chunks' category sets would differ
+        frame[k] = np.broadcast_to(v, (n,))
+    df = pd.DataFrame(frame)
+    return df[df["valid"] & df["fits"] & df["finite"]].reset_index(drop=True) if plan.spec.fits_only else df
 
 
 def _label(v):

@@ -1,0 +1,247 @@
+"""Feasibility of a configuration: is the plan one a runtime can execute, and does it fit memory.
+
+A configuration is *valid* when every rule below holds, and *fits* when its memory per chip
+(memory.footprint: weights, training state, activations, KV cache, and the runtime's reserve
+`runtime_reserved_memory`, a named calibration parameter) is at most the chip's HBM capacity.
+Every result the model returns carries both (evaluate, evaluate_sweep, sweeps, serving grids,
+training plans); commands refuse an invalid plan and show a non-fitting one only on request.
+
+    rule          holds when                                  why
+    counts        B, T, t, d_a, e, c, p, d, m >= 1; C_0 >= 0   a count of zero or less is no plan
+    tp_heads      H mod t = 0                                  heads are split whole over t chips
+    tp_kv_heads   K mod t = 0  or  t mod K = 0                 KV heads split, or each replicated t/K x
+    tp_scaleup    t <= scale-up chips                          tensor-parallel all-reduces after every
+                                                               block need the scale-up fabric
+    pp_layers     L mod (p v) = 0                              whole layers per pipeline chunk
+    ep_experts    E mod e = 0 (MoE)                            whole experts per expert-parallel rank
+    ep_group      (t d_a) mod e = 0                            experts are split over the replica's chips
+    cp_sequence   T mod c = 0 (prefill, train)                 whole sequence chunks per context rank
+    batch_da      B mod d_a = 0                                attention data parallel splits sequences
+    context_max   C_0 + T_new <= P                             the model's positions (max_position_embeddings)
+
+(H attention heads, K KV heads, L layers, E experts, P max positions, T_new the tokens this step
+adds: T for prefill and training, 1 for decode.) Where the heads are sharded by the runtime
+(head_shards > 0: padded or replicated to the shard count) the two head rules do not apply.
+
+All rules are vectorised over a sweep's arrays: one boolean array per rule, a bit per rule, and
+the reason text built once per distinct combination of failing rules (a sweep has few).
+
+    min_fit(system, arch, scenario)   the fewest chips (whole instances) holding a scenario with a valid plan
+
+Does not: price time, or search serving plans (serving.search, serving.planner).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from perfmodel.catalog.calibration import Calibration, calibration_for
+from perfmodel.core import units
+from perfmodel.core.hardware import System
+from perfmodel.core.scenario import Phase, Recompute, Scenario
+from perfmodel.core.workload import ModelArch
+from perfmodel.model import bindings as bd
+from perfmodel.model import memory
+
+COUNT_FIELDS = ("batch", "seq_len", "tp", "da", "ep", "cp", "pp", "dp", "microbatches")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A validity rule: `broken(v)` is True where the configuration breaks it; `text(v)` says why,
+    with the knob values where one configuration is asked about (the knob name in a sweep)."""
+
+    name: str
+    broken: Callable[[dict], np.ndarray]
+    text: Callable[[dict], str]
+
+
+def _f(x) -> np.ndarray:
+    return np.asarray(x, dtype=float)
+
+
+def _rules(system: System, arch: ModelArch, phase: Phase) -> tuple[Rule, ...]:
+    H, K, L = arch.num_attention_heads, arch.num_key_value_heads, arch.num_hidden_layers
+    E, P, S = arch.num_experts, arch.max_position_embeddings, system.scaleup_chips
+    rules = [
+        Rule("counts", lambda v: functools.reduce(np.logical_or, [v[k] < 1 for k in COUNT_FIELDS], v["context"] < 0),
+             lambda s: "batch, sequence, context and every parallel degree must be whole numbers >= 1 "
+                       "(context >= 0)"),
+        Rule("tp_heads", lambda v: (v["head_shards"] == 0) & (np.mod(H, v["tp"]) != 0),
+             lambda s: f"{s['tp']} does not divide the {H} attention heads of {arch.name}"),
+        Rule("tp_kv_heads", lambda v: (v["head_shards"] == 0) & (np.mod(K, v["tp"]) != 0)
+             & (np.mod(v["tp"], K) != 0),
+             lambda s: f"{s['tp']} is neither a divisor nor a multiple of the {K} KV heads of {arch.name}"),
+        Rule("tp_scaleup", lambda v: v["tp"] > S,
+             lambda s: f"{s['tp']} is larger than the {S}-chip scale-up domain of {system.display_name} "
+                       f"(tensor parallelism needs the scale-up fabric)"),
+        Rule("pp_layers", lambda v: np.mod(L, v["pp"] * v["pp_virtual"]) != 0,
+             lambda s: f"{s['pp']} x {s['pp_virtual']} virtual stages per device does not divide the {L} layers "
+                       f"of {arch.name}"),
+        Rule("ep_group", lambda v: np.mod(v["tp"] * v["da"], v["ep"]) != 0,
+             lambda s: f"{s['ep']} does not divide the replica's tp x da chips ({s['tp']}, {s['da']})"),
+        Rule("batch_da", lambda v: np.mod(v["batch"], v["da"]) != 0,
+             lambda s: f"{s['batch']} is not a multiple of the attention data-parallel degree {s['da']}"),
+        Rule("context_max", lambda v: v["context"] + (1.0 if phase == Phase.DECODE else v["seq_len"]) > P,
+             lambda s: f"{s['context']} + {'1 new token' if phase == Phase.DECODE else s['seq_len']} "
+                       f"exceeds the {P} positions of {arch.name} (max_position_embeddings)"),
+    ]
+    if arch.is_moe:
+        rules.append(Rule("ep_experts", lambda v: np.mod(E, v["ep"]) != 0,
+                          lambda s: f"{s['ep']} does not divide the {E} experts of {arch.name}"))
+    if phase != Phase.DECODE:
+        rules.append(Rule("cp_sequence", lambda v: np.mod(v["seq_len"], v["cp"]) != 0,
+                          lambda s: f"{s['cp']} does not divide the sequence length ({s['seq_len']})"))
+    return tuple(rules)
+
+
+@dataclass(frozen=True)
+class Feasibility:
+    """Per configuration (arrays broadcast to the sweep's shape): valid, its reasons ("" when
+    valid), fits, memory per chip and the chip's capacity."""
+
+    valid: np.ndarray
+    reasons: np.ndarray
+    fits: np.ndarray
+    memory_bytes: np.ndarray
+    capacity_bytes: float
+
+    @property
+    def usable(self) -> np.ndarray:
+        """Valid and fits: a configuration a planner may be shown as an answer."""
+        return self.valid & self.fits
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The result columns every evaluation carries."""
+        return {"valid": self.valid, "invalid_reason": self.reasons, "fits": self.fits,
+                "memory_bytes_per_chip": self.memory_bytes,
+                "memory_capacity_bytes": np.full(np.shape(self.fits), self.capacity_bytes)}
+
+    def first(self) -> dict:
+        """The first configuration as plain Python values (one scenario)."""
+        return {"valid": bool(np.ravel(self.valid)[0]), "reasons": [r for r in str(np.ravel(self.reasons)[0])
+                                                                    .split("; ") if r],
+                "fits": bool(np.ravel(self.fits)[0]), "memory_bytes": float(np.ravel(self.memory_bytes)[0]),
+                "capacity_bytes": float(self.capacity_bytes)}
+
+
+def _values(kn: bd.Knobs) -> dict[str, np.ndarray]:
+    names = COUNT_FIELDS + ("context", "pp_virtual", "head_shards")
+    return {k: _f(getattr(kn, k)) for k in names}
+
+
+def _shown(raw: dict[str, np.ndarray]) -> dict[str, object]:
+    """'tp=8' where the knob has one value (a single configuration), else its name 'tp' (a sweep)."""
+    def one(k: str, x: float) -> str:
+        return f"{k}={int(x) if float(x).is_integer() else x:g}" if np.isfinite(x) else f"{k}={x}"
+
+    return {k: one(k, float(v.ravel()[0])) if v.size == 1 else k for k, v in raw.items()}
+
+
+def check_rules(system: System, arch: ModelArch, kn: bd.Knobs) -> tuple[np.ndarray, np.ndarray]:
+    """(valid, reasons) of the configurations in `kn`, broadcast together."""
+    v = _values(kn)
+    rules = _rules(system, arch, Phase(kn.phase))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        broken = [np.asarray(r.broken(v), dtype=bool) for r in rules]
+    shape = np.broadcast_shapes(*[b.shape for b in broken], *[x.shape for x in v.values()])
+    code = np.zeros(shape, dtype=np.int64)
+    for i, b in enumerate(broken):
+        code |= np.broadcast_to(b, shape).astype(np.int64) << i
+    distinct, inverse = np.unique(code, return_inverse=True)
+    shown = _shown(v)
+    texts = np.asarray(["; ".join(f"{r.name}: {r.text(shown)}" for i, r in enumerate(rules) if int(c) >> i & 1)
+                        for c in distinct], dtype=object)
+    return code == 0, texts[inverse.reshape(shape)]
+
+
+def feasibility(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | None = None,
+                recompute: Recompute = Recompute.NONE) -> Feasibility:
+    """Validity and memory fit of every configuration in `kn` (see the module doc)."""
+    cal = cal or calibration_for(system)
+    valid, reasons = check_rules(system, arch, kn)
+    flash, sp = np.asarray(kn.flash_attention, dtype=bool), np.asarray(kn.sequence_parallel, dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # footprint takes these two switches as scalars: a sweep over them is priced once per value
+        parts = {(f, s): _f(memory.footprint(system, arch, kn, cal, recompute, f, s).total_bytes)
+                 for f in np.unique(flash).tolist() for s in np.unique(sp).tolist()}
+    total = sum(np.where((flash == f) & (sp == s), t, 0.0) for (f, s), t in parts.items()) \
+        if len(parts) > 1 else next(iter(parts.values()))
+    capacity = system.chip.hbm_capacity_bytes
+    shape = np.broadcast_shapes(valid.shape, total.shape)
+    total = np.broadcast_to(total, shape)
+    # fits is about memory alone (an invalid plan's footprint is still reported): `usable` is both
+    fits = np.isfinite(total) & (total <= capacity)
+    return Feasibility(valid=np.broadcast_to(valid, shape), reasons=np.broadcast_to(reasons, shape), fits=fits,
+                       memory_bytes=total, capacity_bytes=capacity)
+
+
+def oversubscribed_line(f: dict, chip: str) -> str:
+    """One line for a configuration that does not fit (f: Feasibility.first())."""
+    gib = units.GiB
+    return (f"does not fit: needs {f['memory_bytes'] / gib:,.1f} GiB per chip, {chip} has "
+            f"{f['capacity_bytes'] / gib:,.1f} GiB ({f['memory_bytes'] / f['capacity_bytes']:.2f}x)")
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """The fewest chips that hold a scenario: whole chips and instances (nodes), and the plan.
+    node_share: the chips as a fraction of one instance (a replica smaller than a node)."""
+
+    chips: int
+    instances: int
+    node_share: float
+    plan: dict
+    total_bytes: float
+    capacity_bytes: float
+
+
+def min_fit(system: System, arch: ModelArch, scenario: Scenario, cal: Calibration | None = None,
+            max_chips: int = 8192, flash_attention: bool = True) -> FitResult:
+    """Fewest chips (and instances) on which `scenario` fits with a valid plan, searched vectorised.
+
+    Inference: tensor parallel t in powers of two within the scale-up domain, then pipeline
+    stages p; fewest chips t x p wins. Training: chips = 2^j; for each, every split
+    t (power of two within a node) x p x dp with the scenario's ZeRO stage; fewest chips with
+    any valid, fitting plan wins (ties: least pipeline, then least t). A plan breaking a rule
+    of this module (heads, KV heads, layers, experts not divisible) is never chosen.
+    """
+    cal = cal or calibration_for(system)
+    kn0 = bd.Knobs.of(scenario)
+    L = arch.num_hidden_layers
+    pows = [2 ** j for j in range(0, int(np.log2(max_chips)) + 1)]
+    rows = []
+    for chips in pows:  # a fixed set of at most 14 x 14 x 14 candidate plans, not a user-given count
+        for t in pows:
+            if t > min(chips, system.node.chips if scenario.phase == Phase.TRAIN else system.scaleup_chips):
+                continue
+            for p in pows:
+                if t * p > chips or p > L:
+                    continue
+                dp = chips // (t * p) if scenario.phase == Phase.TRAIN else 1
+                if scenario.phase != Phase.TRAIN and t * p != chips:
+                    continue
+                rows.append((chips, t, p, dp))
+    arr = np.asarray(rows, dtype=float)
+    ep = np.minimum(arr[:, 1], max(1, arch.num_experts or 1)) if arch.is_moe else np.ones(len(arr))
+    ep = np.where(arr[:, 1] % ep == 0, ep, 1.0)
+    kn = bd.Knobs(**{**kn0.__dict__, "tp": arr[:, 1], "pp": arr[:, 2], "dp": arr[:, 3], "ep": ep,
+                     "microbatches": np.maximum(arr[:, 2], kn0.microbatches)})
+    fp = memory.footprint(system, arch, kn, cal, scenario.recompute, flash_attention,
+                          scenario.parallel.sequence_parallel)
+    valid, _ = check_rules(system, arch, kn)
+    ok = fp.fits & valid & (arr[:, 0] <= max_chips)
+    if not ok.any():
+        raise ValueError(f"{arch.name} does not fit on up to {max_chips} {system.chip.display_name} chips "
+                         f"with a valid plan for this scenario")
+    idx = np.flatnonzero(ok)
+    best = min(idx, key=lambda i: (arr[i, 0], arr[i, 2], arr[i, 1]))
+    chips = int(arr[best, 0])
+    return FitResult(chips=chips, instances=-(-chips // system.node.chips), node_share=chips / system.node.chips,
+                     plan={"tp": int(arr[best, 1]), "pp": int(arr[best, 2]), "dp": int(arr[best, 3]),
+                           "ep": int(ep[best]), "zero": scenario.parallel.zero},
+                     total_bytes=float(fp.total_bytes[best]), capacity_bytes=fp.capacity_bytes)
