@@ -6,10 +6,21 @@ sidebar holds the scenario and the what-if overrides; both live in the URL query
 so a view can be shared. Every number shown is computed in perfmodel (the report package and the
 model modules); this file only draws widgets, calls cached functions and lays out results.
 
+URL values are read like the sidebar's: a value the sidebar would not take (an unknown name, a
+number out of range, a what-if that does not parse or apply) gets a notice naming the parameter,
+the value and what is allowed, and that one field keeps its default. An error while a page
+computes is one line (st.error); the traceback goes to the server log, never to the browser.
+
 Does not: compute model quantities.
 """
 
 from __future__ import annotations
+
+import difflib
+import logging
+import math
+import tempfile
+from pathlib import Path
 
 import streamlit as st
 
@@ -21,6 +32,9 @@ from perfmodel.report import charts, export
 from perfmodel.report.provenance_frame import MARKER_LEGEND
 
 st.set_page_config(page_title="perfmodel explorer", page_icon=":bar_chart:", layout="wide")
+LOG = logging.getLogger("perfmodel.app")
+CACHE_ENTRIES = 32  # results kept per cached function (each URL variant is an entry: keep memory bounded)
+UPLOAD_LIMIT_MB = 20  # largest measurements CSV the validation page reads (the vendored one is ~0.1 MB)
 
 
 # ---------------------------------------------------------------- catalogue and cached computations
@@ -32,36 +46,36 @@ def load_catalog() -> dict:
     return {"systems": catalog.list_systems(), "workloads": catalog.list_workloads()}
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(show_spinner=False, max_entries=CACHE_ENTRIES)
 def supported_dtypes(system: str) -> list[str]:
     return [d.value for d in catalog.load_system(system).chip.tensor.flop_per_s]
 
 
-@st.cache_data(show_spinner="Evaluating...")
+@st.cache_data(show_spinner="Evaluating...", max_entries=CACHE_ENTRIES)
 def run(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf) -> dict:
     """One scenario: summary, per-operator, engine, bound, memory, roofline and workbook frames."""
     return report.scenario_page(system, workload, opts, whatif)
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(show_spinner=False, max_entries=CACHE_ENTRIES)
 def spec_sheet(system: str, whatif: wi.WhatIf):
     s = wi.apply_spec(catalog.load_system(system), whatif.spec)
     return spec_tables.show_frame(s)
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(show_spinner=False, max_entries=CACHE_ENTRIES)
 def compare(systems: tuple[str, ...], level: str):
     loaded = [catalog.load_system(s) for s in systems]
     return (spec_tables.compare_display(spec_tables.compare_frame(loaded, level), loaded),
             report.ratios_frame(loaded, level))
 
 
-@st.cache_data(show_spinner="Memory on each system...")
+@st.cache_data(show_spinner="Memory on each system...", max_entries=CACHE_ENTRIES)
 def memory_compare(systems: tuple[str, ...], workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf):
     return report.memory_comparison(systems, workload, opts, whatif)
 
 
-@st.cache_data(show_spinner="Collectives...")
+@st.cache_data(show_spinner="Collectives...", max_entries=CACHE_ENTRIES)
 def collectives(systems: tuple[str, ...], names: tuple[str, ...], group: int, lo: float, hi: float,
                 algorithms: tuple[str, ...], whatif: wi.WhatIf, launch: str = "in-graph"):
     from perfmodel.comm import collectives as co
@@ -69,23 +83,25 @@ def collectives(systems: tuple[str, ...], names: tuple[str, ...], group: int, lo
     return report.collective_frame(systems, names, group, co.size_range(lo, hi), algorithms, whatif, launch)
 
 
-@st.cache_data(show_spinner="Serving frontier (every plan, vectorised)...")
+@st.cache_data(show_spinner="Serving frontier (every plan, vectorised)...", max_entries=CACHE_ENTRIES)
 def frontier(systems: tuple[str, ...], workload: str, whatif: wi.WhatIf, isl: int, osl: int, y: str, grid: str):
     return report.serving_frontier(systems, workload, whatif, isl, osl, y, grid=grid)
 
 
-@st.cache_data(show_spinner="The seed claims' sweeps (Trn2 and Trn3 UltraServers, every plan)...")
+@st.cache_data(show_spinner="The seed claims' sweeps (Trn2 and Trn3 UltraServers, every plan)...",
+               max_entries=CACHE_ENTRIES)
 def claim_points(y_col: str):
     return report.claim_points(y_col)
 
 
-@st.cache_data(show_spinner="Capacity plan (every plan of each system, then the SLA)...")
+@st.cache_data(show_spinner="Capacity plan (every plan of each system, then the SLA)...",
+               max_entries=CACHE_ENTRIES)
 def plan(systems: tuple[str, ...], workload: str, whatif: wi.WhatIf, isl: int, osl: int, rps: float, tpot_s: float,
          ttft_s: float, peak: float, grid: str):
     return report.capacity_plan(systems, workload, whatif, isl, osl, rps, tpot_s, ttft_s, peak, grid)
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(show_spinner=False, max_entries=CACHE_ENTRIES)
 def formulas(workload: str, phase: str):
     from perfmodel.catalog import workload_files
     from perfmodel.model import formula_catalog
@@ -94,92 +110,205 @@ def formulas(workload: str, phase: str):
     return formula_catalog.op_formula_table(arch, phase), formula_catalog.symbol_table()
 
 
-@st.cache_data(show_spinner="Sensitivity (two evaluations per input)...")
+@st.cache_data(show_spinner="Sensitivity (two evaluations per input)...", max_entries=CACHE_ENTRIES)
 def sensitivity(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf, column: str):
     return report.sensitivity_frame(report.load(system, workload, whatif), opts, column)
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(show_spinner=False, max_entries=CACHE_ENTRIES)
 def claims():
     return report.claims_frame()
 
 
-@st.cache_data(show_spinner="Running every case through the model...")
-def validation_sheets(csv_text: str | None) -> dict:
-    """Validation sheets for the vendored cases (None) or an uploaded file's text."""
-    import tempfile
-
+@st.cache_data(show_spinner="Running every case through the model...", max_entries=4)
+def validation_sheets(csv_bytes: bytes | None, name: str = "") -> dict:
+    """Validation sheets for the vendored cases (None) or an uploaded file's bytes, read from a
+    temporary directory that is gone when this returns. A file the harness refuses raises
+    ValueError naming the upload (not the temporary path)."""
     from perfmodel import validation
 
-    if csv_text is None:
+    if csv_bytes is None:
         return validation.sheets()
-    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as fh:
-        fh.write(csv_text)
-    return validation.sheets(fh.name)
+    with tempfile.TemporaryDirectory(prefix="perfmodel-upload-") as tmp:
+        path = Path(tmp) / "measurements.csv"
+        path.write_bytes(csv_bytes)
+        try:
+            return validation.sheets(path)
+        except (ValueError, KeyError) as exc:
+            raise ValueError(one_line(exc).replace(f"{path}: ", "").replace(str(path), name)) from None
+
+
+# ---------------------------------------------------------------- URL query parameters (read like the sidebar)
+
+SCENARIO_DEFAULTS = {"system": "trn2-ultraserver", "workload": "llama-3-70b", "phase": "decode", "batch": 64,
+                     "seq": 2048, "context": 4096, "tp": 4, "pp": 1, "ep": 1, "dtype": "bf16"}
+PHASES = ("prefill", "decode", "train")
+# whole-number inputs: URL key -> (lowest, highest), the sidebar widgets' own ranges
+INT_RANGES = {"batch": (1, 65536), "seq": (1, 1_048_576), "context": (0, 4_194_304), "tp": (1, 1024),
+              "pp": (1, 256), "ep": (1, 1024)}
+# sliders for the common what-ifs: spec knob -> label (value: percent change, within SLIDER_RANGE)
+QUICK_WHATIF = {"hbm_bandwidth": "HBM bandwidth change (%)", "tensor_rate": "Tensor-engine rate change (%)",
+                "hbm_capacity": "HBM capacity change (%)", "link_bandwidth": "Link bandwidth change (%)"}
+SLIDER_RANGE = (-90.0, 1000.0)
+PAGE_KEY = "page"
+# what-if URL keys (wi.to_query writes the short prefixes; the long ones are read too), longest first
+WHATIF_PREFIXES = {"workload.": "workload", "spec.": "spec", "cal.": "cal", "s.": "spec", "c.": "cal",
+                   "w.": "workload"}
+WHATIF_WORDS = {"spec": "spec value", "cal": "calibration parameter", "workload": "numeric workload field"}
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _did_you_mean(text: str, options) -> str:
+    close = difflib.get_close_matches(text, [str(o) for o in options], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _allowed(options, most: int = 20) -> str:
+    names = [str(o) for o in options]
+    return ", ".join(names) if len(names) <= most else ", ".join(names[:most]) + f", ... ({len(names)} in all)"
+
+
+def _whatif_problem(system: str, workload: str, fam: str, name: str, text: str) -> str | None:
+    """Why one URL what-if cannot be used (None when it can): an unknown name, or a value that does
+    not parse or apply to this system and workload (the sidebar's checks, report.load's)."""
+    names = {"spec": wi.SPEC_KNOBS, "workload": wi.WORKLOAD_FIELDS}.get(fam) or sorted(_cal(system).params)
+    if name not in names:
+        return f"not a {WHATIF_WORDS[fam]}{_did_you_mean(name, names)}; allowed: {_allowed(names)}"
+    if not text.strip():
+        return "empty value; allowed: a value with its unit, x1.5, +50% or -20%"
+    try:
+        report.load(system, workload, wi.WhatIf(**{fam: ((name, text),)}))
+    except (ValueError, KeyError) as exc:
+        return one_line(exc)
+    return None
+
+
+def _percent(text: str) -> float | None:
+    """'+50%' -> 50.0 when a quick slider can hold it, else None (the text box takes it)."""
+    if not text.endswith("%") or wi.parse_change(text).op != "scale":
+        return None
+    try:
+        v = float(text[:-1])
+    except ValueError:
+        return None
+    return v if SLIDER_RANGE[0] <= v <= SLIDER_RANGE[1] else None
+
+
+def read_query(qp: dict, cat: dict, pages, dtypes_of) -> tuple[dict, list[str]]:
+    """(widget values, notices) from the URL query parameters: each value is checked as the sidebar
+    would check it; one that fails gets a notice and its field keeps the default. `pages`: the page
+    names; `dtypes_of(system)`: the data types the sidebar offers on that system."""
+    notices: list[str] = []
+
+    def note(key: str, text: str, why: str, fallback: str) -> None:
+        notices.append(f"URL parameter {key}={_shown(text)}: {why}; {fallback}.")
+
+    def choice(key: str, options, default: str, what: str) -> str:
+        default = default if default in options else next(iter(options))
+        text = qp.get(key, default)
+        if text in options:
+            return text
+        note(key, text, f"not a known {what}{_did_you_mean(text, options)}; allowed: {_allowed(options)}",
+             f"showing {default}")
+        return default
+
+    state = {PAGE_KEY: choice(PAGE_KEY, list(pages), "Roofline", "page")}
+    for key, what in (("system", "system"), ("workload", "workload")):
+        state[key] = choice(key, cat[f"{key}s"], SCENARIO_DEFAULTS[key], what)
+    state["phase"] = choice("phase", PHASES, SCENARIO_DEFAULTS["phase"], "phase")
+    for key, (lo, hi) in INT_RANGES.items():
+        default = SCENARIO_DEFAULTS[key]
+        text, state[key] = qp.get(key), default
+        if text is None:
+            continue
+        try:
+            value = int(text.strip())
+        except ValueError:
+            value = None
+        if value is not None and lo <= value <= hi:
+            state[key] = value
+        else:
+            note(key, text, f"{'out of range' if value is not None else 'not a whole number'}; allowed: whole "
+                 f"numbers {lo:,} to {hi:,}", f"using {default}")
+    dtypes = dtypes_of(state["system"])
+    state["dtype"] = choice("dtype", dtypes, "bf16" if "bf16" in dtypes else dtypes[0],
+                            f"data type of {state['system']}")
+    state.update({f"wi_{n}": 0.0 for n in QUICK_WHATIF})
+    extra = []
+    for key, text in qp.items():
+        prefix = next((p for p in WHATIF_PREFIXES if key.startswith(p)), None)
+        known = [PAGE_KEY, *SCENARIO_DEFAULTS]
+        if prefix is None:
+            if key not in known:
+                note(key, text, f"not a parameter of this app{_did_you_mean(key, known)}; allowed: "
+                     f"{', '.join(known)}, s.SPEC, c.CALIBRATION, w.WORKLOAD_FIELD", "ignored")
+            continue
+        fam, name = WHATIF_PREFIXES[prefix], key[len(prefix):]
+        why = _whatif_problem(state["system"], state["workload"], fam, name, text)
+        if why:
+            note(key, text, why, "ignored")
+        elif fam == "spec" and name in QUICK_WHATIF and _percent(text) is not None:
+            state[f"wi_{name}"] = _percent(text)
+        else:
+            extra.append(f"{name}={text}" if fam == "spec" else f"{fam}.{name}={text}")
+    state["wi_text"] = "\n".join(extra)
+    return state, notices
+
+
+def _init_state(cat: dict) -> None:
+    """First run of a session: widget values from the URL query parameters, and their notices."""
+    if st.session_state.get("_ready"):
+        return
+    state, notices = read_query(st.query_params.to_dict(), cat, PAGES, supported_dtypes)
+    for key, value in state.items():
+        st.session_state[key] = value
+    st.session_state["_url_notices"] = notices
+    st.session_state["_ready"] = True
+
+
+def url_notices(view: dict) -> None:
+    """The URL's notices, shown until the view changes (the URL then holds only values in use)."""
+    if st.session_state.get("_url_view", view) != view:
+        st.session_state["_url_notices"] = []
+    st.session_state["_url_view"] = view
+    for text in st.session_state.get("_url_notices", []):
+        st.warning(text)
 
 
 # ---------------------------------------------------------------- sidebar: scenario and what-if (URL state)
-
-SCENARIO_KEYS = {"system": ("trn2-ultraserver", str), "workload": ("llama-3-70b", str), "phase": ("decode", str),
-                 "batch": (64, int), "seq": (2048, int), "context": (4096, int), "tp": (4, int), "pp": (1, int),
-                 "ep": (1, int), "dtype": ("bf16", str)}
-# sliders for the common what-ifs: spec knob -> label (value: percent change)
-QUICK_WHATIF = {"hbm_bandwidth": "HBM bandwidth change (%)", "tensor_rate": "Tensor-engine rate change (%)",
-                "hbm_capacity": "HBM capacity change (%)", "link_bandwidth": "Link bandwidth change (%)"}
-PAGE_KEY = "page"
-
-
-def _init_state() -> None:
-    """First run of a session: widget values from the URL query parameters."""
-    if st.session_state.get("_ready"):
-        return
-    qp = st.query_params.to_dict()
-    for key, (default, cast) in SCENARIO_KEYS.items():
-        try:
-            st.session_state[key] = cast(qp.get(key, default))
-        except ValueError:
-            st.session_state[key] = default
-    st.session_state[PAGE_KEY] = qp.get(PAGE_KEY, "Roofline") if qp.get(PAGE_KEY) in PAGES else "Roofline"
-    given = wi.from_query(qp)
-    for name in QUICK_WHATIF:
-        st.session_state[f"wi_{name}"] = 0.0
-    extra = []
-    for name, text in given.spec:
-        ch = wi.parse_change(text) if text else None
-        if name in QUICK_WHATIF and text.endswith("%") and ch is not None and ch.op == "scale":
-            st.session_state[f"wi_{name}"] = float(text.rstrip("%"))
-        else:
-            extra.append(f"{name}={text}")
-    extra += [f"cal.{n}={v}" for n, v in given.cal] + [f"workload.{n}={v}" for n, v in given.workload]
-    st.session_state["wi_text"] = "\n".join(extra)
-    st.session_state["_ready"] = True
 
 
 def scenario_controls(cat: dict) -> tuple[str, str, wi.ScenarioOptions]:
     sb = st.sidebar
     sb.header("Scenario")
-    for key, options in (("system", cat["systems"]), ("workload", cat["workloads"]),
-                         ("phase", ["prefill", "decode", "train"])):
-        if st.session_state.get(key) not in options:  # a stale or mistyped URL value
-            st.session_state[key] = SCENARIO_KEYS[key][0] if SCENARIO_KEYS[key][0] in options else options[0]
+    for key, options in (("system", cat["systems"]), ("workload", cat["workloads"]), ("phase", PHASES)):
+        if st.session_state.get(key) not in options:  # cannot happen from the URL (read_query checks it)
+            st.session_state[key] = SCENARIO_DEFAULTS[key] if SCENARIO_DEFAULTS[key] in options else options[0]
     system = sb.selectbox("Hardware", cat["systems"], key="system")
     workload = sb.selectbox("Workload", cat["workloads"], key="workload")
-    phase = sb.radio("Phase", ["prefill", "decode", "train"], key="phase", horizontal=True)
+    phase = sb.radio("Phase", PHASES, key="phase", horizontal=True)
     c1, c2 = sb.columns(2)
-    batch = c1.number_input("Batch", min_value=1, max_value=65536, step=1, key="batch")
-    seq = c2.number_input("Sequence (tokens)", min_value=1, max_value=1_048_576, step=256, key="seq",
-                          disabled=phase == "decode")
-    context = c1.number_input("Context (tokens)", min_value=0, max_value=4_194_304, step=1024, key="context")
+
+    def whole(col, label: str, key: str, **kw):
+        lo, hi = INT_RANGES[key]
+        return int(col.number_input(label, min_value=lo, max_value=hi, key=key, **kw))
+
+    batch = whole(c1, "Batch", "batch", step=1)
+    seq = whole(c2, "Sequence (tokens)", "seq", step=256, disabled=phase == "decode")
+    context = whole(c1, "Context (tokens)", "context", step=1024)
     dtypes = supported_dtypes(system)
-    if st.session_state.get("dtype") not in dtypes:
-        st.session_state["dtype"] = "bf16" if "bf16" in dtypes else dtypes[0]
+    if st.session_state.get("dtype") not in dtypes:  # another system was chosen
+        new = "bf16" if "bf16" in dtypes else dtypes[0]
+        sb.info(f"{st.session_state.get('dtype')} is not a data type of {system}; using {new}.")
+        st.session_state["dtype"] = new
     dtype = c2.selectbox("Data type", dtypes, key="dtype")
-    tp = c1.number_input("TP", min_value=1, max_value=1024, key="tp")
-    ep = c2.number_input("EP", min_value=1, max_value=1024, key="ep")
-    pp = c1.number_input("PP", min_value=1, max_value=256, key="pp")
-    opts = wi.ScenarioOptions(phase=phase, batch=int(batch), seq_len=int(seq), context=int(context), tp=int(tp),
-                              pp=int(pp), ep=int(ep), dtype=dtype, zero=1 if phase == "train" else 0,
-                              microbatches=max(1, int(pp)) if phase == "train" else 1)
+    tp, ep, pp = whole(c1, "TP", "tp"), whole(c2, "EP", "ep"), whole(c1, "PP", "pp")
+    opts = wi.ScenarioOptions(phase=phase, batch=batch, seq_len=seq, context=context, tp=tp, pp=pp, ep=ep,
+                              dtype=dtype, zero=1 if phase == "train" else 0,
+                              microbatches=max(1, pp) if phase == "train" else 1)
     return system, workload, opts
 
 
@@ -188,7 +317,8 @@ def whatif_controls() -> wi.WhatIf:
     sb.header("What-if")
     spec = []
     for name, label in QUICK_WHATIF.items():
-        v = sb.number_input(label, min_value=-90.0, max_value=1000.0, step=10.0, key=f"wi_{name}")
+        v = sb.number_input(label, min_value=SLIDER_RANGE[0], max_value=SLIDER_RANGE[1], step=10.0,
+                            key=f"wi_{name}")
         if v:
             spec.append(f"spec.{name}={v:+g}%")
     text = sb.text_area("More overrides (NAME=VALUE per line)", key="wi_text", height=90,
@@ -197,36 +327,58 @@ def whatif_controls() -> wi.WhatIf:
                              "(workload.num_hidden_layers=40). Scale with x1.5, +50% or -20%.")
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     try:
-        return wi.parse_assignments(spec + lines, None if not lines else _cal())
+        return wi.parse_assignments(spec + lines, None if not lines else _cal(st.session_state["system"]))
     except wi.WhatIfError as exc:
         sb.error(str(exc))
         return wi.parse_assignments(spec)
 
 
-def _cal():
+def _cal(system: str):
     from perfmodel.catalog.calibration import calibration_for
 
-    return calibration_for(catalog.load_system(st.session_state["system"]))
+    return calibration_for(catalog.load_system(system))
 
 
-def sync_url(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf, page: str) -> None:
-    """Write the scenario and the what-ifs to the URL (shareable view)."""
+def sync_url(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf, page: str) -> dict:
+    """Write the scenario and the what-ifs to the URL (shareable view); returns the parameters."""
     params = {PAGE_KEY: page, "system": system, "workload": workload, "phase": opts.phase, "batch": opts.batch,
               "seq": opts.seq_len, "context": opts.context, "tp": opts.tp, "pp": opts.pp, "ep": opts.ep,
               "dtype": opts.dtype, **wi.to_query(whatif)}
     params = {k: str(v) for k, v in params.items()}
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
+    return params
 
 
 # ---------------------------------------------------------------- shared bits
+
+
+def one_line(exc: BaseException) -> str:
+    """An error as one line for the page: its first line without a list of known names (KeyError:
+    its key); the type's name where it says nothing."""
+    text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+    text = str(text).strip().split("\n")[0].split(" (known:")[0]
+    if isinstance(exc, ValueError):  # WhatIfError, CatalogError, CasesError: written for people
+        return text or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def guarded(where: str, body, *args) -> None:
+    """Run `body(*args)`; an exception becomes one st.error line naming `where`, and its traceback
+    goes to the server log only. Wraps each page, and the sidebar around them."""
+    try:
+        body(*args)
+    except Exception as exc:  # the one place an error becomes a line on the page
+        expected = isinstance(exc, (ValueError, KeyError))
+        LOG.log(logging.INFO if expected else logging.ERROR, "%s failed", where, exc_info=True)
+        st.error(f"{where}: {one_line(exc)}" + ("" if expected else " (an internal error; the server log has it)"))
 
 
 def downloads(sheets: dict, name: str, key: str, main: str | None = None) -> None:
     """CSV of the main table and an XLSX workbook of every sheet (built when clicked)."""
     main = main or next(iter(sheets))
     c1, c2, _ = st.columns([1, 1, 4])
-    c1.download_button("Download CSV", sheets[main].to_csv(index=False), file_name=f"{name}.csv",
+    c1.download_button("Download CSV", lambda: export.to_csv(sheets[main]), file_name=f"{name}.csv",
                        mime="text/csv", key=f"csv_{key}", on_click="ignore")
     c2.download_button("Download XLSX", lambda: export.xlsx_bytes(sheets), file_name=f"{name}.xlsx",
                        mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", key=f"xlsx_{key}",
@@ -272,8 +424,13 @@ def page_hardware(ctx: dict) -> None:
     downloads({"spec_sheet": sheet, "ratios": ratios}, f"specs_{ctx['system']}", "hw")
 
 
-def _metrics(summary, phase: str) -> None:
-    items = report.headline(summary, phase)
+# shown only for a scenario that runs: throughput and what it costs
+RUNNING_ONLY = ("tokens_per_s_per_chip", "tokens_per_mw", "usd_per_million_tokens")
+
+
+def _metrics(summary, phase: str, hide: tuple[str, ...] = ()) -> None:
+    hidden = {export.pretty_name(c)[0] for c in hide}
+    items = [(label, text) for label, text in report.headline(summary, phase) if label not in hidden]
     per_row = 4
     for start in range(0, len(items), per_row):
         cols = st.columns(per_row)
@@ -281,10 +438,40 @@ def _metrics(summary, phase: str) -> None:
             c.metric(label, text)
 
 
+def _gib(nbytes) -> str:
+    return f"{float(nbytes) / units.GiB:,.1f} GiB"
+
+
+def feasibility_notice(ctx: dict, res: dict, then: str) -> dict:
+    """The scenario's verdict (scenario_page's 'feasibility', else the summary's fit) as a notice:
+    st.error with the reasons when the plan cannot run, st.warning when it does not fit memory."""
+    row = res["summary"].iloc[0]
+    f = {"valid": True, "fits": bool(row.get("fits", True)), "reasons": [],
+         "memory_bytes": row.get("memory_total_bytes", math.nan), "capacity_bytes": row.get("capacity_bytes", math.nan),
+         **(res.get("feasibility") or {})}
+    setup = f"{ctx['system']}, {ctx['workload']}, {report.plan_text(ctx['opts'])}"
+    if not f["valid"]:
+        st.error(f"Not a valid plan ({setup}): " + "; ".join(f["reasons"] or ["no reason given"]))
+    elif not f["fits"]:
+        st.warning(f"Does not fit: needs {_gib(f['memory_bytes'])} per chip, {_gib(f['capacity_bytes'])} available "
+                   f"({setup}). {then}")
+    return f
+
+
 def page_roofline(ctx: dict) -> None:
     res = ctx["result"]()
     st.subheader(f"Roofline: {res['display_name']}, {ctx['workload']} {ctx['opts'].phase}")
-    _metrics(res["summary"], ctx["opts"].phase)
+    f = feasibility_notice(ctx, res, "Times are as if it fit; throughput, tokens per MW and cost are not shown. "
+                                     "The Memory page gives the fewest chips that hold it.")
+    if not f["valid"]:
+        return
+    summary = res["summary"]
+    _metrics(summary, ctx["opts"].phase, hide=() if f["fits"] else RUNNING_ONLY)
+    row = summary.iloc[0]
+    missing = [export.pretty_name(c)[0] for c in ("tokens_per_mw", "usd_per_million_tokens")
+               if not math.isfinite(float(row.get(c, math.nan)))]
+    if f["fits"] and missing:
+        st.caption(f"{' and '.join(missing)} not shown: {row.get('economics_note') or 'no power or price input'}")
     ridge = shown(res["ridges"], ["dtype", "peak_flop_per_s", "hbm_bandwidth_bytes_per_s",
                                   "ridge_intensity_flop_per_byte"])
     st.caption("Ridge points (FLOP/byte where the data type's peak meets the HBM roof): " + "; ".join(
@@ -302,6 +489,8 @@ def page_roofline(ctx: dict) -> None:
 def page_memory(ctx: dict) -> None:
     res = ctx["result"]()
     st.subheader(f"Memory per device: {ctx['workload']} {ctx['opts'].phase}")
+    if not feasibility_notice(ctx, res, "Min chips below: the fewest chips that hold it.")["valid"]:
+        return
     others = st.multiselect("Compare on", ctx["catalog"]["systems"],
                             default=[ctx["system"]] + [s for s in ("trn3-ultraserver", "p5.48xlarge")
                                                        if s != ctx["system"]], key="mem_systems")
@@ -429,8 +618,19 @@ def page_formulas(ctx: dict) -> None:
 def page_validation(ctx: dict) -> None:
     st.subheader("Predicted vs measured (published measurements, uncalibrated)")
     up = st.file_uploader("Measurements CSV (same columns as reference/published_measurements.csv)", type="csv",
-                          key="val_upload", help="leave empty for the development cases")
-    sheets = validation_sheets(up.getvalue().decode() if up else None)
+                          key="val_upload", help=f"leave empty for the development cases; at most {UPLOAD_LIMIT_MB} MB",
+                          max_upload_size=UPLOAD_LIMIT_MB)
+    if up is not None and up.size > UPLOAD_LIMIT_MB * 2**20:
+        st.error(f"Measurements CSV {up.name!r}: {up.size / 2**20:,.1f} MB is over the {UPLOAD_LIMIT_MB} MB limit; "
+                 "upload a smaller file.")
+        return
+    try:
+        sheets = validation_sheets(up.getvalue() if up else None, up.name if up else "")
+    except ValueError as exc:
+        if up is None:
+            raise
+        st.error(f"Measurements CSV {up.name!r}: {one_line(exc)}")
+        return
     cases = sheets["cases"]
     phases = sorted(cases["phase"].dropna().unique())
     pick = st.multiselect("Phases", phases, default=phases, key="val_phases")
@@ -456,14 +656,15 @@ PAGES = {"Hardware": page_hardware, "Roofline": page_roofline, "Memory": page_me
          "Formulas": page_formulas, "Validation": page_validation}
 
 
-def main() -> None:
-    cat = load_catalog()
-    _init_state()
+def explorer(cat: dict) -> None:
+    """The sidebar, the URL and the chosen page (guarded on its own: the sidebar stays usable)."""
+    _init_state(cat)
     page = st.sidebar.radio("Page", list(PAGES), key=PAGE_KEY)
     system, workload, opts = scenario_controls(cat)
     whatif = whatif_controls()
-    sync_url(system, workload, opts, whatif, page)
+    view = sync_url(system, workload, opts, whatif, page)
     st.title("perfmodel explorer")
+    url_notices(view)
     if whatif:
         st.info("What-if: " + ", ".join(whatif.assignments()))
     name = export.config_name([("", system), ("", workload), ("", opts.phase), ("b", opts.batch),
@@ -471,12 +672,14 @@ def main() -> None:
                                ("", whatif.label() or None)])
     ctx = {"catalog": cat, "system": system, "workload": workload, "opts": opts, "whatif": whatif, "name": name,
            "result": lambda: run(system, workload, opts, whatif)}
-    try:
-        PAGES[page](ctx)
-    except (ValueError, KeyError) as exc:  # model errors: one clear line, no traceback
-        st.error(f"{type(exc).__name__}: {str(exc).strip(chr(34) + chr(39))}")
-    st.caption(MARKER_LEGEND + ". " + f"Units: SI inside; rates decimal ({units.KINDS['flop_rate'].internal_unit}), "
-               "capacities binary (GiB).")
+    guarded(page, PAGES[page], ctx)
+
+
+def main() -> None:
+    guarded("perfmodel explorer", lambda: explorer(load_catalog()))
+    with st.container(key="footer"):  # last on every run: the browser test waits for it
+        st.caption(MARKER_LEGEND + ". " + f"Units: SI inside; rates decimal "
+                   f"({units.KINDS['flop_rate'].internal_unit}), capacities binary (GiB).")
 
 
 main()

@@ -1,6 +1,9 @@
-"""The Streamlit explorer under AppTest: every page renders, widgets change the numbers, the URL holds the view."""
+"""The Streamlit explorer under AppTest: every page renders, widgets change the numbers, the URL holds the view;
+a bad URL value gets a notice (its field alone falls back), a page's error is one line, an impossible scenario
+is a notice and not tiles, an upload is bounded and cleaned up."""
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,7 +20,13 @@ def app(**query) -> AppTest:
     for k, v in query.items():
         at.query_params[k.replace("__", ".")] = v
     at.run()
+    return checked(at)
+
+
+def checked(at: AppTest) -> AppTest:
+    """No exception escaped, no internal error was shown, every error is one line."""
     assert not at.exception, [e.value for e in at.exception]
+    assert not [e.value for e in at.error if "internal error" in e.value or "\n" in e.value.strip()]
     return at
 
 
@@ -44,8 +53,11 @@ def table(at: AppTest, *columns: str):
 
 def rerun(at: AppTest) -> AppTest:
     at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return checked(at)
+
+
+def warnings(at: AppTest) -> list[str]:
+    return [w.value for w in at.warning]
 
 
 def test_roofline_page_and_what_if_knob():
@@ -78,7 +90,8 @@ def test_roofline_page_and_what_if_knob():
 
 def test_url_restores_the_view():
     at = app(page="Memory", system="trn3-ultraserver", workload="llama-3-8b", phase="prefill", batch="2",
-             seq="8192", tp="1", s__hbm_capacity="+50%", c__hbm_efficiency="0.7")
+             seq="8192", context="0", tp="1", s__hbm_capacity="+50%", c__hbm_efficiency="0.7")
+    assert not at.warning and not at.error  # every value used as given
     assert at.sidebar.selectbox(key="system").value == "trn3-ultraserver"
     assert at.sidebar.radio(key="phase").value == "prefill"
     assert at.sidebar.number_input(key="seq").value == 8192
@@ -196,9 +209,135 @@ def test_model_error_is_shown_not_raised():
     assert any("ep" in e.value for e in at.error)
 
 
-def test_stale_url_values_fall_back():
+def test_stale_url_values_fall_back_with_a_notice():
     at = app(system="trn9", workload="nope", phase="fly", batch="many")
     assert at.sidebar.selectbox(key="system").value == "trn2-ultraserver"
     assert at.sidebar.radio(key="phase").value == "decode"
     assert at.sidebar.number_input(key="batch").value == 64
     assert metric(at, "TPOT (ms)") > 0
+    notes = warnings(at)
+    for text in ("system='trn9'", "workload='nope'", "phase='fly'", "batch='many'"):
+        assert sum(text in n for n in notes) == 1, (text, notes)
+    assert any("showing trn2-ultraserver" in n and "trn3-ultraserver" in n for n in notes)  # what is allowed
+    assert at.query_params["system"] == "trn2-ultraserver"  # the URL now says what is shown
+
+
+# (query, state key, value shown instead, words the notice holds); each URL also sets context=2048, which stays
+BAD_URL = [
+    ({"system": "trn9"}, "system", "trn2-ultraserver", ["system='trn9'", "not a known system", "trn1.32xlarge"]),
+    ({"workload": "llama-3-7b"}, "workload", "llama-3-70b", ["workload='llama-3-7b'", "did you mean 'llama-3-70b'"]),
+    ({"batch": "abc"}, "batch", 64, ["batch='abc'", "not a whole number", "1 to 65,536", "using 64"]),
+    ({"batch": "-3"}, "batch", 64, ["batch='-3'", "out of range", "1 to 65,536"]),
+    ({"tp": "0"}, "tp", 4, ["tp='0'", "out of range", "1 to 1,024", "using 4"]),
+    ({"page": "Memry"}, "page", "Roofline", ["page='Memry'", "did you mean 'Memory'", "showing Roofline"]),
+    ({"dtype": "fp99"}, "dtype", "bf16", ["dtype='fp99'", "data type of trn2-ultraserver", "fp8"]),
+    ({"s.hbm_bandwidth": "xabc"}, "wi_hbm_bandwidth", 0.0, ["s.hbm_bandwidth='xabc'", "x1.5", "ignored"]),
+    ({"s.hbm_bandwith": "x2"}, "wi_text", "", ["s.hbm_bandwith='x2'", "not a spec value",
+                                               "did you mean 'hbm_bandwidth'"]),
+    ({"s.hbm_bandwidth": "5 GHz"}, "wi_text", "", ["s.hbm_bandwidth='5 GHz'", "bandwidth such as"]),
+    ({"c.hbm_efficency": "0.8"}, "wi_text", "", ["c.hbm_efficency='0.8'", "not a calibration parameter",
+                                                 "did you mean 'hbm_efficiency'"]),
+    ({"c.hbm_efficiency": "abc"}, "wi_text", "", ["c.hbm_efficiency='abc'", "hbm_efficiency"]),
+    ({"w.num_hidden_layers": "abc"}, "wi_text", "", ["w.num_hidden_layers='abc'", "num_hidden_layers", "got 'abc'"]),
+    ({"w.layers": "40"}, "wi_text", "", ["w.layers='40'", "not a numeric workload field"]),
+    ({"bach": "8"}, "batch", 64, ["bach='8'", "not a parameter", "did you mean 'batch'"]),
+]
+
+
+@pytest.mark.parametrize("query,key,shown,words", BAD_URL, ids=[next(iter(q)) + "=" + next(iter(q.values()))
+                                                                  for q, *_ in BAD_URL])
+def test_bad_url_value_is_a_notice_and_only_its_field_falls_back(query, key, shown, words):
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in {**query, "context": "2048"}.items():
+        at.query_params[k] = v
+    at.run()
+    checked(at)
+    notes = warnings(at)
+    assert len(notes) == 1 and all(w in notes[0] for w in words), notes
+    assert "Traceback" not in notes[0] and "\n" not in notes[0]
+    assert at.session_state[key] == shown
+    assert at.sidebar.number_input(key="context").value == 2048  # the other fields keep their URL values
+    assert not at.error and metric(at, "TPOT (ms)") > 0  # the page computes with the fallback
+
+
+def test_url_notice_stays_until_the_view_changes():
+    at = app(batch="-3", cal__hbm_efficiency="0.7")
+    assert len(warnings(at)) == 1
+    assert at.sidebar.text_area(key="wi_text").value == "cal.hbm_efficiency=0.7"  # long prefix read too
+    at.sidebar.radio(key="phase").set_value("decode")  # no change: the notice stays
+    rerun(at)
+    assert len(warnings(at)) == 1
+    at.sidebar.number_input(key="batch").set_value(8)
+    rerun(at)
+    assert not warnings(at) and at.query_params["c.hbm_efficiency"] == "0.7"
+
+
+def test_page_error_is_one_line():
+    at = app()
+    at.sidebar.text_area(key="wi_text").set_value("hbm_bandwidth=5 GHz")  # parses; fails when applied
+    rerun(at)
+    assert len(at.error) == 1 and at.error[0].value.startswith("Roofline: hbm_bandwidth: expected a bandwidth")
+    assert not at.metric
+    assert at.caption[-1].value.startswith("* rests on")  # the footer still renders
+
+
+def test_not_fitting_scenario_is_a_notice_not_throughput_tiles():
+    at = app(system="trn1.2xlarge", workload="llama-3-70b", tp="1")
+    notes = warnings(at)
+    assert len(notes) == 1 and notes[0].startswith("Does not fit: needs ")
+    assert "GiB per chip" in notes[0] and "32.0 GiB available" in notes[0]
+    labels = {m.label for m in at.metric}
+    assert "Memory per chip (GiB)" in labels and "TPOT (ms)" in labels
+    assert not labels & {"Tokens/s per chip", "Tokens/s per MW", "$ per million tokens"}
+    at.sidebar.radio(key="page").set_value("Memory")
+    rerun(at)
+    assert any(n.startswith("Does not fit") for n in warnings(at))
+    assert table(at, "System", "Total (GiB)") is not None and charts(at)  # the breakdown is the point of the page
+
+
+def test_invalid_plan_is_an_error_with_reasons_and_no_tiles_or_charts():
+    at = app(workload="llama-3-70b", tp="7")
+    assert len(at.error) == 1
+    text = at.error[0].value
+    assert text.startswith("Not a valid plan") and "tp=7" in text and "64 attention heads" in text
+    assert not at.metric and not charts(at)
+    at.sidebar.radio(key="page").set_value("Memory")
+    rerun(at)
+    assert at.error[0].value.startswith("Not a valid plan") and not charts(at)
+
+
+def test_missing_economics_are_explained():
+    at = app(system="trn1.2xlarge", workload="llama-3-8b", tp="1", batch="1")
+    assert not warnings(at) and "Tokens/s per MW" not in {m.label for m in at.metric}
+    assert any(c.value.startswith("Tokens/s per MW not shown: power: ") and "TDP" in c.value for c in at.caption)
+
+
+def _uploads() -> set:
+    return set(Path(tempfile.gettempdir()).glob("perfmodel-upload-*"))
+
+
+def test_upload_is_bounded_checked_and_cleaned_up():
+    at = app(page="Validation")
+    before = _uploads()
+
+    def up():  # located afresh after each run
+        return at.file_uploader(key="val_upload")
+
+    up().set_value(("huge.csv", b"x" * (21 * 2**20), "text/csv"))
+    rerun(at)
+    too_big = "Measurements CSV 'huge.csv': 21.0 MB is over the 20 MB limit; upload a smaller file."
+    assert [e.value for e in at.error] == [too_big]
+    for name, data, words in (("cols.csv", b"a,b\n1,2\n", "missing column(s) case_id"),
+                              ("empty.csv", b"", "No columns"), ("bin.csv", b"\xff\xfe\x00", "not a CSV file")):
+        up().set_value((name, data, "text/csv"))
+        rerun(at)
+        assert len(at.error) == 1 and at.error[0].value.startswith(f"Measurements CSV {name!r}: "), at.error
+        assert words in at.error[0].value and "perfmodel-upload" not in at.error[0].value  # no temporary path
+        assert not charts(at)
+    rows = (Path(APP).parent / "reference" / "published_measurements.csv").read_text().splitlines()
+    few = [rows[0]] + [r for r in rows[1:] if r.startswith("NRN-CC-00")][:3]
+    up().set_value(("mine.csv", ("\n".join(few) + "\n").encode(), "text/csv"))
+    rerun(at)
+    assert not at.error
+    assert set(table(at, "case id", "Error (%)")["case id"].str.split("@").str[0]) <= {r.split(",")[0] for r in few}
+    assert _uploads() == before  # the temporary copy is gone

@@ -1,8 +1,13 @@
 """End to end: `streamlit run app.py` on localhost, driven by headless Chromium through Playwright.
 
 Changes a what-if knob (HBM bandwidth +50%) and checks that the numbers and the chart update,
-that the URL carries the scenario and restores it in a fresh page, and saves screenshots under
-tests/artifacts/. Uses Debian's Chromium (/usr/bin/chromium); `.ci/run` installs it when missing.
+that the URL carries the scenario and restores it in a fresh page, that a bad URL value is a notice
+(never a traceback), and saves screenshots under tests/artifacts/. Uses Debian's Chromium
+(/usr/bin/chromium); `.ci/run` installs it when missing.
+
+Every wait is on the app's state, never a fixed sleep: the footer the app writes last on each run
+(`.st-key-footer`), Streamlit's running indicator gone, the element a check reads. TIMEOUT_S bounds
+each wait generously: on two cores shared with other test workers a first page load can take a minute.
 """
 
 import os
@@ -24,6 +29,10 @@ ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 MARKS = "*†§‡"
+TIMEOUT_S = 180
+DONE = ".st-key-footer"  # app.py writes it last on every run
+IDLE = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+CHART_DRAWN = '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg'
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not Path(CHROMIUM).exists(),
@@ -47,7 +56,7 @@ def server():
          "--server.fileWatcherType", "none"],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
+    deadline = time.time() + TIMEOUT_S
     while time.time() < deadline:
         try:
             if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).status == 200:
@@ -86,46 +95,57 @@ def _metric(page, label: str) -> str:
     return box.locator('[data-testid="stMetricValue"]').inner_text().strip()
 
 
-def _chart_shot(page, timeout_s: float = 60) -> bytes:
-    """Screenshot of the first chart, locating it afresh on each try (Streamlit re-renders elements,
-    so a located element can detach from the DOM between calls)."""
+def _chart_shot(page) -> bytes:
+    """Screenshot of the first chart, located afresh on each try (Streamlit re-renders elements, so a
+    located element can detach from the DOM between calls); retried until TIMEOUT_S."""
     from playwright.sync_api import Error as PlaywrightError
 
-    deadline = time.time() + timeout_s
+    deadline = time.time() + TIMEOUT_S
     while True:
         try:
             chart = page.locator('[data-testid="stVegaLiteChart"]').first
-            chart.scroll_into_view_if_needed(timeout=5000)
-            return chart.screenshot(timeout=5000)
+            chart.scroll_into_view_if_needed(timeout=10000)
+            return chart.screenshot(timeout=10000)
         except PlaywrightError:
             if time.time() > deadline:
                 raise
-            time.sleep(0.5)
+            _next_frame(page)
+
+
+def _next_frame(page) -> None:
+    """Until the browser has painted one more frame (a state change to look for, not a fixed delay)."""
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => done(null)))")
 
 
 def _number(text: str) -> float:
     return float(text.rstrip(MARKS).replace(",", ""))
 
 
-def _wait_ready(page, timeout_s: float = 60) -> None:
-    page.wait_for_selector('[data-testid="stMetricValue"]', timeout=timeout_s * 1000)
-    page.wait_for_selector('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg',
-                           timeout=timeout_s * 1000)
-    _wait_idle(page, timeout_s)
+def _open(page, url: str, chart: bool = True) -> None:
+    """Load `url` and wait until the app's run is done (footer written, not running) and, with
+    `chart`, its first chart drawn."""
+    page.goto(url)
+    page.wait_for_selector(DONE, timeout=TIMEOUT_S * 1000)
+    _wait_idle(page)
+    if chart:
+        page.wait_for_selector(CHART_DRAWN, timeout=TIMEOUT_S * 1000)
 
 
-def _wait_idle(page, timeout_s: float = 60) -> None:
+def _wait_idle(page) -> None:
     """Until Streamlit has finished the current run (no 'running' status widget)."""
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                           timeout=timeout_s * 1000)
+    page.wait_for_function(IDLE, timeout=TIMEOUT_S * 1000)
+
+
+def _no_traceback(page) -> None:
+    assert not page.locator('[data-testid="stException"]').count()
+    assert "Traceback" not in page.content()
 
 
 def test_what_if_knob_updates_numbers_and_chart(server, browser):
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page()
-    page.goto(f"{server}/?page=Roofline&system=trn2-ultraserver&workload=llama-3-70b&phase=decode&batch=64"
-              "&context=4096&tp=4&dtype=bf16")
-    _wait_ready(page)
+    _open(page, f"{server}/?page=Roofline&system=trn2-ultraserver&workload=llama-3-70b&phase=decode&batch=64"
+          "&context=4096&tp=4&dtype=bf16")
     before = _metric(page, "TPOT (ms)")
     chart_before = _chart_shot(page)
     page.screenshot(path=str(ARTIFACTS / "app_roofline_before.png"), full_page=True)
@@ -138,28 +158,25 @@ def test_what_if_knob_updates_numbers_and_chart(server, browser):
         "(old) => { const m = [...document.querySelectorAll('[data-testid=\"stMetric\"]')]"
         ".find(e => e.innerText.includes('TPOT (ms)'));"
         " return m && !m.innerText.includes(old) && m.innerText.includes('‡'); }",
-        arg=before, timeout=120000)
+        arg=before, timeout=TIMEOUT_S * 1000)
     redraw_s = time.time() - t0
     _wait_idle(page)
     after = _metric(page, "TPOT (ms)")
     assert after.endswith("‡")  # figures resting on the override are marked
     assert _number(after) < 0.9 * _number(before)  # HBM-bound decode gets faster
     assert "What-if: spec.hbm_bandwidth=+50%" in page.locator('[data-testid="stAlert"]').first.inner_text()
-    deadline = time.time() + 30  # vega may still be transitioning on a loaded machine
+    deadline = time.time() + TIMEOUT_S  # vega may still be drawing the new points on a loaded machine
     while _chart_shot(page) == chart_before and time.time() < deadline:
-        time.sleep(0.5)
+        _next_frame(page)
     assert _chart_shot(page) != chart_before  # the roofline points moved
     page.screenshot(path=str(ARTIFACTS / "app_roofline_hbm_plus50.png"), full_page=True)
-    (ARTIFACTS / "app_redraw_seconds.txt").write_text(f"{redraw_s:.3f}\n")
-    # measured and recorded above; the bound only catches a hang (CI runs the suite on 2 busy cores)
-    assert redraw_s < 60, f"what-if redraw took {redraw_s:.1f} s"
+    (ARTIFACTS / "app_redraw_seconds.txt").write_text(f"{redraw_s:.3f}\n")  # measured; TIMEOUT_S catches a hang
 
     # the URL carries the scenario: a fresh page restores the knob and the same numbers
     url = page.url
     assert "s.hbm_bandwidth=%2B50%25" in url or "s.hbm_bandwidth=+50%" in url
     shared = browser.new_page()
-    shared.goto(url)
-    _wait_ready(shared)
+    _open(shared, url)
     assert _metric(shared, "TPOT (ms)") == after
     assert shared.get_by_label("HBM bandwidth change (%)").input_value() in ("50.00", "50", "50.0")
     shared.screenshot(path=str(ARTIFACTS / "app_shared_url.png"), full_page=True)
@@ -172,23 +189,35 @@ def test_pages_render_in_the_browser(server, browser):
     for name, expect in (("Hardware", "Spec sheet"), ("Memory", "Memory per device"),
                          ("Formulas", "Sensitivity of the result"),
                          ("Validation", "Predicted vs measured")):
-        page.goto(f"{server}/?page={name}&system=trn3-ultraserver&workload=llama-3-8b&phase=decode&tp=1")
-        page.wait_for_selector(f"text={expect}", timeout=60000)
-        _wait_idle(page)
-        assert not page.locator('[data-testid="stException"]').count()
+        _open(page, f"{server}/?page={name}&system=trn3-ultraserver&workload=llama-3-8b&phase=decode&tp=1",
+              chart=False)
+        assert page.get_by_text(expect).count()
+        _no_traceback(page)
         page.screenshot(path=str(ARTIFACTS / f"app_{re.sub(r'[^a-z]', '_', name.lower())}.png"), full_page=True)
     page.close()
 
 
 def test_validation_scatter_draws_in_the_browser(server, browser):
     page = browser.new_page()
-    page.goto(f"{server}/?page=Validation")
-    page.wait_for_selector('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg',
-                           timeout=120000)
-    _wait_idle(page)
-    assert not page.locator('[data-testid="stException"]').count()
+    _open(page, f"{server}/?page=Validation")
+    _no_traceback(page)
     assert page.get_by_text("By phase").count() and page.get_by_text("cannot express").count()
     shot = _chart_shot(page)
     assert len(shot) > 5000  # a drawn scatter, not an empty frame
     page.screenshot(path=str(ARTIFACTS / "app_validation.png"), full_page=True)
+    page.close()
+
+
+def test_bad_url_values_are_notices_not_tracebacks(server, browser):
+    page = browser.new_page()
+    _open(page, f"{server}/?page=Roofline&system=trn9&s.hbm_bandwidth=xabc&batch=-3")
+    alerts = page.locator('[data-testid="stAlert"]')
+    texts = [alerts.nth(i).inner_text() for i in range(alerts.count())]
+    for words in (("system='trn9'", "showing trn2-ultraserver"), ("s.hbm_bandwidth='xabc'", "ignored"),
+                  ("batch='-3'", "1 to 65,536")):
+        assert sum(all(w in t for w in words) for t in texts) == 1, (words, texts)
+    _no_traceback(page)
+    assert _number(_metric(page, "TPOT (ms)")) > 0  # the page is the default system's, computed
+    assert "system=trn2-ultraserver" in page.url and "xabc" not in page.url
+    page.screenshot(path=str(ARTIFACTS / "app_bad_url.png"), full_page=True)
     page.close()
