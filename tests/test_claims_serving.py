@@ -43,15 +43,20 @@ def test_misses_name_a_driver_and_a_value(rows):
         assert "Trainium3" in rows["S1"].note and "Trainium2 at" in rows["S1"].note
 
 
-def test_readings_agree_with_the_chart():
+def test_readings_agree_with_the_chart(rows):
     fr = curves.sweeps()
     r = curves.readings(fr)
-    assert r["s1"] == pytest.approx(r["s1_new"] / r["s1_old"])
-    assert r["s2_old"] == pytest.approx(r["c_ref"])
     chart = curves.chart_frame()
     assert set(chart["system"]) == {curves.NEW, curves.OLD} and {"tokens_per_mw", "concurrency"} <= set(chart["curve"])
     s1 = chart[chart["reading"] == "S1 reading (trn3, interpolated)"]
+    s1_old = chart[chart["reading"] == "S1 reading (trn2, interpolated)"]
     assert s1[curves.MW].iloc[0] == pytest.approx(r["s1_new"])
+    assert s1_old[curves.MW].iloc[0] == pytest.approx(r["s1_old"])
+    # the S1 claim is the ratio of the two readings the chart draws at the same interactivity
+    assert s1[curves.X].iloc[0] == s1_old[curves.X].iloc[0] == r["x_ref"]
+    assert rows["S1"].modelled == pytest.approx(s1[curves.MW].iloc[0] / s1_old[curves.MW].iloc[0])
+    # S3's operating point c_ref is Trn2's concurrency at x_ref: read back at c_ref, Trn2's curve gives x_ref
+    assert r["s3_old"] == pytest.approx(r["x_ref"], rel=1e-6)
     # the interpolated reading lies between its two neighbouring frontier points
     nb = chart[(chart["system"] == curves.NEW) & chart["reading"].str.contains("S1 neighbour")]
     assert nb[curves.MW].min() <= r["s1_new"] <= nb[curves.MW].max()
