@@ -229,7 +229,7 @@ def test_in_switch_reduction_all_reduce():
     assert ratio == pytest.approx(expect, rel=0.01)
     for other in ("p4d.24xlarge", "trn1.32xlarge"):
         o = catalog.load_system(other)
-        assert not np.isfinite(co.sweep(o, calibration_for(o), "all-reduce", [2.0 ** 30], [8])["time_nvls_s"]).any()
+        assert "time_nvls_s" not in co.sweep(o, calibration_for(o), "all-reduce", [2.0 ** 30], [8])  # no column
     with pytest.raises(ValueError):  # only all-reduce has an NVLS form here
         co.collective_cost(s, cal, "all-gather", [2.0 ** 30], [8], algorithm="nvls")
     # Blackwell's switch reduces at a smaller fraction of its (faster) links (NCCL: 0.74 vs 0.85)

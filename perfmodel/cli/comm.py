@@ -15,7 +15,7 @@ import argparse
 import dataclasses
 from typing import TYPE_CHECKING
 
-from perfmodel.cli.common import add_output_options, count, count_list, defer, print_result, refuse_or_banner, size, size_range
+from perfmodel.cli.common import add_output_options, count, count_list, defer, print_result, refuse_or_banner, size, size_range, with_banner
 
 if TYPE_CHECKING:  # the model is imported inside the functions (start-up time: see cli/parser.py)
     from perfmodel.core.scenario import Scenario
@@ -125,13 +125,18 @@ def cmd_collective(args) -> int:
         sizes = [_size(args.size or "1MiB")]
     df = co.sweep(s, cal, args.op, sizes, chips, args.stride, args.algorithm, args.launch)
     title = f"{s.display_name}: {args.op} over {args.chips} chips (stride {args.stride})"
+    span = ""
+    if max(chips) * args.stride > s.scaleup_chips:  # a group beyond one system spans several over scale-out
+        span = (f"{max(chips) * args.stride:,} chips span {-(-max(chips) * args.stride // s.scaleup_chips):,} "
+                f"of these systems over the scale-out network")
+        title += f"; {span}"
     if args.format in ("table", "md"):
         keep = ["group", "size_bytes", "algorithm", "time_s", "latency_s", "bandwidth_s", "busbw_bytes_per_s",
                 "regime", "crosses"] + [c for c in df.columns if c.startswith("time_") and c != "time_s"]
         df = df[keep].assign(size=[_human(n) for n in df["size_bytes"]]).drop(columns=["size_bytes"])
         df = df[["group", "size"] + [c for c in df.columns if c not in ("group", "size")]]
     meta = {"system": s.name, "collective": args.op, "stride": args.stride, "algorithm": args.algorithm,
-            "launch": args.launch}
+            "launch": args.launch, **({"note": span} if span else {})}
     print_result(export.emit(df, args.format, title, args.out, meta=meta,
                              default_name=f"collective_{s.name}_{args.op}"))
     return 0
@@ -184,7 +189,7 @@ def cmd_train(args) -> int:
     else:
         r = training.train(s, arch, sc, args.nodes, cal)
         banner = refuse_or_banner(r.check.rule_errors, r.check.fit_error, args.allow_oversubscribed)
-        title = f"{banner}\n{title}" if banner else title
+        title = with_banner(title, banner, args.format, "train")
         df = {"summary": r.summary, "comm": r.comm, "comm-ops": r.comm_ops, "timeline": r.timeline,
               "placement": r.check.placement}[args.show]
         if args.show == "summary" and args.format in ("table", "md"):

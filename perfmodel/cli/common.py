@@ -218,6 +218,14 @@ def refuse_or_banner(invalid: list[str] | tuple[str, ...], misfit: str, allow_ov
     return f"NOT A VALID ANSWER: {misfit}. The numbers below are what it would take if it fitted."
 
 
+def with_banner(title: str, banner: str, fmt: str, command: str) -> str:
+    """The title under a banner; machine formats (csv, json, xlsx) drop titles, so there the
+    banner goes to stderr as well: an oversubscribed answer is never shown without it."""
+    if banner and fmt not in ("table", "md"):
+        print(f"perfmodel {command}: {banner}", file=sys.stderr)
+    return f"{banner}\n{title}" if banner else title
+
+
 @contextmanager
 def progress_bar(label: str, enabled: bool = True):
     """A rich progress bar on stderr; yields a callback(done, total)."""

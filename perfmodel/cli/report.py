@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfmodel.cli.common import add_output_options, count, defer, print_result, refuse_or_banner, write_text
+from perfmodel.cli.common import add_output_options, count, defer, print_result, refuse_or_banner, with_banner, write_text
 
 if TYPE_CHECKING:  # the model (report, whatif, export, pandas) is imported inside the functions: see cli/parser.py
     import pandas as pd
@@ -214,9 +214,8 @@ def cmd_roofline(args) -> int:
                  export.emit(shares, args.format, "Time by bounding engine")]
         text = "\n".join(([banner] if banner else []) + parts) + "\n" + provenance_frame.MARKER_LEGEND
         return _write(text, args.out)
+    with_banner("", banner, args.format, "roofline")
     print_result(export.emit_sheets(sheets, args.format, "per_operator", args.out, _meta(ld, opts), name))
-    if banner:
-        print(f"perfmodel roofline: {banner}", file=sys.stderr)
     return 0
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from perfmodel.cli.common import add_output_options, count, positive, print_result, progress_bar, refuse_or_banner
+from perfmodel.cli.common import add_output_options, count, positive, print_result, progress_bar, refuse_or_banner, with_banner
 
 if TYPE_CHECKING:  # pandas and the model are imported inside the functions (start-up time: see cli/parser.py)
     import pandas as pd
@@ -252,7 +252,7 @@ def cmd_serve(args) -> int:
                   f"{_listed(args.concurrency)}")
     banner = refuse_or_banner(sorted(set(df.loc[~df["valid"], "invalid_reason"])), misfit, args.allow_oversubscribed,
                               f"max concurrency that fits: {int(df['max_concurrency_kv'].min()):,}")
-    title = f"{banner}\n{title}" if banner else title
+    title = with_banner(title, banner, args.format, "serve")
     name = export.config_name([("", "serve"), ("", system.name), ("", arch.name), ("tp", args.tp), ("da", args.da),
                                ("ep", args.ep), ("pp", args.pp), ("", args.dtype), ("", args.mode)])
     _emit(df, args, title, name, {"system": system.name, "workload": arch.name})

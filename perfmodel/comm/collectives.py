@@ -227,7 +227,8 @@ def collective_time(system: System, cal: Calibration, collective: Collective, nb
 
 def sweep(system: System, cal: Calibration, collective, sizes, group, stride=1,
           algorithm: str = "auto", launch: str = "in-graph", ranks_per_chip: int = 1) -> pd.DataFrame:
-    """One row per (size, group): chosen algorithm, time split, algbw/busbw, regime, every algorithm's time.
+    """One row per (size, group): chosen algorithm, time split, algbw/busbw, regime, every algorithm's time
+    (empty where that algorithm cannot run the group).
     With ranks_per_chip > 1 the bus-bandwidth factor counts ranks (nccl-tests / nccom-test convention)."""
     sizes = np.asarray(sizes, dtype=float)
     groups = np.asarray(group, dtype=float)
@@ -236,15 +237,20 @@ def sweep(system: System, cal: Calibration, collective, sizes, group, stride=1,
     t = cost.time_s
     algbw = np.where(t > 0, cost.nbytes / np.where(t > 0, t, 1.0), np.nan)
     df = pd.DataFrame({
-        "system": system.name, "collective": cost.collective.value, "group": cost.group,
+        "system": system.name, "collective": cost.collective.value,
+        "group": np.broadcast_to(np.asarray(cost.group), t.shape).astype(np.int64),
         "size_bytes": cost.nbytes, "algorithm": cost.algorithm, "time_s": t, "fixed_s": cost.fixed_s,
         "latency_s": cost.latency_s, "bandwidth_s": cost.bandwidth_s,
         "algbw_bytes_per_s": algbw, "busbw_bytes_per_s": algbw * BUS_FACTOR[cost.collective](cost.ranks),
         "regime": np.where(cost.fixed_s + cost.latency_s >= cost.bandwidth_s, "latency", "bandwidth"),
         "crosses": cost.crosses,
     })
+    # every algorithm's time where it can run; one that cannot run any row (NVLS beyond an NVLink
+    # domain, 2D ring on one tier) has no column, one that cannot run some rows is empty there
     for a, (ta, _, _) in cost.per_algorithm.items():
-        df[f"time_{a.replace('-', '_')}_s"] = ta
+        ta = np.broadcast_to(np.asarray(ta, dtype=float), t.shape)
+        if np.isfinite(ta).any():
+            df[f"time_{a.replace('-', '_')}_s"] = np.where(np.isfinite(ta), ta, np.nan)
     return df
 
 

@@ -118,10 +118,26 @@ def _sram(system: System) -> float:
     return system.chip.sram_bytes
 
 
-def model_values(a: ModelArch, pp) -> dict:
-    """Model symbols; features a model lacks get a harmless 1 (their ops are not in its graph)."""
-    one = lambda v: float(v) if v else 1.0  # noqa: E731
+def stage_stretch(a: ModelArch, pp) -> np.ndarray:
+    """Layers of the heaviest pipeline stage over the mean: ceil(L / p) / (L / p), 1 when p divides L.
+    Runtimes split L layers unevenly over p stages (vLLM's and SGLang's layer partition, Megatron's
+    first / last stage sizes); the slowest stage paces the pipeline, so a stage is priced with
+    ceil(L / p) layers in the model's mix of layer kinds."""
     pp = _arr(pp)
+    L = float(a.num_hidden_layers)
+    return np.ceil(L / pp) / (L / pp)
+
+
+def model_values(a: ModelArch, pp) -> dict:
+    """Model symbols; features a model lacks get a harmless 1 (their ops are not in its graph).
+    Layer counts are those of the heaviest pipeline stage (stage_stretch)."""
+    one = lambda v: float(v) if v else 1.0  # noqa: E731
+    L = a.num_hidden_layers
+    per_stage = np.ceil(L / _arr(pp))  # n x ceil(L / p) / L: layers of each kind in the heaviest stage
+
+    def stage(n):
+        return n * per_stage / L
+
     return {
         S.D: float(a.hidden_size), S.H: float(a.num_attention_heads), S.KV: float(a.num_key_value_heads),
         S.dh: float(a.head_dim), S.F: one(a.intermediate_size), S.V: float(a.vocab_size),
@@ -130,8 +146,8 @@ def model_values(a: ModelArch, pp) -> dict:
         S.W: one(a.sliding_window), S.rq: one(a.q_lora_rank), S.rkv: one(a.kv_lora_rank),
         S.dn: one(a.qk_nope_head_dim), S.dr: one(a.qk_rope_head_dim), S.dv: one(a.v_head_dim),
         ops.P: float(a.max_position_embeddings), ops.TV: float(a.type_vocab_size),
-        ops.Lfa: (a.num_hidden_layers - a.num_sliding_layers) / pp, ops.Lsw: a.num_sliding_layers / pp,
-        ops.Ld: a.num_dense_layers / pp, ops.Lm: a.num_moe_layers / pp,
+        ops.Lfa: stage(L - a.num_sliding_layers), ops.Lsw: stage(a.num_sliding_layers),
+        ops.Ld: stage(a.num_dense_layers), ops.Lm: stage(a.num_moe_layers),
     }
 
 

@@ -249,7 +249,8 @@ def summarize_rows(system: System, arch: ModelArch, kn: bd.Knobs, r: OpRows) -> 
     t_ovh = r.values[bd.S.t_ovh]  # fixed cost per operator instance: its own bound (attribution.py)
     overhead_s = total([np.minimum(t_ovh, t) for t in q["time"]])
     step = compute_s + comm_s
-    model_flop_ = model_flop(r)
+    # useful work per device is the mean stage's: an uneven pipeline's heaviest stage does more
+    model_flop_ = model_flop(r) / bd.stage_stretch(arch, kn.pp)
     hw_flop = total(q["flop"])
     hbm = total([a + b for a, b in zip(q["read"], q["write"])])
     engine = {e: total(q[f"t_{e}"]) for e in ENGINES}

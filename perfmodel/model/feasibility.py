@@ -12,7 +12,10 @@ training plans); commands refuse an invalid plan and show a non-fitting one only
     tp_kv_heads   K mod t = 0  or  t mod K = 0                 KV heads split, or each replicated t/K x
     tp_scaleup    t <= scale-up chips                          tensor-parallel all-reduces after every
                                                                block need the scale-up fabric
-    pp_layers     L mod (p v) = 0                              whole layers per pipeline chunk
+    pp_layers     p <= L                                       a stage holds a layer (an uneven split is
+                                                               priced at its heaviest stage,
+                                                               bindings.stage_stretch)
+    pp_interleaved  L mod (p v) = 0 when v > 1                 the interleaved schedule's equal chunks
     ep_experts    E mod e = 0 (MoE)                            whole experts per expert-parallel rank
     ep_group      (t d_a) mod e = 0                            experts are split over the replica's chips
     cp_sequence   T mod c = 0 (prefill, train)                 whole sequence chunks per context rank
@@ -79,9 +82,11 @@ def _rules(system: System, arch: ModelArch, phase: Phase) -> tuple[Rule, ...]:
         Rule("tp_scaleup", lambda v: v["tp"] > S,
              lambda s: f"{s['tp']} is larger than the {S}-chip scale-up domain of {system.display_name} "
                        f"(tensor parallelism needs the scale-up fabric)"),
-        Rule("pp_layers", lambda v: np.mod(L, v["pp"] * v["pp_virtual"]) != 0,
-             lambda s: f"{s['pp']} x {s['pp_virtual']} virtual stages per device does not divide the {L} layers "
-                       f"of {arch.name}"),
+        Rule("pp_layers", lambda v: v["pp"] > L,
+             lambda s: f"{s['pp']} pipeline stages for the {L} layers of {arch.name} (a stage holds at least one)"),
+        Rule("pp_interleaved", lambda v: (v["pp_virtual"] > 1) & (np.mod(L, v["pp"] * v["pp_virtual"]) != 0),
+             lambda s: f"{s['pp']} stages x {s['pp_virtual']} virtual chunks does not divide the {L} layers of "
+                       f"{arch.name} (the interleaved schedule needs equal chunks)"),
         Rule("ep_group", lambda v: np.mod(v["tp"] * v["da"], v["ep"]) != 0,
              lambda s: f"{s['ep']} does not divide the replica's tp x da chips ({s['tp']}, {s['da']})"),
         Rule("batch_da", lambda v: np.mod(v["batch"], v["da"]) != 0,

@@ -159,7 +159,7 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
     notes = []
     B, T, C0 = f(kn.batch), f(kn.seq_len), f(kn.context)
     tp, da, cp, pp, ep = f(kn.tp), f(kn.da), f(kn.cp), f(kn.pp), f(kn.ep)
-    layers_stage = arch.num_hidden_layers / pp
+    layers_stage = np.ceil(arch.num_hidden_layers / pp)  # the heaviest stage (bindings.stage_stretch)
     if phase == Phase.TRAIN:
         opt = Optimizer(kn.optimizer).bytes_per_param
         comp["weights"] = P_dev * opt["weights"] / np.where(zero >= 3, dp, 1.0)
@@ -181,7 +181,7 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
             notes.append("attention scores and probabilities materialised (no flash attention)")
     else:
         length = C0 + (1 if phase == Phase.DECODE else T)
-        comp["kv_cache"] = (B / da) * kv_tokens_per_sequence(arch, length) / cp / pp \
+        comp["kv_cache"] = (B / da) * kv_tokens_per_sequence(arch, length) / cp / pp * bd.stage_stretch(arch, pp) \
             * kv_bytes_per_token_layer(arch, tp, bkv)
         if arch.encoder_only:
             comp["kv_cache"] = np.zeros(1)

@@ -293,7 +293,9 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
         tpot = step
         kv_req = kv_bytes_per_sequence(arch, I, DType.BF16) * np.asarray(
             [bytes_per_element(d) / bytes_per_element(DType.BF16) for d in grid.kv_cache])
-        tier = system.tier(Scope.SCALEUP) or system.tier(Scope.NODE)
+        # the KV hand-off takes the fastest tier joining two pools: scale-up, node, or (a one-chip
+        # instance) the scale-out network
+        tier = next(t for t in map(system.tier, (Scope.SCALEUP, Scope.NODE, Scope.SCALEOUT)) if t is not None)
         link = tier.bandwidth_bytes_per_s / (system.node.chips if tier.per_node else 1.0)  # per chip
         ttft = lat_f + kv_req / (chips * link)
         rate = C / (O * tpot)  # requests/s per decode replica

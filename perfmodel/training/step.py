@@ -135,7 +135,6 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     c_last = np.select([zero == 0, zero == 1], [ar["time_s"], rs["time_s"]], 0.0)
     c_mb = np.select([zero == 2, zero >= 3], [m * rs["time_s"], m * (2 * ag["time_s"] + rs["time_s"])], 0.0)
     c_end = np.where((zero == 1) | (zero == 2), ag["time_s"], 0.0)
-    layers = arch.num_hidden_layers / pp
 
     f_tp = cal["tp_comm_overlap_frac"]
     f = cal["comm_overlap_frac"]
