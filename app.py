@@ -6,17 +6,17 @@ sidebar holds the scenario and the what-if overrides; both live in the URL query
 so a view can be shared. Every number shown is computed in perfmodel (the report package and the
 model modules); this file only draws widgets, calls cached functions and lays out results.
 
-URL values are read like the sidebar's: a value the sidebar would not take (an unknown name, a
-number out of range, a what-if that does not parse or apply) gets a notice naming the parameter,
-the value and what is allowed, and that one field keeps its default. An error while a page
-computes is one line (st.error); the traceback goes to the server log, never to the browser.
+URL values are read like the sidebar's (perfmodel.report.url_state, which holds the view's
+plain logic: defaults per phase, parsing, notices): a value the sidebar would not take gets a
+notice naming the parameter, the value and what is allowed, and that one field keeps its default.
+An error while a page computes is one line (st.error); the traceback goes to the server log,
+never to the browser.
 
 Does not: compute model quantities.
 """
 
 from __future__ import annotations
 
-import difflib
 import logging
 import math
 import tempfile
@@ -29,6 +29,7 @@ from perfmodel.catalog import spec_tables
 from perfmodel.catalog import whatif as wi
 from perfmodel.core import units
 from perfmodel.report import charts, export
+from perfmodel.report import url_state as us
 from perfmodel.report.provenance_frame import MARKER_LEGEND
 
 st.set_page_config(page_title="perfmodel explorer", page_icon=":bar_chart:", layout="wide")
@@ -48,7 +49,7 @@ def load_catalog() -> dict:
 
 @st.cache_data(show_spinner=False, max_entries=CACHE_ENTRIES)
 def supported_dtypes(system: str) -> list[str]:
-    return [d.value for d in catalog.load_system(system).chip.tensor.flop_per_s]
+    return us.supported_dtypes(system)
 
 
 @st.cache_data(show_spinner="Evaluating...", max_entries=CACHE_ENTRIES)
@@ -135,134 +136,17 @@ def validation_sheets(csv_bytes: bytes | None, name: str = "") -> dict:
         try:
             return validation.sheets(path)
         except (ValueError, KeyError) as exc:
-            raise ValueError(one_line(exc).replace(f"{path}: ", "").replace(str(path), name)) from None
+            raise ValueError(us.one_line(exc).replace(f"{path}: ", "").replace(str(path), name)) from None
 
 
-# ---------------------------------------------------------------- URL query parameters (read like the sidebar)
-
-SCENARIO_DEFAULTS = {"system": "trn2-ultraserver", "workload": "llama-3-70b", "phase": "decode", "batch": 64,
-                     "seq": 2048, "context": 4096, "tp": 4, "pp": 1, "ep": 1, "dtype": "bf16"}
-PHASES = ("prefill", "decode", "train")
-# whole-number inputs: URL key -> (lowest, highest), the sidebar widgets' own ranges
-INT_RANGES = {"batch": (1, 65536), "seq": (1, 1_048_576), "context": (0, 4_194_304), "tp": (1, 1024),
-              "pp": (1, 256), "ep": (1, 1024)}
-# sliders for the common what-ifs: spec knob -> label (value: percent change, within SLIDER_RANGE)
-QUICK_WHATIF = {"hbm_bandwidth": "HBM bandwidth change (%)", "tensor_rate": "Tensor-engine rate change (%)",
-                "hbm_capacity": "HBM capacity change (%)", "link_bandwidth": "Link bandwidth change (%)"}
-SLIDER_RANGE = (-90.0, 1000.0)
-PAGE_KEY = "page"
-# what-if URL keys (wi.to_query writes the short prefixes; the long ones are read too), longest first
-WHATIF_PREFIXES = {"workload.": "workload", "spec.": "spec", "cal.": "cal", "s.": "spec", "c.": "cal",
-                   "w.": "workload"}
-WHATIF_WORDS = {"spec": "spec value", "cal": "calibration parameter", "workload": "numeric workload field"}
-
-
-def _shown(text: str, limit: int = 60) -> str:
-    return repr(text if len(text) <= limit else text[:limit] + "...")
-
-
-def _did_you_mean(text: str, options) -> str:
-    close = difflib.get_close_matches(text, [str(o) for o in options], n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _allowed(options, most: int = 20) -> str:
-    names = [str(o) for o in options]
-    return ", ".join(names) if len(names) <= most else ", ".join(names[:most]) + f", ... ({len(names)} in all)"
-
-
-def _whatif_problem(system: str, workload: str, fam: str, name: str, text: str) -> str | None:
-    """Why one URL what-if cannot be used (None when it can): an unknown name, or a value that does
-    not parse or apply to this system and workload (the sidebar's checks, report.load's)."""
-    names = {"spec": wi.SPEC_KNOBS, "workload": wi.WORKLOAD_FIELDS}.get(fam) or sorted(_cal(system).params)
-    if name not in names:
-        return f"not a {WHATIF_WORDS[fam]}{_did_you_mean(name, names)}; allowed: {_allowed(names)}"
-    if not text.strip():
-        return "empty value; allowed: a value with its unit, x1.5, +50% or -20%"
-    try:
-        report.load(system, workload, wi.WhatIf(**{fam: ((name, text),)}))
-    except (ValueError, KeyError) as exc:
-        return one_line(exc)
-    return None
-
-
-def _percent(text: str) -> float | None:
-    """'+50%' -> 50.0 when a quick slider can hold it, else None (the text box takes it)."""
-    if not text.endswith("%") or wi.parse_change(text).op != "scale":
-        return None
-    try:
-        v = float(text[:-1])
-    except ValueError:
-        return None
-    return v if SLIDER_RANGE[0] <= v <= SLIDER_RANGE[1] else None
-
-
-def read_query(qp: dict, cat: dict, pages, dtypes_of) -> tuple[dict, list[str]]:
-    """(widget values, notices) from the URL query parameters: each value is checked as the sidebar
-    would check it; one that fails gets a notice and its field keeps the default. `pages`: the page
-    names; `dtypes_of(system)`: the data types the sidebar offers on that system."""
-    notices: list[str] = []
-
-    def note(key: str, text: str, why: str, fallback: str) -> None:
-        notices.append(f"URL parameter {key}={_shown(text)}: {why}; {fallback}.")
-
-    def choice(key: str, options, default: str, what: str) -> str:
-        default = default if default in options else next(iter(options))
-        text = qp.get(key, default)
-        if text in options:
-            return text
-        note(key, text, f"not a known {what}{_did_you_mean(text, options)}; allowed: {_allowed(options)}",
-             f"showing {default}")
-        return default
-
-    state = {PAGE_KEY: choice(PAGE_KEY, list(pages), "Roofline", "page")}
-    for key, what in (("system", "system"), ("workload", "workload")):
-        state[key] = choice(key, cat[f"{key}s"], SCENARIO_DEFAULTS[key], what)
-    state["phase"] = choice("phase", PHASES, SCENARIO_DEFAULTS["phase"], "phase")
-    for key, (lo, hi) in INT_RANGES.items():
-        default = SCENARIO_DEFAULTS[key]
-        text, state[key] = qp.get(key), default
-        if text is None:
-            continue
-        try:
-            value = int(text.strip())
-        except ValueError:
-            value = None
-        if value is not None and lo <= value <= hi:
-            state[key] = value
-        else:
-            note(key, text, f"{'out of range' if value is not None else 'not a whole number'}; allowed: whole "
-                 f"numbers {lo:,} to {hi:,}", f"using {default}")
-    dtypes = dtypes_of(state["system"])
-    state["dtype"] = choice("dtype", dtypes, "bf16" if "bf16" in dtypes else dtypes[0],
-                            f"data type of {state['system']}")
-    state.update({f"wi_{n}": 0.0 for n in QUICK_WHATIF})
-    extra = []
-    for key, text in qp.items():
-        prefix = next((p for p in WHATIF_PREFIXES if key.startswith(p)), None)
-        known = [PAGE_KEY, *SCENARIO_DEFAULTS]
-        if prefix is None:
-            if key not in known:
-                note(key, text, f"not a parameter of this app{_did_you_mean(key, known)}; allowed: "
-                     f"{', '.join(known)}, s.SPEC, c.CALIBRATION, w.WORKLOAD_FIELD", "ignored")
-            continue
-        fam, name = WHATIF_PREFIXES[prefix], key[len(prefix):]
-        why = _whatif_problem(state["system"], state["workload"], fam, name, text)
-        if why:
-            note(key, text, why, "ignored")
-        elif fam == "spec" and name in QUICK_WHATIF and _percent(text) is not None:
-            state[f"wi_{name}"] = _percent(text)
-        else:
-            extra.append(f"{name}={text}" if fam == "spec" else f"{fam}.{name}={text}")
-    state["wi_text"] = "\n".join(extra)
-    return state, notices
+# ---------------------------------------------------------------- sidebar: scenario and what-if (URL state)
 
 
 def _init_state(cat: dict) -> None:
     """First run of a session: widget values from the URL query parameters, and their notices."""
     if st.session_state.get("_ready"):
         return
-    state, notices = read_query(st.query_params.to_dict(), cat, PAGES, supported_dtypes)
+    state, notices = us.read_query(st.query_params.to_dict(), cat, PAGES, supported_dtypes)
     for key, value in state.items():
         st.session_state[key] = value
     st.session_state["_url_notices"] = notices
@@ -278,89 +162,65 @@ def url_notices(view: dict) -> None:
         st.warning(text)
 
 
-# ---------------------------------------------------------------- sidebar: scenario and what-if (URL state)
-
-
 def scenario_controls(cat: dict) -> tuple[str, str, wi.ScenarioOptions]:
     sb = st.sidebar
     sb.header("Scenario")
-    for key, options in (("system", cat["systems"]), ("workload", cat["workloads"]), ("phase", PHASES)):
+    for key, options in (("system", cat["systems"]), ("workload", cat["workloads"]), ("phase", us.PHASES)):
         if st.session_state.get(key) not in options:  # cannot happen from the URL (read_query checks it)
-            st.session_state[key] = SCENARIO_DEFAULTS[key] if SCENARIO_DEFAULTS[key] in options else options[0]
+            default = us.SCENARIO_DEFAULTS[key]
+            st.session_state[key] = default if default in options else options[0]
     system = sb.selectbox("Hardware", cat["systems"], key="system")
     workload = sb.selectbox("Workload", cat["workloads"], key="workload")
-    phase = sb.radio("Phase", PHASES, key="phase", horizontal=True)
+    phase = sb.radio("Phase", us.PHASES, key="phase", horizontal=True)
+    # another phase: the fields still at the old phase's defaults take the new one's (a valid plan that fits)
+    st.session_state.update(us.phase_switch(st.session_state, st.session_state.get("_phase", phase), phase))
+    st.session_state["_phase"] = phase
     c1, c2 = sb.columns(2)
 
     def whole(col, label: str, key: str, **kw):
-        lo, hi = INT_RANGES[key]
+        lo, hi = us.INT_RANGES[key]
         return int(col.number_input(label, min_value=lo, max_value=hi, key=key, **kw))
 
-    batch = whole(c1, "Batch", "batch", step=1)
-    seq = whole(c2, "Sequence (tokens)", "seq", step=256, disabled=phase == "decode")
-    context = whole(c1, "Context (tokens)", "context", step=1024)
+    values = {"phase": phase, "batch": whole(c1, "Batch", "batch", step=1),
+              "seq": whole(c2, "Sequence (tokens)", "seq", step=256, disabled=phase == "decode"),
+              "context": whole(c1, "Context (tokens)", "context", step=1024)}
     dtypes = supported_dtypes(system)
     if st.session_state.get("dtype") not in dtypes:  # another system was chosen
         new = "bf16" if "bf16" in dtypes else dtypes[0]
         sb.info(f"{st.session_state.get('dtype')} is not a data type of {system}; using {new}.")
         st.session_state["dtype"] = new
-    dtype = c2.selectbox("Data type", dtypes, key="dtype")
-    tp, ep, pp = whole(c1, "TP", "tp"), whole(c2, "EP", "ep"), whole(c1, "PP", "pp")
-    opts = wi.ScenarioOptions(phase=phase, batch=batch, seq_len=seq, context=context, tp=tp, pp=pp, ep=ep,
-                              dtype=dtype, zero=1 if phase == "train" else 0,
-                              microbatches=max(1, pp) if phase == "train" else 1)
-    return system, workload, opts
+    values["dtype"] = c2.selectbox("Data type", dtypes, key="dtype")
+    values.update(tp=whole(c1, "TP", "tp"), ep=whole(c2, "EP", "ep"), pp=whole(c1, "PP", "pp"))
+    return system, workload, us.options_of(values)
 
 
 def whatif_controls() -> wi.WhatIf:
     sb = st.sidebar
     sb.header("What-if")
-    spec = []
-    for name, label in QUICK_WHATIF.items():
-        v = sb.number_input(label, min_value=SLIDER_RANGE[0], max_value=SLIDER_RANGE[1], step=10.0,
-                            key=f"wi_{name}")
-        if v:
-            spec.append(f"spec.{name}={v:+g}%")
+    lo, hi = us.SLIDER_RANGE
+    spec = us.quick_assignments({name: sb.number_input(label, min_value=lo, max_value=hi, step=10.0, key=f"wi_{name}")
+                                 for name, label in us.QUICK_WHATIF.items()})
     text = sb.text_area("More overrides (NAME=VALUE per line)", key="wi_text", height=90,
                         help="Spec values (hbm_bandwidth=6 TB/s, tensor_rate.fp8=x2, tdp=800 W, price=x0.7), "
                              "calibration parameters (cal.hbm_efficiency=0.8) or workload fields "
                              "(workload.num_hidden_layers=40). Scale with x1.5, +50% or -20%.")
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     try:
-        return wi.parse_assignments(spec + lines, None if not lines else _cal(st.session_state["system"]))
+        return wi.parse_assignments(spec + lines, us.calibration_of(st.session_state["system"]) if lines else None)
     except wi.WhatIfError as exc:
         sb.error(str(exc))
         return wi.parse_assignments(spec)
 
 
-def _cal(system: str):
-    from perfmodel.catalog.calibration import calibration_for
-
-    return calibration_for(catalog.load_system(system))
-
-
 def sync_url(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf, page: str) -> dict:
     """Write the scenario and the what-ifs to the URL (shareable view); returns the parameters."""
-    params = {PAGE_KEY: page, "system": system, "workload": workload, "phase": opts.phase, "batch": opts.batch,
-              "seq": opts.seq_len, "context": opts.context, "tp": opts.tp, "pp": opts.pp, "ep": opts.ep,
-              "dtype": opts.dtype, **wi.to_query(whatif)}
-    params = {k: str(v) for k, v in params.items()}
+    params = us.query_of(page, system, workload, opts, whatif)
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
     return params
 
 
 # ---------------------------------------------------------------- shared bits
-
-
-def one_line(exc: BaseException) -> str:
-    """An error as one line for the page: its first line without a list of known names (KeyError:
-    its key); the type's name where it says nothing."""
-    text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-    text = str(text).strip().split("\n")[0].split(" (known:")[0]
-    if isinstance(exc, ValueError):  # WhatIfError, CatalogError, CasesError: written for people
-        return text or type(exc).__name__
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def guarded(where: str, body, *args) -> None:
@@ -371,7 +231,7 @@ def guarded(where: str, body, *args) -> None:
     except Exception as exc:  # the one place an error becomes a line on the page
         expected = isinstance(exc, (ValueError, KeyError))
         LOG.log(logging.INFO if expected else logging.ERROR, "%s failed", where, exc_info=True)
-        st.error(f"{where}: {one_line(exc)}" + ("" if expected else " (an internal error; the server log has it)"))
+        st.error(f"{where}: {us.one_line(exc)}" + ("" if expected else " (an internal error; the server log has it)"))
 
 
 def downloads(sheets: dict, name: str, key: str, main: str | None = None) -> None:
@@ -629,7 +489,7 @@ def page_validation(ctx: dict) -> None:
     except ValueError as exc:
         if up is None:
             raise
-        st.error(f"Measurements CSV {up.name!r}: {one_line(exc)}")
+        st.error(f"Measurements CSV {up.name!r}: {us.one_line(exc)}")
         return
     cases = sheets["cases"]
     phases = sorted(cases["phase"].dropna().unique())
@@ -659,7 +519,7 @@ PAGES = {"Hardware": page_hardware, "Roofline": page_roofline, "Memory": page_me
 def explorer(cat: dict) -> None:
     """The sidebar, the URL and the chosen page (guarded on its own: the sidebar stays usable)."""
     _init_state(cat)
-    page = st.sidebar.radio("Page", list(PAGES), key=PAGE_KEY)
+    page = st.sidebar.radio("Page", list(PAGES), key=us.PAGE_KEY)
     system, workload, opts = scenario_controls(cat)
     whatif = whatif_controls()
     view = sync_url(system, workload, opts, whatif, page)

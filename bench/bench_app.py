@@ -2,10 +2,12 @@
 
     python bench/bench_app.py [--changes 9]
 
-The change: the sidebar's "HBM bandwidth change (%)" on the Roofline page (the default view:
-trn2-ultraserver, llama-3-70b decode, batch 64, context 4096, TP 4), set to a value not seen
-before in the session, so nothing is served from Streamlit's cache. Two measurements, both in
-this run:
+The change: the sidebar's "HBM bandwidth change (%)" on the Roofline page (the default view,
+perfmodel.report.url_state.SCENARIO_DEFAULTS: trn2-ultraserver, llama-3-70b decode, batch 64,
+context 4096, TP 4), set to a value not seen before in the session, so nothing is served from
+Streamlit's cache. Every run is checked to have drawn the page (no exception, no error or
+feasibility notice, the metric tiles and both charts), so a time is never that of an error page.
+Two measurements, both in this run:
 
 - app: streamlit.testing.v1.AppTest runs app.py; the time of `at.run()` after the widget
   change, i.e. the whole script rerun (model, charts, tables, downloads). AppTest also recompiles
@@ -26,9 +28,15 @@ import statistics
 import time
 from pathlib import Path
 
+from perfmodel.report import url_state
+
 APP = Path(__file__).resolve().parent.parent / "app.py"
 TARGET_S = 0.2
-SYSTEM, WORKLOAD = "trn2-ultraserver", "llama-3-70b"
+DEFAULTS = url_state.SCENARIO_DEFAULTS  # the app's default view, the one timed
+SYSTEM, WORKLOAD = DEFAULTS["system"], DEFAULTS["workload"]
+# the Roofline page's tiles for the default (decode) scenario, and its charts (roofline, engine breakdown)
+TILES = ("TPOT (ms)", "Tokens/s per user", "Tokens/s per chip", "Sustained / peak (%)", "Bound by")
+CHARTS = 2
 
 
 def machine_load() -> str:
@@ -40,8 +48,7 @@ def model_times(values: list[float]) -> tuple[float, list[float]]:
     from perfmodel import report
     from perfmodel.catalog import whatif as wi
 
-    opts = wi.ScenarioOptions(phase="decode", batch=64, seq_len=2048, context=4096, tp=4, pp=1, ep=1, dtype="bf16",
-                              zero=0, microbatches=1)  # the app's default scenario (app.SCENARIO_KEYS)
+    opts = url_state.options_of(DEFAULTS)  # the scenario the app's sidebar builds from its defaults
     t0 = time.perf_counter()
     report.scenario_page(SYSTEM, WORKLOAD, opts, wi.WhatIf())
     cold = time.perf_counter() - t0
@@ -64,8 +71,7 @@ def app_times(values: list[float]) -> dict:
     t0 = time.perf_counter()
     at.run()
     first = time.perf_counter() - t0
-    if at.exception:
-        raise SystemExit(f"app.py raised: {[e.value for e in at.exception]}")
+    rendered(at, "the first run")
     tpot0 = next(m.value for m in at.metric if m.label == "TPOT (ms)")
     changed, cpu = [], []
     for v in values:
@@ -74,15 +80,30 @@ def app_times(values: list[float]) -> dict:
         at.run()
         changed.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
-        if at.exception:
-            raise SystemExit(f"app.py raised after the what-if: {[e.value for e in at.exception]}")
+        rendered(at, f"the what-if +{v:g}%")
     tpot1 = next(m.value for m in at.metric if m.label == "TPOT (ms)")
+    if tpot1 == tpot0:
+        raise SystemExit(f"the what-if did not change TPOT ({tpot0} ms): the page was not recomputed")
     unchanged = []
     for _ in range(len(values)):
         t0 = time.perf_counter()
         at.run()
         unchanged.append(time.perf_counter() - t0)
+    rendered(at, "the unchanged rerun")
     return {"first": first, "changed": changed, "cpu": cpu, "unchanged": unchanged, "tpot": (tpot0, tpot1)}
+
+
+def rendered(at, when: str) -> None:
+    """Stop unless the run drew the Roofline page: no exception, no error or warning (a feasibility
+    or URL notice), every tile of the default scenario and both charts."""
+    problems = [f"raised {[e.value for e in at.exception]}"] if at.exception else []
+    problems += [f"error {e.value!r}" for e in at.error] + [f"notice {w.value!r}" for w in at.warning]
+    missing = [t for t in TILES if t not in {m.label for m in at.metric}]
+    problems += [f"no tiles {missing}"] if missing else []
+    drawn = sum(getattr(e, "type", "") == "vega_lite_chart" for e in at.main)
+    problems += [f"{drawn} charts drawn, {CHARTS} expected"] if drawn != CHARTS else []
+    if problems:
+        raise SystemExit(f"app.py after {when}: " + "; ".join(problems))
 
 
 def recompile_s() -> float:

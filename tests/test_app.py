@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from perfmodel import report
+from perfmodel.catalog import whatif as wi
+from perfmodel.report import url_state as us
+
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
@@ -341,3 +345,162 @@ def test_upload_is_bounded_checked_and_cleaned_up():
     assert not at.error
     assert set(table(at, "case id", "Error (%)")["case id"].str.split("@").str[0]) <= {r.split(",")[0] for r in few}
     assert _uploads() == before  # the temporary copy is gone
+
+
+# ---------------------------------------------------------------- url_state: the URL read without Streamlit
+
+PAGE_NAMES = ("Hardware", "Roofline", "Memory")
+
+
+def read(**query) -> tuple[dict, list[str]]:
+    return us.read_query({k.replace("__", "."): v for k, v in query.items()}, pages=PAGE_NAMES)
+
+
+def one_notice(notices: list[str], *words: str) -> str:
+    assert len(notices) == 1, notices
+    assert all(w in notices[0] for w in words), (words, notices[0])
+    assert "\n" not in notices[0] and "Traceback" not in notices[0]
+    return notices[0]
+
+
+def test_url_state_defaults_without_a_query():
+    state, notices = read()
+    assert notices == []
+    assert {k: state[k] for k in us.SCENARIO_DEFAULTS} == us.SCENARIO_DEFAULTS
+    assert state["page"] == "Roofline" and state["wi_text"] == "" and state["wi_hbm_bandwidth"] == 0.0
+    opts = us.options_of(state)
+    assert (opts.phase, opts.batch, opts.seq_len, opts.context, opts.tp, opts.zero) == ("decode", 64, 2048, 4096, 4, 0)
+
+
+def test_url_state_unknown_system_suggests_and_falls_back_to_the_default():
+    state, notices = read(system="trn9", batch="8")
+    one_notice(notices, "URL parameter system='trn9'", "not a known system", "did you mean 'trn2-ultraserver'?",
+               "allowed: ", "trn3-ultraserver", "showing trn2-ultraserver")
+    assert state["system"] == "trn2-ultraserver" and state["batch"] == 8  # only that field falls back
+
+
+def test_url_state_bad_what_if_names_the_field_and_the_allowed_form():
+    state, notices = read(s__hbm_bandwidth="xabc")
+    one_notice(notices, "s.hbm_bandwidth='xabc'", "hbm_bandwidth", "x1.5", "+50%", "ignored")
+    assert state["wi_hbm_bandwidth"] == 0.0 and state["wi_text"] == ""
+
+
+@pytest.mark.parametrize("text,words", [
+    ("0", ["batch='0'", "out of range", "1 to 65,536", "using 64"]),
+    ("1e9", ["batch='1e9'", "out of range", "1 to 65,536", "using 64"]),
+    ("2.5", ["batch='2.5'", "not a whole number", "using 64"]),
+    ("nan", ["batch='nan'", "not a whole number"]),
+    ("9" * 5000, ["batch='999", "...'", "not a whole number"]),  # shown cut short
+])
+def test_url_state_bad_batch_is_a_notice_and_the_default(text, words):
+    state, notices = read(batch=text)
+    assert len(one_notice(notices, *words)) < 300
+    assert state["batch"] == 64
+
+
+def test_url_state_whole_numbers_written_as_decimals_are_read():
+    state, notices = read(batch="128.0", context="4e3")
+    assert notices == [] and (state["batch"], state["context"]) == (128, 4000)
+
+
+def test_url_state_tp_that_does_not_divide_the_heads_still_parses():
+    """tp=7 on llama-3-70b (64 heads) is a value the sidebar takes; feasibility says why the plan
+    cannot run (the page shows that as its error), not the URL reader."""
+    state, notices = read(workload="llama-3-70b", tp="7")
+    assert notices == [] and state["tp"] == 7 and us.options_of(state).tp == 7
+
+
+def test_url_state_unknown_phase_is_a_notice_and_decode():
+    state, notices = read(phase="bogus")
+    one_notice(notices, "phase='bogus'", "not a known phase", "prefill, decode, train", "showing decode")
+    assert state["phase"] == "decode" and state["context"] == 4096
+
+
+@pytest.mark.parametrize("phase", us.PHASES)
+def test_url_state_phase_defaults_are_that_phases(phase):
+    state, notices = read(phase=phase)
+    assert notices == [] and {k: state[k] for k in us.INT_RANGES} == us.PHASE_DEFAULTS[phase]
+    opts = us.options_of(state)
+    assert (opts.zero, opts.microbatches) == ((1, opts.pp) if phase == "train" else (0, 1))
+
+
+@pytest.mark.parametrize("phase", us.PHASES)
+def test_default_scenario_of_each_phase_is_valid_and_fits(phase):
+    """A new user never lands on an error or a misfit: each phase's defaults are a plan that runs."""
+    d = us.defaults(phase)
+    res = report.scenario_page(d["system"], d["workload"], us.options_of(d), wi.WhatIf())
+    f = res["feasibility"]
+    assert f["valid"] and f["fits"], f
+    assert d["context"] + (d["seq"] if phase != "decode" else 1) <= 8192  # llama-3-70b's positions
+
+
+def test_phase_switch_moves_only_the_fields_still_at_their_defaults():
+    dec = us.defaults("decode")
+    moved = us.phase_switch(dec, "decode", "train")
+    assert {**dec, **moved} == us.defaults("train") | {"phase": "decode"}
+    mine = {**dec, "batch": 128, "tp": 8}
+    moved = us.phase_switch(mine, "decode", "prefill")
+    assert moved.get("context") == 0 and "batch" not in moved and "tp" not in moved
+    assert us.phase_switch(dec, "decode", "decode") == {} and us.phase_switch(dec, "decode", "fly") == {}
+
+
+def test_query_of_round_trips_through_read_query():
+    state, _ = read(page="Memory", system="trn3-ultraserver", workload="llama-3-8b", phase="prefill", batch="2",
+                    seq="8192", context="0", tp="1", s__hbm_capacity="+50%", c__hbm_efficiency="0.7")
+    whatif = wi.parse_assignments([*us.quick_assignments({"hbm_capacity": state["wi_hbm_capacity"]}),
+                                   *state["wi_text"].splitlines()], us.calibration_of(state["system"]))
+    query = us.query_of(state["page"], state["system"], state["workload"], us.options_of(state), whatif)
+    assert query["s.hbm_capacity"] == "+50%" and query["c.hbm_efficiency"] == "0.7" and query["seq"] == "8192"
+    again, notices = us.read_query(query, pages=PAGE_NAMES)
+    assert notices == [] and again == state
+
+
+@pytest.mark.parametrize("query", [
+    {"s.hbm_bandwidth": "x1e400"}, {"s.hbm_bandwidth": "+nan%"}, {"s.hbm_bandwidth": "\x00"},
+    {"s.hbm_bandwidth": ""}, {"s.tdp": "0 W"}, {"c.hbm_efficiency": "1e400"}, {"w.num_hidden_layers": "1e30"},
+    {"w.tie_word_embeddings": "maybe"}, {"w.num_attention_heads": "7"}, {"dtype": "fp99"}, {"page": "x" * 10000},
+    {"spec.": "1"}, {"": ""},
+], ids=lambda q: next(iter(q))[:20] or "empty")
+def test_url_state_never_raises_on_a_bad_value(query):
+    state, notices = us.read_query(query, pages=PAGE_NAMES)
+    key = next(iter(query))
+    one_notice(notices, f"URL parameter {key}=")
+    assert state["system"] == "trn2-ultraserver"
+
+
+# ---------------------------------------------------------------- the default page of each phase
+
+
+@pytest.mark.parametrize("phase", us.PHASES)
+def test_default_page_of_each_phase_opens_without_an_error(phase):
+    at = app(phase=phase)
+    assert not at.error and not warnings(at), ([e.value for e in at.error], warnings(at))
+    assert metric(at, "Tokens/s per chip") > 0 and charts(at)  # tiles and the roofline drawn
+
+
+@pytest.mark.parametrize("phase", ["prefill", "train"])
+def test_switching_phase_from_the_default_page_lands_on_a_valid_plan(phase):
+    at = app()
+    at.sidebar.radio(key="phase").set_value(phase)
+    rerun(at)
+    assert not at.error and not warnings(at), ([e.value for e in at.error], warnings(at))
+    assert {k: at.sidebar.number_input(key=k).value for k in us.INT_RANGES} == us.PHASE_DEFAULTS[phase]
+    assert metric(at, "Tokens/s per chip") > 0 and at.query_params["phase"] == phase
+    at.sidebar.number_input(key="batch").set_value(8)  # a value the user set stays across a switch
+    rerun(at)
+    at.sidebar.radio(key="phase").set_value("decode")
+    rerun(at)
+    assert at.sidebar.number_input(key="batch").value == 8 and at.sidebar.number_input(key="context").value == 4096
+
+
+def test_url_state_a_bug_behind_a_what_if_is_a_notice_too(monkeypatch, caplog):
+    from perfmodel.report import frames
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(frames, "load", broken)
+    state, notices = read(s__hbm_bandwidth="+50%", batch="8")
+    one_notice(notices, "s.hbm_bandwidth='+50%'", "could not be checked (RuntimeError", "ignored")
+    assert state["batch"] == 8 and state["wi_hbm_bandwidth"] == 0.0
+    assert "boom" in caplog.text  # the traceback goes to the log, not the page
