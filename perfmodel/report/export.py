@@ -28,6 +28,7 @@ FORMATS = ("table", "md", "csv", "json", "xlsx")
 _SCALES: list[tuple[str, str, float]] = [
     ("_flop_per_s", "TFLOP/s", units.TFLOPS),
     ("_bytes_per_s", "GB/s", units.GB),
+    ("_bytes_per_chip", "GiB", units.GiB),
     ("_bytes", "GiB", units.GiB),
     ("_s", "ms", units.MS),
     ("_w", "kW", units.KW),
@@ -197,6 +198,9 @@ DISPLAY_NAMES = {
     "scaleup_chips": "Scale-up chips", "peak_bf16_per_chip_flop_per_s": "Peak BF16 per chip (TFLOP/s)",
     "hbm_per_chip_bytes": "HBM per chip (GiB)", "hbm_bw_per_chip_bytes_per_s": "HBM bandwidth per chip (GB/s)",
     "price_per_node_usd_per_hour": "Price per node (USD/h)", "uncertain_fields": "Estimated / projected fields",
+    "valid": "Valid plan", "invalid_reason": "Why not valid", "finite": "Finite", "min_node_share": "Min node share",
+    "memory_bytes_per_chip": "Memory per chip (GiB)", "memory_capacity_bytes": "HBM capacity (GiB)",
+    "fixed_overhead_s": "Fixed overheads (ms)",
 }
 
 

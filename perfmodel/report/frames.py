@@ -208,6 +208,8 @@ class Run:
     def summary(self) -> pd.DataFrame:
         """The result row with memory, fit and figure statuses beside it (inputs, then outputs)."""
         row = self.result.summary.iloc[0].to_dict()
+        for same in ("memory_bytes_per_chip", "memory_capacity_bytes"):  # = memory_total_bytes, capacity_bytes
+            row.pop(same, None)
         t = self.totals.iloc[0]
         row.update({"whatif": self.loaded.whatif.label(), "memory_total_bytes": t["total_bytes"],
                     "capacity_bytes": t["capacity_bytes"], "fits": bool(t["fits"]),
