@@ -7,7 +7,7 @@ import pytest
 
 from perfmodel import catalog, serving
 from perfmodel.catalog import workload_files
-from perfmodel.core.dtypes import DType
+from perfmodel.core.dtypes import DType, bytes_per_element
 from perfmodel.core.scenario import Phase
 from perfmodel.model import bindings as bd
 from perfmodel.model import evaluate
@@ -107,9 +107,15 @@ def test_only_touched_experts_run(oss):
                   weights=DType.MXFP8, compute=DType.MXFP8, kv_cache=DType.FP8, expert_weights=DType.MXFP4)
     ops, q, _, _ = evaluate.run(s, oss, kn, cal)
     up = [i for i, o in enumerate(ops) if o.name == "moe.expert.up"][0]
-    layers = oss.num_moe_layers
-    assert q["count"][up][0] == pytest.approx(layers * oss.num_experts_per_tok / 4, rel=1e-6)  # k / ep per layer
-    assert q["count"][up][1] == pytest.approx(layers * oss.num_experts / 4, rel=1e-3)  # all E / ep
+    layers, E, k, D, Fe = (oss.num_moe_layers, oss.num_experts, oss.num_experts_per_tok, oss.hidden_size,
+                           oss.moe_intermediate_size)
+    assert list(q["count"][up]) == [layers, layers]  # one grouped launch per layer
+    u = cal["moe_load_imbalance"]  # the busiest of the 4 expert-parallel ranks
+    per_expert = D * 2 * Fe * bytes_per_element(DType.MXFP4)
+    activations = u * np.array([1.0, 4096.0]) * k / 4 * D * bytes_per_element(DType.BF16)
+    experts_read = (q["read"][up] - activations) / per_expert
+    assert experts_read[0] == pytest.approx(E / 4 * (1 - (1 - k / E) ** u), rel=1e-6)  # ~ u k / ep at batch 1
+    assert experts_read[1] == pytest.approx(E / 4, rel=1e-3)  # all E / ep
     df = serving.sweep(s, oss, kn, cal)
     per_token = df["model_flop"] / df["tokens_per_step"]
     assert per_token[0] == pytest.approx(per_token[1], rel=1e-9)

@@ -221,7 +221,7 @@ def scenario_values(kn: Knobs, cal: Calibration) -> dict:
     return {
         S.B: _arr(kn.batch), S.T: T, S.C0: _arr(kn.context), S.t: _arr(kn.tp), ops.da: _arr(kn.da),
         S.ep: _arr(kn.ep), S.cp: _arr(kn.cp), ops.nmb: _arr(kn.microbatches), S.u: _arr(u),
-        ops.i_a2a: np.where(_arr(kn.da) > 1, 1.0, 0.0),
+        ops.i_a2a: np.where(_arr(kn.da) > 1, 1.0, 0.0), ops.i_ep: np.where(_arr(kn.ep) > 1, 1.0, 0.0),
         S.bw: _dtype_map(kn.weights, bytes_per_element), S.bc: _dtype_map(kn.compute, bytes_per_element),
         S.ba: _dtype_map(kn.activations, bytes_per_element), S.bkv: _dtype_map(kn.kv_cache, bytes_per_element),
         ops.dp_: dp, ops.zs: np.where(zero >= 1, dp, 1.0), ops.bg: float(opt["gradients"]),

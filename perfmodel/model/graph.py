@@ -27,8 +27,8 @@ from perfmodel.core.workload import AttentionKind, ModelArch
 from perfmodel.model import formulas as fm
 from perfmodel.model.formulas import Work
 from perfmodel.model.ops import (TV, Comm, GraphKey, KV_dev, Ld, Lfa, Lm, Lsw, N_dev, N_rep, Op, OpKind, P, Pass, bg,
-                                 bo_r, bo_w, bwt, da, i_a2a, i_cp, i_pp, i_sp, i_z0, i_z1, i_z2, i_z3, n_rep, nmb, vpp,
-                                 zs)
+                                 bo_r, bo_w, bwt, da, i_a2a, i_cp, i_ep, i_pp, i_sp, i_z0, i_z1, i_z2, i_z3, n_rep, nmb,
+                                 vpp, zs)
 
 
 def _op(name, group, kind, count, work, comm=None, formula="", backward=None):
@@ -120,11 +120,10 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
     return ops
 
 
-def _mlp(tokens: sp.Expr, width: sp.Expr, g: GraphKey, name: str, grp: str, count: sp.Expr,
-         instances: sp.Expr = 1, weight_reads: sp.Expr = 1, b_w: sp.Expr = bw, dequant: sp.Expr = fm.q_w) -> list[Op]:
+def _mlp(tokens: sp.Expr, width: sp.Expr, g: GraphKey, name: str, grp: str, count: sp.Expr) -> list[Op]:
     """Gated (SwiGLU: gate+up, act*mul, down) or plain (up, act, down) MLP of `width` per device."""
-    c = count * instances
-    mm = dict(bias=g.mlp_bias, weight_reads=weight_reads, b_w=b_w, dequant=dequant)
+    c = count
+    mm = dict(bias=g.mlp_bias)
     if g.gated_mlp:
         up = fm.matmul(tokens, D, 2 * width, **mm)
         act = fm.elementwise(tokens * width, scalar=1, vector=1, reads=2)
@@ -146,28 +145,45 @@ def _dense_block(g: GraphKey) -> list[Op]:
     return ops
 
 
-def _moe_block(g: GraphKey) -> list[Op]:
-    """Router, top-k, dispatch, E/ep local experts of width F_e ep / n, shared experts, combine.
+def _grouped_experts(g: GraphKey) -> list[Op]:
+    """A device's routed experts as serving and training engines run them: one grouped matmul per
+    projection over all its local experts (one launch, one fixed overhead: vLLM's fused_moe,
+    TensorRT-LLM's and SGLang's grouped GEMMs, NKI's MoE kernels), the activation fused into the
+    first one's epilogue (gate and up outputs stay on chip; act(gate) x up is written).
 
-    Mean tokens per expert = N_r k / E; the busiest expert gets u times that (load imbalance),
-    and all experts of a device run at the busiest pace. Only experts that receive a token run
-    (and have their weights read): f E of E, f = 1 - (1 - k/E)^{N_r}, each on u N_r k / (E f)
-    tokens.
+        u_r  = 1 + (u - 1) 1_ep                 busiest expert-parallel rank's tokens / the mean
+                                                (one rank holds every expert: no imbalance)
+        N_e  = u_r N_r k / e                    token-expert pairs on that rank
+        f    = 1 - (1 - k/E)^(u_r N_r)          fraction of experts receiving a token (their weights are read)
+        m    = N_e / (f E / e)                  tokens per touched expert (its tile padding)
+        work = f E / e x matmul(m, ...)         bytes per touched expert, FLOPs per routed token
+        flop = work.flop / u_r                  useful (model) FLOPs: the mean rank's
     """
+    u_r = 1 + (u - 1) * i_ep
+    n_touched = fm.experts_touched(u_r * N_rep, E, k) / ep
+    m = u_r * N_rep * k / ep / n_touched
+    width = Fe * ep / n_rep
+    mm = dict(bias=g.mlp_bias, b_w=bwe, dequant=fm.q_we)
+    up = fm.matmul(m, D, (2 if g.gated_mlp else 1) * width, **mm)
+    act = fm.elementwise(m * width, scalar=1, vector=1 if g.gated_mlp else 0, reads=0, writes=0)
+    up = dataclasses.replace(up + act, write=m * width * ba)  # the fused epilogue writes act(gate) x up only
+    down = fm.matmul(m, width, D, **mm)
+
+    def grouped(w: Work) -> Work:
+        return dataclasses.replace(w.scaled(n_touched), flop=w.flop * n_touched / u_r, params=w.params * E / ep)
+
+    return [_op("moe.expert.up", "moe", OpKind.MATMUL, Lm, grouped(up), formula="matmul"),
+            _op("moe.expert.down", "moe", OpKind.MATMUL, Lm, grouped(down), formula="matmul")]
+
+
+def _moe_block(g: GraphKey) -> list[Op]:
+    """Router, top-k, dispatch, the local experts (_grouped_experts), shared experts, combine."""
     ops = [_op("moe.norm", "moe", OpKind.NORM, Lm, fm.norm(N_dev, D, g.norm), formula="norm")]
     ops.append(_op("moe.router", "moe", OpKind.MATMUL, Lm, fm.matmul(N_dev, D, E, bias=g.router_bias), formula="matmul"))
     ops.append(_op("moe.topk", "moe", OpKind.ELEMENTWISE, Lm, fm.elementwise(N_dev * E, vector=4, exp=1, writes=0)))
     ops.append(_op("moe.dispatch", "moe", OpKind.COLLECTIVE, Lm, Work(),
                    Comm(Collective.ALL_TO_ALL, i_a2a * N_dev * k * D * ba, "ep")))
-    touched = fm.experts_touched(N_rep, E, k) / E  # f: fraction of experts that receive a token
-    tokens_e = u * N_rep * k / (E * touched)  # tokens of a touched expert (busiest pace)
-    experts = _mlp(tokens_e, Fe * ep / n_rep, g, "moe.expert", "moe", Lm, instances=E / ep * touched,
-                   b_w=bwe, dequant=fm.q_we)
-    # only the f E / e touched experts run (each padded to the tile and charged the per-op
-    # overhead); useful (model) FLOPs use the mean tokens per expert, engine work the busiest (x u);
-    # every expert's parameters stay on the device (params / f per touched instance)
-    ops += [dataclasses.replace(o, work=Work(**{**dict(o.work.items()), "flop": o.work.flop / u,
-                                                "params": o.work.params / touched})) for o in experts]
+    ops += _grouped_experts(g)
     if g.shared_experts:
         ops += _mlp(N_dev, Fs / t, g, "moe.shared", "moe", Lm)
     ops.append(_op("moe.combine", "moe", OpKind.COLLECTIVE, Lm, Work(),
