@@ -73,6 +73,20 @@ _REQUIRED = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_s
 _TORCH_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
 
+class _RepeatedKey(Exception):
+    """A key written twice in one JSON object (its name is the message)."""
+
+
+def _no_repeats(pairs: list) -> dict:
+    """json object_pairs_hook: the object, refusing a key given twice."""
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise _RepeatedKey(k)
+        out[k] = v
+    return out
+
+
 def _toml_str(s: str) -> str:
     out = ['"']
     for ch in s:
@@ -127,11 +141,15 @@ def import_hf_config(path: str | Path, name: str | None = None) -> str:
     path = Path(path)
     p = str(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_no_repeats)
     except OSError as exc:
-        raise CatalogError(f"{p}: cannot read file: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CatalogError(f"{p}: malformed JSON: {exc}") from None
+        raise CatalogError(f"{p}: cannot read file: {exc.strerror or exc}") from None
+    except _RepeatedKey as exc:
+        raise field_error(p, str(exc), "given twice in config.json (JSON would keep the last silently)") from None
+    except RecursionError:
+        raise CatalogError(f"{p}: malformed JSON: nested too deeply to be a config.json") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of thousands of digits
+        raise CatalogError(f"{p}: malformed JSON: {str(exc).splitlines()[0][:200]}") from None
     if not isinstance(raw, dict):
         raise field_error(p, "(top level)", "a config.json must be a JSON object")
     if name is None:

@@ -15,12 +15,24 @@ import argparse
 import os
 import sys
 
-from perfmodel.cli.common import add_force_option, print_result, refuse, same_file
+from perfmodel.cli.common import add_force_option, count, print_result, refuse, same_file
 
 # the same list as calibrate.DEFAULT_PARAMS (kept literal so that --help imports nothing heavy; a test checks it)
 _DEFAULT_HELP = ("tensor_efficiency, hbm_efficiency, element_efficiency, op_overhead, collective_fixed_latency, "
                  "link_efficiency_node, link_efficiency_scaleup, link_efficiency_scaleout")
 LOSSES = ("linear", "soft_l1", "huber", "cauchy", "arctan")
+MAX_FOLDS = MAX_JOBS = 1024  # more folds than any measurements file has groups; more processes than any host has CPUs
+MAX_SEED = 4_294_967_295  # numpy's seed range (32 bits): a wider seed adds nothing but a typo
+
+
+def _param_list(text: str) -> str:
+    """Type for --params: one or more comma-separated names (a name is checked against the family file
+    when the fit starts, at once); an empty list is refused here instead of meaning 'the defaults'."""
+    names = [n.strip() for n in str(text).split(",")]
+    if not any(names) or not all(n.isidentifier() for n in names):
+        raise argparse.ArgumentTypeError(f"expected parameter names such as tensor_efficiency,hbm_efficiency, "
+                                         f"got {text[:60]!r}")
+    return ",".join(names)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,13 +48,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "'perfmodel --calibration FILE COMMAND'.")
     p.add_argument("--family", required=True, choices=("neuron", "nvidia"),
                    help="calibration family: neuron (Trainium and Inferentia) or nvidia")
-    p.add_argument("--params", metavar="A,B,...",
+    p.add_argument("--params", metavar="A,B,...", type=_param_list,
                    help=f"comma-separated parameters to fit (default: {_DEFAULT_HELP})")
     p.add_argument("--cases", metavar="FILE", help="measurements CSV (default: reference/published_measurements.csv)")
-    p.add_argument("--folds", type=int, default=5,
+    p.add_argument("--folds", type=count(0, MAX_FOLDS), default=5,
                    help="cross-validation folds over groups of cases (default 5; at most the number of groups; "
                         "below 2: no cross-validation)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the fold assignment (default 0)")
+    p.add_argument("--seed", type=count(0, MAX_SEED), default=0, help="seed of the fold assignment (default 0)")
     p.add_argument("--loss", choices=LOSSES, default="linear",
                    help="least-squares loss on the log residuals (default linear; the others damp outliers)")
     p.add_argument("--out", "-o", metavar="FILE",
@@ -52,9 +64,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--description", default="", help="free text stored in the file")
     p.add_argument("--format", "-f", choices=("table", "md", "csv", "json"), default="table",
                    help="output format of the report (default table; csv gives the parameter table; json all tables)")
-    p.add_argument("--jobs", "-j", type=int, default=0,
-                   help="processes for the fold fits and the final fit (default: one per CPU, at most folds + 1; "
-                        "1: in this process); the results do not depend on it")
+    p.add_argument("--jobs", "-j", type=count(0, MAX_JOBS), default=0,
+                   help="processes for the fold fits and the final fit (default or 0: one per CPU, at most folds + "
+                        "1; 1: in this process); the results do not depend on it")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=cmd_calibrate)
 

@@ -18,31 +18,52 @@ import numpy as np
 
 from perfmodel import catalog, training
 from perfmodel.catalog import workload_files
+from perfmodel.core import limits
 from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Optimizer, Phase, Recompute
 from perfmodel.model.roofline import Overlap
 
-# vectorised numeric fields -> smallest value (None: any positive number)
+# vectorised numeric fields -> smallest value (None: any number >= 1, not only whole ones)
 NUMERIC = {"batch": 1, "seq_len": 1, "context": 0, "tp": 1, "da": 1, "ep": 1, "cp": 1, "pp": 1, "dp": 1,
            "microbatches": 1, "zero": 0, "pp_virtual": 1, "moe_imbalance": None}
+# ... and largest value: the ceilings of core/limits.py the scenario validators apply (Scenario, Parallelism)
+CEILING = {"batch": limits.MAX_BATCH, "seq_len": limits.MAX_SEQ_TOKENS, "context": limits.MAX_SEQ_TOKENS,
+           **dict.fromkeys(("tp", "da", "ep", "cp", "pp", "dp"), limits.MAX_CHIPS), "microbatches": limits.MAX_BATCH,
+           "zero": 3, "pp_virtual": limits.MAX_LAYERS, "moe_imbalance": limits.MAX_EXPERTS}
+# values one range may list: the longest whole-number axis a sweep can need is batch 1..MAX_BATCH; more
+# is a typo ('1:1e12', a step of 1e-9, a factor of x1.0000001) that would fill memory before any check
+MAX_AXIS_VALUES = limits.MAX_BATCH
 DTYPES = ("weights", "compute", "activations", "kv_cache", "expert_weights")
 BOOLS = ("flash_attention",)
 GROUPS = ("system", "workload", "recompute", "optimizer", "pp_schedule", "sequence_parallel", "overlap")
 
 
+def _count(n: float, text: str) -> int:
+    """The number of values of a range, refused beyond MAX_AXIS_VALUES before any is made."""
+    if not n < MAX_AXIS_VALUES:
+        raise ValueError(f"{text} lists {n:,.0f} values, more than the {MAX_AXIS_VALUES:,} one field may take")
+    return int(n) + 1
+
+
 def linear(start: float, stop: float, step: float = 1) -> np.ndarray:
     """start, start + step, ... up to stop (inclusive when it falls on the grid)."""
+    text = f"range {start:.12g}:{stop:.12g}:{step:.12g}"
+    if not all(np.isfinite([start, stop, step])):
+        raise ValueError(f"{text}: start, stop and step must be finite numbers")
     if step <= 0 or stop < start:
-        raise ValueError(f"range {start}:{stop}:{step}: needs start <= stop and a step > 0")
-    return start + step * np.arange(int(np.floor((stop - start) / step + 1e-9)) + 1)
+        raise ValueError(f"{text}: needs start <= stop and a step > 0")
+    return start + step * np.arange(_count(np.floor((stop - start) / step + 1e-9), text))
 
 
 def geometric(start: float, stop: float, factor: float = 2) -> np.ndarray:
     """start, start x factor, ... up to stop (inclusive when it falls on the series)."""
+    text = f"series {start:.12g}:{stop:.12g}:x{factor:.12g}"
+    if not all(np.isfinite([start, stop, factor])):
+        raise ValueError(f"{text}: start, stop and factor must be finite numbers")
     if factor <= 1 or start <= 0 or stop < start:
-        raise ValueError(f"series {start}:{stop}:x{factor}: needs 0 < start <= stop and a factor > 1")
-    k = int(np.floor(np.log(stop / start) / np.log(factor) + 1e-9))
-    return start * float(factor) ** np.arange(k + 1)
+        raise ValueError(f"{text}: needs 0 < start <= stop and a factor > 1")
+    k = _count(np.floor(np.log(stop / start) / np.log(factor) + 1e-9), text)
+    return start * float(factor) ** np.arange(k)
 
 
 def parse_values(text: str) -> list:
@@ -52,14 +73,14 @@ def parse_values(text: str) -> list:
     if ":" in text:
         parts = text.split(":")
         if len(parts) not in (2, 3):
-            raise ValueError(f"range {text!r}: use START:STOP, START:STOP:STEP or START:STOP:xFACTOR")
+            raise ValueError(f"range {text[:60]!r}: use START:STOP, START:STOP:STEP or START:STOP:xFACTOR")
+        geo = len(parts) == 3 and parts[2].strip().lower().startswith("x")
+        step = parts[2].strip()[1:] if geo else (parts[2] if len(parts) == 3 else "1")
         try:
-            a, b = float(parts[0]), float(parts[1])
-            if len(parts) == 3 and parts[2].lower().startswith("x"):
-                return list(geometric(a, b, float(parts[2][1:])))
-            return list(linear(a, b, float(parts[2]) if len(parts) == 3 else 1.0))
-        except ValueError as exc:
-            raise ValueError(f"range {text!r}: {exc}") from None
+            a, b, c = float(parts[0]), float(parts[1]), float(step)
+        except ValueError:
+            raise ValueError(f"range {text[:60]!r}: START, STOP and STEP (or xFACTOR) must be numbers") from None
+        return list(geometric(a, b, c) if geo else linear(a, b, c))
     items = [t.strip() for t in text.split(",") if t.strip()]
     if not items:
         raise ValueError("empty value list")
@@ -92,7 +113,10 @@ def _fail(name: str, why: str) -> ValueError:
 
 def _values(name: str, values) -> list:
     if isinstance(values, str):
-        values = parse_values(values)
+        try:
+            values = parse_values(values)
+        except ValueError as exc:
+            raise _fail(name, str(exc)) from None
     elif np.ndim(values) == 0:
         values = [values]
     values = list(np.asarray(values, dtype=object).ravel()) if not isinstance(values, (list, tuple)) else list(values)
@@ -109,17 +133,17 @@ def make_axis(name: str, values, phase: Phase) -> Axis:
             arr = np.asarray(vals, dtype=float)
         except (TypeError, ValueError):
             raise _fail(name, f"values must be numbers, got {vals[:5]}") from None
-        lo = NUMERIC[name]
+        lo, hi = NUMERIC[name], CEILING[name]
         if not np.all(np.isfinite(arr)):
-            raise _fail(name, "values must be finite")
+            raise _fail(name, f"values must be finite, got {arr[~np.isfinite(arr)][:5].tolist()}")
+        if name == "zero" and np.any(arr > hi):
+            raise _fail(name, f"ZeRO stage must be 0, 1, 2 or 3, got {arr[arr > hi][:5].tolist()}")
         if lo is None:
-            if np.any(arr < 1):
-                raise _fail(name, f"values must be >= 1, got {arr[arr < 1][:5].tolist()}")
-        elif np.any(arr < lo) or np.any(arr != np.round(arr)):
-            bad = arr[(arr < lo) | (arr != np.round(arr))][:5].tolist()
-            raise _fail(name, f"values must be whole numbers >= {lo}, got {bad}")
-        if name == "zero" and np.any(arr > 3):
-            raise _fail(name, "ZeRO stage must be 0, 1, 2 or 3")
+            if np.any((arr < 1) | (arr > hi)):
+                raise _fail(name, f"values must be >= 1 and <= {hi:,}, got {arr[(arr < 1) | (arr > hi)][:5].tolist()}")
+        elif np.any(arr < lo) or np.any(arr > hi) or np.any(arr != np.round(arr)):
+            bad = arr[(arr < lo) | (arr > hi) | (arr != np.round(arr))][:5].tolist()
+            raise _fail(name, f"values must be whole numbers >= {lo} and <= {hi:,}, got {bad}")
         if name == "context" and phase == Phase.DECODE and np.any(arr < 1):
             raise _fail(name, "decode needs a KV cache (context >= 1)")
         labels = tuple(int(v) if lo is not None else float(v) for v in arr)

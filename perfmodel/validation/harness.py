@@ -18,6 +18,12 @@ A family is a pure function of its rows (all text columns, plus `value_num`):
 90th-percentile |error| by phase, hardware family, metric or family. The development cases are
 vendored in reference/ (never read from ../shared) with their sources.
 
+A file that cannot be read as cases is one CasesError line naming the file (and the row, case and
+field where there is one): not a CSV, missing columns, no rows, a value that is not a positive
+number, a count (num_chips, batch, input_len, output_len, a TP/PP/DP/EP/CP degree) that is not a
+whole number within core/limits.py, or a row its family cannot model. A file is read again when it
+changes (the cache is keyed on its size and time modified).
+
 Does not: fit anything to the measurements (calibration.py / calibrate.py do that, on request).
 """
 
@@ -33,7 +39,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from perfmodel.core import units
+from perfmodel.core import limits, units
 
 CSV = Path(__file__).resolve().parents[2] / "reference" / "published_measurements.csv"
 CASE_COLUMNS = ("case_id", "hardware", "num_chips", "model", "phase", "parallelism", "batch", "input_len",
@@ -73,18 +79,75 @@ class CasesError(ValueError):
     """A measurements file that cannot be read as cases (names the file and the column)."""
 
 
-@lru_cache(maxsize=8)
+# text columns whose numbers are counts: every number written there (a token such as '16', '1e3', '-4',
+# 'nan'; not the 16 of '16K') must be a whole number in [1, ceiling]; text without a number is left to the
+# families (which give a reason when they cannot read it)
+COUNT_COLUMNS = {"num_chips": limits.MAX_CHIPS, "batch": limits.MAX_BATCH, "input_len": limits.MAX_SEQ_TOKENS,
+                 "output_len": limits.MAX_SEQ_TOKENS}
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)(?![\w.])", re.IGNORECASE)
+# parallel degrees in the parallelism column: TP8, PP 4, DP32 ('FSDP' is a word, not a degree)
+_DEGREE = re.compile(r"\b(TP|PP|DP|EP|CP)\s*([-+]?(?:\d[\w.+-]*|nan|inf\w*))", re.IGNORECASE)
+
+
+def _count_problem(text: str, hi: int) -> str | None:
+    """Why a number written in `text` is not a count in [1, hi] (None when every number is one)."""
+    for tok in _NUMBER.findall(text):
+        v = float(tok)
+        if not (np.isfinite(v) and v.is_integer() and 1 <= v <= hi):
+            return f"{tok!r} is not a whole number between 1 and {hi:,}"
+    return None
+
+
+def _degree_problem(text: str) -> str | None:
+    """Why a parallel degree written in `text` (TP8, PP 4) is not a count in [1, MAX_CHIPS] (None when none)."""
+    for m in _DEGREE.finditer(text):
+        if not _NUMBER.fullmatch(m.group(2)) or _count_problem(m.group(2), limits.MAX_CHIPS):
+            return f"{m.group(1)} degree {m.group(2)!r} is not a whole number between 1 and {limits.MAX_CHIPS:,}"
+    return None
+
+
+def _check_counts(df: pd.DataFrame, path: str) -> None:
+    """Counts in COUNT_COLUMNS and the parallel degrees: whole, >= 1, within core/limits.py (one line per
+    file: the first offending row, case, field and value)."""
+    for i in df.index:
+        why = {c: _count_problem(df.at[i, c], hi) for c, hi in COUNT_COLUMNS.items()}
+        why["parallelism"] = _degree_problem(df.at[i, "parallelism"])
+        col = next((c for c, w in why.items() if w), None)
+        if col:
+            raise CasesError(f"{path}: row {i + 2} (case {df.at[i, 'case_id']!r}) field {col!r}: {why[col]} "
+                             f"(got {df.at[i, col][:80]!r})")
+
+
 def _read(path: str) -> pd.DataFrame:
+    """The cases of a measurements file, read once per version of the file (path, size, time modified)."""
     p = Path(path)
-    if not p.exists():
-        raise CasesError(f"{path}: no such measurements file")
+    try:
+        st = p.stat()
+    except OSError:
+        raise CasesError(f"{path}: no such measurements file") from None
+    return _read_version(path, st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=8)
+def _read_version(path: str, size: int, mtime_ns: int) -> pd.DataFrame:
+    p = Path(path)
     try:
         df = pd.read_csv(p, dtype=str, keep_default_na=False)
+    except OSError as exc:
+        raise CasesError(f"{path}: cannot read measurements file: {exc.strerror or exc}") from None
+    except pd.errors.EmptyDataError:
+        raise CasesError(f"{path}: empty file: No columns to parse (a measurements file needs a header line with "
+                         f"the columns {', '.join(CASE_COLUMNS)} and one row per case)") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise CasesError(f"{path}: not a CSV file ({exc})") from None
+        raise CasesError(f"{path}: not a CSV file ({str(exc).strip().splitlines()[0][:200]})") from None
     missing = [c for c in CASE_COLUMNS if c not in df.columns]
     if missing:
         raise CasesError(f"{path}: missing column(s) {', '.join(missing)} (need {', '.join(CASE_COLUMNS)})")
+    if df.empty:
+        raise CasesError(f"{path}: no cases (a header line and no rows)")
+    blank = df.index[df["case_id"].str.strip().eq("")]
+    if len(blank):
+        raise CasesError(f"{path}: row {blank[0] + 2} field 'case_id': empty (every case needs an id)")
     if "notes" not in df.columns:
         df["notes"] = ""
     num = pd.to_numeric(df["value"], errors="coerce")
@@ -96,6 +159,7 @@ def _read(path: str) -> pd.DataFrame:
     dup = df["case_id"][df["case_id"].duplicated()]
     if len(dup):
         raise CasesError(f"{path}: field 'case_id': {dup.iloc[0]!r} appears more than once")
+    _check_counts(df, path)
     return df.assign(value_num=num.astype(float))
 
 
@@ -126,20 +190,29 @@ def frame(rows: list[dict]) -> pd.DataFrame:
                                        "note", "system", "reason"])
 
 
+# a size: a plain decimal number (not the tail of '1e30' or '-1') and its unit
+_SIZE = r"(?<![\w.+-])(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB)"
+
+
 def parse_size(text: str) -> float:
-    """First '<number> <B|KiB|MiB|GiB>' in text, in bytes (e.g. 'all-reduce fp32 1 GiB' -> 2^30)."""
-    m = re.search(r"(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB)\b", text)
+    """First '<number> <B|KiB|MiB|GiB>' in text, in bytes (e.g. 'all-reduce fp32 1 GiB' -> 2^30); at least 1 byte."""
+    m = re.search(_SIZE + r"\b", text)
     if not m:
         raise ValueError(f"no message size in {text!r}")
-    return float(m.group(1)) * _SIZE_UNITS[m.group(2)]
+    size = float(m.group(1)) * _SIZE_UNITS[m.group(2)]
+    if not 1 <= size <= limits.MAX_QUANTITY_SI:
+        raise ValueError(f"message size {m.group(0)!r} in {text!r} is not at least 1 byte")
+    return size
 
 
 def parse_points(text: str) -> list[tuple[float, float, str]]:
     """'<size> <value> [us]' points in a notes field: '8 GiB 479.28; 8 KiB 149 us' ->
-    [(8 GiB in bytes, 479.28, ''), (8192.0, 149.0, 'us')]."""
+    [(8 GiB in bytes, 479.28, ''), (8192.0, 149.0, 'us')]; sizes of at least 1 byte, values > 0."""
     out = []
-    for m in re.finditer(r"(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB)\s+(\d+(?:\.\d+)?)\s*(us)?", text):
-        out.append((float(m.group(1)) * _SIZE_UNITS[m.group(2)], float(m.group(3)), m.group(4) or ""))
+    for m in re.finditer(_SIZE + r"\s+(\d+(?:\.\d+)?)(?![\w.])\s*(us)?", text):
+        size, value = float(m.group(1)) * _SIZE_UNITS[m.group(2)], float(m.group(3))
+        if size >= 1 and value > 0:
+            out.append((size, value, m.group(4) or ""))
     return out
 
 
@@ -162,8 +235,26 @@ def _hardware_family(system: str) -> str:
     return catalog.load_system(system).chip.family.value if system else "(no catalogue system)"
 
 
-def _family_frame(fam: Family, rows: pd.DataFrame) -> pd.DataFrame:
-    df = fam.predict(rows.reset_index(drop=True))
+def _predict(fam: Family, rows: pd.DataFrame) -> pd.DataFrame:
+    with np.errstate(all="ignore"):  # a non-finite prediction is caught below, not printed as a warning
+        return fam.predict(rows.reset_index(drop=True))
+
+
+def _family_frame(fam: Family, rows: pd.DataFrame, path: str) -> pd.DataFrame:
+    """The family's predictions for `rows` (index: the file's row - 2); a row the family cannot read is
+    one line naming the file, the row and the case (the first such row, found by predicting rows alone)."""
+    try:
+        df = _predict(fam, rows)
+    except Exception as exc:  # noqa: BLE001 - any failure on a row is the file's problem, said in one line
+        why = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        for i in rows.index:
+            try:
+                _predict(fam, rows.loc[[i]])
+            except Exception as one:  # noqa: BLE001
+                why = str(one).strip().splitlines()[0][:200] if str(one).strip() else type(one).__name__
+                raise CasesError(f"{path}: row {i + 2} (case {rows.at[i, 'case_id']!r}): the {fam.name} family "
+                                 f"cannot model it: {why}") from None
+        raise CasesError(f"{path}: the {fam.name} family cannot model its cases: {why}") from None
     missing = [c for c in FAMILY_COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"validation family {fam.name!r} lacks columns {missing}")
@@ -173,8 +264,10 @@ def _family_frame(fam: Family, rows: pd.DataFrame) -> pd.DataFrame:
     df["predicted"] = pd.to_numeric(df["predicted"], errors="coerce")
     bad = df["reason"].eq("") & ~np.isfinite(df["predicted"])
     if bad.any():  # a family must say why it could not predict
-        raise ValueError(f"validation family {fam.name!r}: case {df.loc[bad, 'case_id'].iloc[0]!r} has no "
-                         "prediction and no reason")
+        case = df.loc[bad, "case_id"].iloc[0]
+        row = rows.index[rows["case_id"].eq(str(case).split("@")[0])]
+        raise CasesError(f"{path}: {f'row {row[0] + 2} ' if len(row) else ''}(case {case!r}): the {fam.name} "
+                         "family gives no prediction and no reason (a value it cannot model)")
     df["family"] = fam.name
     return df
 
@@ -189,6 +282,7 @@ def run_cases(path: Path | str | None = None, families: list[str] | None = None)
     if unknown:
         raise KeyError(f"unknown validation family {unknown[0]!r} (known: {', '.join(VALIDATIONS)})")
     cases = measurements(path=path)
+    shown = str(path or CSV)
     base = cases.set_index("case_id")
     free = pd.Series(True, index=cases.index)
     parts = []
@@ -196,7 +290,7 @@ def run_cases(path: Path | str | None = None, families: list[str] | None = None)
         mask = free & fam.selects(cases).fillna(False).astype(bool)
         free &= ~mask
         if mask.any() and (not families or fam.name in families):
-            parts.append(_family_frame(fam, cases[mask]))
+            parts.append(_family_frame(fam, cases[mask], shown))
     if not families and free.any():
         rest = cases[free]
         parts.append(pd.DataFrame({
