@@ -11,8 +11,8 @@ on stdout, within FAST seconds. argparse prints its usage block before its one e
 argparse's own and is not counted. A URL value is never an error: it gets exactly one notice naming the
 parameter and its field keeps the default.
 
-Cases that still fail on a known defect are marked xfail(strict=True) naming the module and the defect
-(two, too slow or too big to run here, are marked run=False): when a defect is fixed, its mark must go.
+A case that fails on a known defect is marked xfail(strict=True) naming the module and the defect
+(`case(..., defect=...)`): when the defect is fixed, its mark must go. None is marked today.
 """
 
 from __future__ import annotations
@@ -327,32 +327,18 @@ RUNTIME_CASES = [
     case("plan-train-no-tokens", ["plan", "--train"], ("--train", "--tokens")),
     case("specs-compare-one-system", ["specs", "compare", "trn2-ultraserver"], ("two",)),
     case("workloads-import-missing", ["workloads", "import", "/nonexistent/config.json"], ("/nonexistent/config.json",)),
-    case("pareto-tp-no-valid-plan", [*PARETO, "--tp", "3"], ("tp",),
-         defect="cli/serve.py cmd_pareto: when every plan is invalid (tp=3 does not divide 32 heads) it exits 0 "
-                "with an empty frontier instead of refusing with the reason"),
-    case("pareto-max-ttft-nothing-meets", [*PARETO, "--max-ttft", "1e-9"], ("--max-ttft",),
-         defect="cli/serve.py cmd_pareto: no configuration meets --max-ttft 1e-9; it exits 0 with an empty table"),
-    case("collective-stride-spans-past-ceiling", [*COLL, "--size", "1MiB", "--stride", "1000000"], ("--stride",),
-         defect="cli/comm.py: 16 chips at stride 1,000,000 span 15,000,001 chips, more than limits.MAX_CHIPS; "
-                "accepted and priced over the scale-out network"),
-    case("roofline-decode-context-0", [*RF, "--phase", "decode", "--context", "0"], ("--context",),
-         defect="catalog/scenario_options.py: decode with an explicit --context 0 runs silently at the default "
-                "context 4096 (Scenario.validate refuses context 0 in decode)"),
+    case("pareto-tp-no-valid-plan", [*PARETO, "--tp", "3"], ("tp",)),
+    case("pareto-max-ttft-nothing-meets", [*PARETO, "--max-ttft", "1e-9"], ("--max-ttft",)),
+    case("collective-stride-spans-past-ceiling", [*COLL, "--size", "1MiB", "--stride", "1000000"], ("--stride",)),
+    case("roofline-decode-context-0", [*RF, "--phase", "decode", "--context", "0"], ("--context",)),
     case("report-set-unknown-knob", ["report", "--systems", "trn2-ultraserver", "--cases", "llama-3-70b-decode",
-                                     "--no-claims", "--no-progress", "--set", "bogus=1"], ("bogus",),
-         defect="cli/report.py: a report whose every case fails on an unknown --set prints notes and exits 0"),
+                                     "--no-claims", "--no-progress", "--set", "bogus=1"], ("bogus",)),
     case("report-set-out-of-range", ["report", "--systems", "trn2-ultraserver", "--cases", "llama-3-70b-decode",
                                      "--no-claims", "--no-progress", "--set", "hbm_efficiency=1.7"],
-         ("hbm_efficiency",),
-         defect="cli/report.py: a report whose every case fails on an out-of-range --set exits 0"),
-    pytest.param(["claims", "--id", "ZZ"], ("ZZ",), id="claims--id=no-match",
-                 marks=pytest.mark.xfail(run=False, reason="cli/report.py: claims computes every claim (~40 s) "
-                                                           "before saying no id starts with 'ZZ'")),
-    pytest.param([*SWEEP, "--grid", "batch=1:100000", "--grid", "context=1:100000", "--grid", "tp=1:64"], ("sweep",),
-                 id="sweep-huge-product-in-memory",
-                 marks=pytest.mark.xfail(run=False, reason="sweep/engine.py, cli/sweep.py: a 6.4e11-configuration "
-                                                           "product without --out is held in memory (killed for "
-                                                           "memory); no ceiling on a sweep's size")),
+         ("hbm_efficiency",)),
+    case("claims--id=no-match", ["claims", "--id", "ZZ"], ("ZZ",)),  # no family letter Z: nothing computed
+    case("sweep-huge-product-in-memory", [*SWEEP, "--grid", "batch=1:100000", "--grid", "context=1:100000",
+                                          "--grid", "tp=1:64"], ("sweep", "--out")),
 ]
 
 
@@ -390,12 +376,8 @@ WHATIF_CASES = [
     case("roofline--set-no-name", [*RF, "--set", "=3"], ("NAME=VALUE", "=3")),
     case("roofline--set-no-value", [*RF, "--set", "hbm_bandwidth="], ("NAME=VALUE", "hbm_bandwidth=")),
     case("roofline--set-wrong-family", [*RF, "--set", "spec.hbm_efficiency=0.5"], ("spec value", "hbm_efficiency")),
-    case("train--set-spec-knob", [*TRAIN, "--set", "tensor_rate=x2"], ("tensor_rate", "!did you mean 'tensor_rate'"),
-         defect="catalog/whatif.py apply_calibration: train / collective --set take calibration parameters only, but "
-                "a spec knob is called an unknown name with 'did you mean 'tensor_rate'' and listed as a spec value"),
-    case("memory--set-quote-kept", [*MEM, "--set", "tensor_efficiency=0"], ("got '0'",),
-         defect="catalog/whatif.py apply_calibration strips the closing quote of the value (str(exc).strip(\"'\\\"\")"
-                "): the line ends \"got '0\""),
+    case("train--set-spec-knob", [*TRAIN, "--set", "tensor_rate=x2"], ("tensor_rate", "!did you mean 'tensor_rate'")),
+    case("memory--set-quote-kept", [*MEM, "--set", "tensor_efficiency=0"], ("got '0'",)),
 ]
 
 
@@ -478,10 +460,6 @@ CHIPS_1 = '[node.chips]\nvalue = "1"'
 PRICE = 'value = "1.34375 USD/h"'
 BW = 'value = "12.5 Gbps"'
 BF16 = '[peak.bf16]\nvalue = "190 TFLOPS"'
-NO_FILE_NAME = "catalog/files.py read_toml: a file that is not UTF-8 fails with the codec's message, without the file"
-MANY_LINES = ("catalog/spec_schema.py: an empty or truncated file lists every missing field, one per line "
-              "('+N more lines'), instead of one line")
-
 
 def _workload(field: str, value: str) -> str:
     text = _text(WL)
@@ -509,10 +487,9 @@ CATALOGUE_CASES = [
     case("system-source", SYS, _sub(SYS, 'source = "S2"', 'source = "S999"'), SHOW_SYS, ("S999",)),
     case("system-unknown-key", SYS, _sub(SYS, "[node]\n", "[node]\nbogus_key = 1\n"), SHOW_SYS, ("node.bogus_key",)),
     case("system-bad-toml", SYS, _text(SYS).replace("[node]", "[node", 1), SHOW_SYS, ("malformed TOML",)),
-    case("system-node.chips=1e9", SYS, _sub(SYS, CHIPS_1, '[node.chips]\nvalue = "1e9"'), SHOW_SYS, ("node.chips",),
-         defect="catalog/specs.py: a node of 1e9 chips (more than limits.MAX_CHIPS) is accepted"),
-    case("system-binary", SYS, b"\xff\xfe\x00garbage", SHOW_SYS, ("trn1.2xlarge.toml",), defect=NO_FILE_NAME),
-    case("system-empty", SYS, "", SHOW_SYS, ("schema_version",), defect=MANY_LINES),
+    case("system-node.chips=1e9", SYS, _sub(SYS, CHIPS_1, '[node.chips]\nvalue = "1e9"'), SHOW_SYS, ("node.chips",)),
+    case("system-binary", SYS, b"\xff\xfe\x00garbage", SHOW_SYS, ("trn1.2xlarge.toml",)),
+    case("system-empty", SYS, "", SHOW_SYS, ("schema_version",)),
     # chip spec sheet
     *[case(f"chip-peak.bf16={v}", CHIP, _sub(CHIP, BF16, f"[peak.bf16]\nvalue = {v}"), SHOW_SYS, ("peak.bf16",))
       for v in ['"-190 TFLOPS"', '"0 TFLOPS"', '"nan TFLOPS"', '"190"', '"190 GB"', '"1e99 TFLOPS"',
@@ -520,9 +497,8 @@ CATALOGUE_CASES = [
     *[case(f"chip-cores={v}", CHIP, _sub(CHIP, '[cores]\nvalue = "2"', f"[cores]\nvalue = {v}"), SHOW_SYS, ("cores",))
       for v in ['"0"', '"-2"']],
     case("chip-family", CHIP, _sub(CHIP, 'family = "trainium"', 'family = "tpu"'), SHOW_SYS, ("field family",)),
-    case("chip-cores=2.5", CHIP, _sub(CHIP, '[cores]\nvalue = "2"', '[cores]\nvalue = "2.5"'), SHOW_SYS, ("cores",),
-         defect="catalog/specs.py: 2.5 cores per chip is accepted (a count is not checked whole)"),
-    case("chip-binary", CHIP, b"\x00\xff\x01", SHOW_SYS, ("trainium1.toml",), defect=NO_FILE_NAME),
+    case("chip-cores=2.5", CHIP, _sub(CHIP, '[cores]\nvalue = "2"', '[cores]\nvalue = "2.5"'), SHOW_SYS, ("cores",)),
+    case("chip-binary", CHIP, b"\x00\xff\x01", SHOW_SYS, ("trainium1.toml",)),
     # workload file
     *[case(f"workload-{f}={v}", WL, _workload(f, v), SHOW_WL, (f"config.{f}",)) for f, v in [
         ("num_hidden_layers", "-32"), ("num_hidden_layers", "32.5"), ("num_hidden_layers", '"32"'),
@@ -533,8 +509,7 @@ CATALOGUE_CASES = [
     case("workload-name", WL, _text(WL).replace('name = "llama-3-8b"', 'name = "llama-3-9b"', 1), SHOW_WL,
          ("field name", "llama-3-9b")),
     case("workload-garbage", WL, b"\x00\x01garbage", SHOW_WL, ("llama-3-8b.toml", "malformed TOML")),
-    case("workload-zero-value-shown", WL, _workload("vocab_size", "0"), SHOW_WL, ("config.vocab_size", "got 0"),
-         defect="catalog/workload_files.py: pydantic's 'Input should be greater than 0' does not show the value"),
+    case("workload-zero-value-shown", WL, _workload("vocab_size", "0"), SHOW_WL, ("config.vocab_size", "got 0")),
     # calibration family file
     *[case(f"family-{label}", FAM, _sub(FAM, old, new), KNOBS, (field,)) for label, old, new, field in [
         ("tile_m=1.5", "[params.tile_m]\nvalue = 32", "[params.tile_m]\nvalue = 1.5", "params.tile_m.value"),
@@ -554,7 +529,7 @@ CATALOGUE_CASES = [
          "params.hbm_efficiency.status2"),
         ("kind", '[params.hbm_efficiency]\nvalue = 0.85\nkind = "ratio"',
          '[params.hbm_efficiency]\nvalue = 0.85\nkind = "furlong"', "params.hbm_efficiency.kind")]],
-    case("family-binary", FAM, b"\xff\xff", KNOBS, ("neuron.toml",), defect=NO_FILE_NAME),
+    case("family-binary", FAM, b"\xff\xff", KNOBS, ("neuron.toml",)),
 ]
 
 
@@ -603,10 +578,9 @@ CALIBRATED_SET_CASES = [
     case("set-unknown-key", _set("value = 0.8\n", "value = 0.8\nbogus = 1\n"), ("bogus",)),
     case("set-no-value", _set("value = 0.8\n", ""), ("params.hbm_efficiency.value",)),
     case("set-bad-toml", "[[[", ("malformed TOML",)),
-    case("set-value=true", _set("value = 0.8", "value = true"), ("params.hbm_efficiency.value",),
-         defect="catalog/calibration.py: a calibrated set's value true is read as the ratio 1.0"),
-    case("set-binary", b"\x00\xff\xfe", ("set.toml",), defect=NO_FILE_NAME),
-    case("set-empty", "", ("schema_version",), defect=MANY_LINES),
+    case("set-value=true", _set("value = 0.8", "value = true"), ("params.hbm_efficiency.value",)),
+    case("set-binary", b"\x00\xff\xfe", ("set.toml",)),
+    case("set-empty", "", ("schema_version",)),
 ]
 
 

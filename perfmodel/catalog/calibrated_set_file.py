@@ -27,11 +27,11 @@ import math
 import re
 from typing import Literal, Mapping
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictFloat, StrictInt
 
 from perfmodel.catalog.spec_schema import STRICT
 
-_Number = str | int | float
+_Number = str | StrictInt | StrictFloat  # strict: true / false is not a number (lax mode reads true as 1)
 
 
 class _FittedParam(BaseModel):

@@ -50,6 +50,8 @@ def read_toml(path: Path) -> dict:
             return tomllib.load(f)
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"{path}: malformed TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CatalogError(f"{path}: malformed TOML: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise CatalogError(f"{path}: cannot read file: {exc.strerror}") from None
 

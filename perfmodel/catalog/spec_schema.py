@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, ValidationInfo, model_validator
 
-from perfmodel.core import units
+from perfmodel.core import limits, units
 from perfmodel.core.dtypes import DType
 from perfmodel.core.hardware import Family, Scope, Topology
 from perfmodel.core.provenance import Alternative, SpecValue, Status
@@ -104,6 +104,8 @@ def _parse_value(kind: str):
         if raw.value is not None:
             si = units.parse(raw.value, kind)
             _check_positive(si, raw.value)
+            if kind == "count":  # cores, chips, ports, stacks: whole, and no more than a machine could hold
+                limits.check_count(si, "value")
         alts = []
         for a in raw.alternatives:
             a_si = units.parse(a.value, kind)
@@ -291,6 +293,20 @@ def validate_file(model: type[BaseModel], data: dict, path: str, sources: set[st
 
 
 def format_validation_error(path: str, exc: ValidationError) -> str:
+    """One line: the first problem, and how many more with their fields (an empty file misses many)."""
+    return one_line(validation_lines(path, exc))
+
+
+def one_line(lines: list[str]) -> str:
+    if len(lines) <= 1:
+        return "".join(lines)
+    more = [ln.split(": field ", 1)[-1].split(":", 1)[0] for ln in lines[1:]]
+    shown = ", ".join(more[:6]) + (", ..." if len(more) > 6 else "")
+    return f"{lines[0]} (and {len(more)} more: {shown})"
+
+
+def validation_lines(path: str, exc: ValidationError) -> list[str]:
+    """One line per pydantic error: the file, the field and the problem."""
     lines = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
@@ -300,4 +316,4 @@ def format_validation_error(path: str, exc: ValidationError) -> str:
         elif err["type"] == "missing":
             msg = "required field is missing"
         lines.append(f"{path}: field {loc or '(top level)'}: {msg}")
-    return "\n".join(lines)
+    return lines

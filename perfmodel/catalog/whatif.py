@@ -47,6 +47,9 @@ def apply_calibration(cal: Calibration, overrides: Iterable[tuple[str, str]]) ->
     to its parameter's allowed range as the family files are (param_ranges.py)."""
     values: dict[str, float | str] = {}
     for name, text in overrides:
+        if name not in cal.params and name in SPEC_KNOBS:
+            raise WhatIfError(f"what-if {name!r} is a spec value, which this command does not take: only calibration "
+                              f"parameters ({', '.join(sorted(cal.params))})")
         if name not in cal.params:
             raise WhatIfError(f"unknown what-if name {name!r}{_suggest(name, cal)}: not a spec value ("
                               f"{', '.join(n for n in SPEC_KNOBS if '.' not in n)}), a calibration parameter "
@@ -56,8 +59,8 @@ def apply_calibration(cal: Calibration, overrides: Iterable[tuple[str, str]]) ->
         values[name] = _si_text(cal[name] * ch.factor, cal.params[name].kind) if ch.op == "scale" else ch.text
     try:
         return cal.with_overrides(values, check_range=True) if values else cal
-    except (KeyError, ValueError) as exc:
-        raise WhatIfError(str(exc).strip("'\"")) from None
+    except (KeyError, ValueError) as exc:  # a KeyError's str() quotes its message: take the message itself
+        raise WhatIfError(str(exc.args[0]) if exc.args else str(exc)) from None
 
 
 def _si_text(value: float, kind: str) -> str:

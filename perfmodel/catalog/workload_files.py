@@ -52,7 +52,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from perfmodel.catalog.files import catalog_root, did_you_mean, read_toml
-from perfmodel.catalog.spec_schema import CatalogError, DTypeName, format_validation_error
+from perfmodel.catalog.spec_schema import CatalogError, DTypeName, one_line, validation_lines
 from perfmodel.core.dtypes import DType
 from perfmodel.core.workload import ModelArch
 from perfmodel.core.workload_checks import ArchError
@@ -174,12 +174,14 @@ def field_error(path: str, field: str, problem: str) -> CatalogError:
 
 
 def _format(path: str, exc: ValidationError) -> str:
-    """format_validation_error's lines, with the offending value added to type errors."""
-    lines = format_validation_error(path, exc).split("\n")
+    """validation_lines with the offending value added to type and bound errors, as one line."""
+    lines = validation_lines(path, exc)
     for i, err in enumerate(exc.errors()):
         if i < len(lines) and (err["type"].endswith("_type") or err["type"] == "literal_error"):
             lines[i] += f", got {err['input']!r} ({type(err['input']).__name__})"
-    return "\n".join(lines)
+        elif i < len(lines) and err["type"] in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+            lines[i] += f", got {err['input']!r}"
+    return one_line(lines)
 
 
 def _precheck(data: dict, path: str) -> None:

@@ -51,9 +51,10 @@ def claim(fn: Callable[[], list[ClaimResult]]) -> Callable[[], list[ClaimResult]
     return fn
 
 
-# One module per family of claims; importing a module registers its claim functions.
-CLAIM_MODULES = ("perfmodel.claims.specs", "perfmodel.claims.memory", "perfmodel.claims.perf",
-                 "perfmodel.claims.comm", "perfmodel.claims.serving")
+# One module per family of claims (the id's letter); importing a module registers its claim functions.
+FAMILY_MODULES = {"D": "perfmodel.claims.specs", "M": "perfmodel.claims.memory", "P": "perfmodel.claims.perf",
+                  "C": "perfmodel.claims.comm", "S": "perfmodel.claims.serving"}
+CLAIM_MODULES = tuple(FAMILY_MODULES.values())
 
 
 def load_claim_modules() -> None:
@@ -67,10 +68,13 @@ def load_claim_modules() -> None:
                 raise
 
 
-def all_claims() -> list[ClaimResult]:
-    """Every registered claim, computed now, in registration order."""
+def all_claims(prefix: str = "") -> list[ClaimResult]:
+    """Every registered claim whose id starts with `prefix`, computed now, in registration order;
+    only the family modules the prefix can match are computed (an unknown letter computes none)."""
     load_claim_modules()
+    wanted = {m for letter, m in FAMILY_MODULES.items() if letter.startswith(prefix[:1].upper())}
     rows: list[ClaimResult] = []
     for fn in CLAIMS:
-        rows.extend(fn())
+        if fn.__module__ in wanted:
+            rows.extend(r for r in fn() if r.id.startswith(prefix))
     return rows

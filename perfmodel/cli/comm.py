@@ -113,11 +113,16 @@ def _size(text: str) -> float:
 def cmd_collective(args) -> int:
     from perfmodel import catalog
     from perfmodel.comm import collectives as co
+    from perfmodel.core import limits
     from perfmodel.report import export
 
     s = catalog.load_system(args.hardware)
     cal = _calibration(s, args.overrides)
     chips = [int(c) for c in str(args.chips).split(",")]
+    reach = (max(chips) - 1) * args.stride + 1  # chips the group's members are spread over
+    if reach > limits.MAX_CHIPS:
+        raise ValueError(f"argument --stride: {max(chips):,} chips at stride {args.stride:,} span {reach:,} chips, "
+                         f"more than {limits.MAX_CHIPS:,}")
     if args.size_range:
         lo, hi = args.size_range.split(":")
         sizes = co.size_range(_size(lo), _size(hi), args.per_octave)

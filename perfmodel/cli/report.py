@@ -128,7 +128,7 @@ def _scenario_args(p: argparse.ArgumentParser) -> None:
                    help="sequences per step on one replica (training: per micro-batch; default 1)")
     g.add_argument("--seq", type=count(1, "MAX_SEQ_TOKENS"), default=2048, metavar="N",
                    help="tokens per sequence this step for prefill / train (default 2048; decode uses 1)")
-    g.add_argument("--context", type=count(0, "MAX_SEQ_TOKENS"), default=0, metavar="N",
+    g.add_argument("--context", type=count(0, "MAX_SEQ_TOKENS"), default=None, metavar="N",
                    help=f"tokens already in the KV cache (decode default {wi.DEFAULT_CONTEXT['decode']})")
     g.add_argument("--tp", type=count(), default=1, metavar="N", help="tensor parallel degree (default 1)")
     g.add_argument("--pp", type=count(), default=1, metavar="N", help="pipeline stages (default 1)")
@@ -161,8 +161,10 @@ def _load(args) -> tuple[report.Loaded, wi.ScenarioOptions]:
     cal = calibration_for(catalog.load_system(args.hardware))
     whatif = wi.parse_assignments(args.overrides, cal)
     ld = report.load(args.hardware, args.workload, whatif)
-    opts = wi.ScenarioOptions(phase=args.phase, batch=args.batch, seq_len=args.seq, context=args.context, tp=args.tp,
-                              pp=args.pp, ep=args.ep, dp=args.dp, dtype=args.dtype, microbatches=args.microbatches,
+    if args.phase == "decode" and args.context == 0:  # given, not defaulted: a decode step reads a KV cache
+        raise ValueError("argument --context: decode needs at least 1 token in the KV cache (got 0)")
+    opts = wi.ScenarioOptions(phase=args.phase, batch=args.batch, seq_len=args.seq, context=args.context or 0,
+                              tp=args.tp, pp=args.pp, ep=args.ep, dp=args.dp, dtype=args.dtype, microbatches=args.microbatches,
                               zero=args.zero, recompute=args.recompute).resolved()
     return ld, opts
 
@@ -314,9 +316,11 @@ def cmd_report(args) -> int:
     with _progress(not args.no_progress) as progress:
         rep = report.build_report(cases, args.systems, whatif, progress, with_claims=not args.no_claims)
     cmp = rep.comparison
-    if len(cmp.errors):
-        for e in cmp.errors.itertuples():
-            print(f"perfmodel: note: {e.case} on {e.system} not run: {e.error}", file=sys.stderr)
+    if len(cmp.errors) and not len(cmp.results):  # nothing ran: an error, not an empty report
+        e = cmp.errors.iloc[0]
+        raise ValueError(f"no case ran: {e['case']} on {e['system']}: {e['error']}")
+    for e in cmp.errors.itertuples():
+        print(f"perfmodel: note: {e.case} on {e.system} not run: {e.error}", file=sys.stderr)
     name = export.config_name([("", "report"), ("", f"{len(args.systems)}systems"), ("", f"{len(cases)}cases"),
                                ("", whatif.label() or None)])
     out = Path(args.out) if args.out else None
@@ -326,10 +330,8 @@ def cmd_report(args) -> int:
     if args.format == "table":
         return _write(documents.report_text(rep), args.out)
     if args.format == "md":
-        if out:
-            print_result(f"wrote {documents.write_report(rep, out.with_suffix('.md'))}")
-            return 0
-        print_result(documents.report_markdown(rep))
+        print_result(f"wrote {documents.write_report(rep, out.with_suffix('.md'))}" if out
+                     else documents.report_markdown(rep))
         return 0
     meta = {"cases": [c.key for c in cases], "systems": args.systems, "whatif": whatif.assignments(),
             "legend": rep.legend, "units": "SI (s, bytes, FLOP/s, W, USD)"}

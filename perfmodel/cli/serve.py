@@ -259,6 +259,19 @@ def cmd_serve(args) -> int:
     return 0
 
 
+def _frontier_or_why(name: str, grp, max_ttft) -> None:
+    """A system whose every configuration is invalid, does not fit or misses --max-ttft has no
+    frontier: refused with the reason, never an empty table with exit status 0."""
+    if grp["eligible"].any():
+        return
+    if not grp["valid"].any():
+        raise ValueError(f"{name}: no valid plan in the grid: {sorted(set(grp['invalid_reason']))[0]}")
+    if not (grp["valid"] & grp["kv_fits"]).any():
+        raise ValueError(f"{name}: no plan in the grid fits memory (weights and KV cache exceed HBM)")
+    raise ValueError(f"{name}: no configuration meets --max-ttft {max_ttft:g} s (the fastest TTFT is "
+                     f"{grp.loc[grp['valid'] & grp['kv_fits'], 'ttft_s'].min():.3g} s)")
+
+
 def _listed(v) -> str:
     return ", ".join(f"{x:g}" for x in v) if isinstance(v, (list, tuple)) else f"{v:g}"
 
@@ -302,6 +315,7 @@ def cmd_pareto(args) -> int:
         if grp[ycol].isna().all():
             why = grp["power_caveat"].iloc[0] if args.y == "mw" else grp["price_note"].iloc[0]
             raise ValueError(f"{name}: no {args.y} frontier: {why}")
+        _frontier_or_why(name, grp, args.max_ttft)
     if not args.all:
         df = search.frontier(df, "concurrency_per_scaleup" if args.y == "concurrency" else args.y)
     _emit(df, args, f"{args.workload}: interactivity vs {args.y} frontier ({args.input}/{args.output} tokens)",

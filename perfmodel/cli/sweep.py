@@ -24,6 +24,9 @@ SHOW = {"decode": ("time_per_output_token_s", "tokens_per_s_per_user", "tokens_p
         "prefill": ("ttft_s", "tokens_per_s_per_chip", "mfu_frac", "tensor_util_frac"),
         "train": ("step_time_s", "tokens_per_s", "mfu_frac", "bubble_frac", "comm_exposed_s")}
 FEASIBILITY = ("memory_bytes_per_chip", "fits", "valid", "invalid_reason")  # shown beside every phase's columns
+# a sweep printed or written whole (table, md, json, xlsx) is held in memory: about 0.5 KB a row, so
+# 8 million rows is ~4 GB; larger sweeps stream to --out FILE.parquet / .csv in bounded memory
+MAX_ROWS_IN_MEMORY = 8_000_000
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -97,6 +100,9 @@ def cmd_sweep(args) -> int:
         return refuse("sweep", why)
     stream = args.out and (Path(args.out).suffix.lower() in (".parquet", ".pq", ".csv") or args.out.endswith("/")
                             or not Path(args.out).suffix)
+    if not stream and plan.size > MAX_ROWS_IN_MEMORY:
+        raise ValueError(f"sweep of {plan.size:,} configurations would be held in memory (at most "
+                         f"{MAX_ROWS_IN_MEMORY:,}): write it with --out FILE.parquet (streamed in chunks)")
     with ExitStack() as stack:
         client = None
         if args.dask_scheduler or args.dask_local:

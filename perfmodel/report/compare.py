@@ -233,7 +233,7 @@ def claims_frame(prefix: str = "") -> pd.DataFrame:
     (for a miss, the reason)."""
     from perfmodel import claims
 
-    rows = [r.as_dict() for r in claims.all_claims() if r.id.startswith(prefix)]
+    rows = [r.as_dict() for r in claims.all_claims(prefix)]
     df = pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
     df["within"] = df["within"].astype(bool)
     return df
