@@ -63,13 +63,25 @@ def test_roofline_refuses_a_model_that_does_not_fit_and_shows_it_only_on_request
 @pytest.mark.parametrize("hardware, flags, fragments", [
     ("trn2-ultraserver", ["--tp", "7"], ("invalid plan", "tp_heads", "tp=7", "64 attention heads")),
     ("trn2-ultraserver", ["--tp", "3"], ("invalid plan", "tp_heads", "tp=3")),
-    ("trn2-ultraserver", ["--tp", "1024"], ("invalid plan", "tp_scaleup", "64-chip scale-up domain")),
+    ("trn2-ultraserver", ["--tp", "1024"], ("invalid plan", "tp_heads", "tp=1024")),
     ("p5.48xlarge", ["--tp", "8", "--pp", "81"], ("invalid plan", "pp_layers", "80 layers")),
     ("p5.48xlarge", ["--tp", "8", "--ep", "3"], ("parallelism field ep", "must divide tp x da = 8")),
 ])
 def test_roofline_refuses_an_invalid_plan_naming_the_rule(capsys, hardware, flags, fragments):
     line = refusal(capsys, *ROOFLINE_70B, "--hardware", hardware, *flags)
     assert all(f in line for f in fragments), line
+
+
+def test_tensor_parallel_across_nodes_is_valid_priced_over_scale_out_and_noted():
+    """TP16 over two 8-GPU H200 nodes runs (InferenceX measures it): valid, each all-reduce crosses
+    the scale-out network (slower than NVLink), and the result says so."""
+    system, arch = catalog.load_system("p5e.48xlarge"), workload_files.load_workload("llama-3-70b")
+    run = {tp: evaluate(system, arch, Scenario(Phase.DECODE, batch=32, context=2048, parallel=Parallelism(tp=tp)))
+           for tp in (8, 16)}
+    assert run[16].summary["valid"].iloc[0] and "scale-out network" in run[16].warnings[0]
+    assert not run[8].warnings
+    ar = {tp: r.ops.set_index("op").loc["attn.tp_all_reduce", "comm_s"] for tp, r in run.items()}
+    assert ar[16] > 2 * ar[8]
 
 
 def test_memory_refuses_an_invalid_plan(capsys):
@@ -152,7 +164,7 @@ def test_evaluate_sweep_carries_a_reason_per_row():
     df = evaluate_sweep(system, arch, kn)
     assert df["valid"].tolist() == [True, False, False]
     assert df["invalid_reason"].iloc[0] == "" and "tp_heads" in df["invalid_reason"].iloc[1]
-    assert "tp_scaleup" in df["invalid_reason"].iloc[2] and "tp_heads" in df["invalid_reason"].iloc[2]
+    assert "tp_heads" in df["invalid_reason"].iloc[2]
 
 
 def test_frontier_search_never_chooses_an_invalid_or_non_fitting_plan():

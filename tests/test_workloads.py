@@ -21,6 +21,8 @@ CATALOGUE = {
     "gpt3-175b", "gpt3-6.7b", "bert-large", "gpt2-xl", "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b",
     "llama-3-70b", "llama-3.1-405b", "llama-3.3-70b", "mistral-7b", "mixtral-8x7b", "gpt-oss-20b", "gpt-oss-120b",
     "deepseek-v3", "qwen3-235b-a22b",
+    # the InferenceX serving corpus's dense models (validation: inferencex family)
+    "llama-3.1-8b", "llama-3.1-70b", "qwen3-32b",
     # llm-foundry's MPT pretraining configurations (validation: MOSAIC-* rows)
     "mpt-3b", "mpt-7b", "mpt-13b", "mpt-30b", "mpt-70b",
 }

@@ -2,6 +2,7 @@
 
     perfmodel validate                                  # the vendored development cases
     perfmodel validate --cases my_measurements.csv      # any file with the same columns
+    perfmodel validate --cases reference/inferencex_serving_dev.csv   # a recognised format, by its columns
     perfmodel validate nccl megatron --show summary -f json
 
 Every command builds DataFrames with library calls and hands them to export.
@@ -20,12 +21,14 @@ SHOW = ("all", "cases", "summary", "not-expressed")
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="predicted vs measured on a measurements file, with error statistics",
                        description="Run every case of a measurements file (columns of "
-                                   "reference/published_measurements.csv) through the model: predicted vs "
+                                   "reference/published_measurements.csv, or a recognised format such as the "
+                                   "InferenceX serving corpus, known by its columns) through the model: predicted vs "
                                    "measured, signed error per case, median and 90th-percentile |error| by phase, "
                                    "hardware family and metric. Cases the model cannot express are listed with "
                                    "the reason. Nothing is fitted.")
     p.add_argument("families", nargs="*", metavar="FAMILY", help="families to run (default: all)")
-    p.add_argument("--cases", metavar="FILE", help="measurements CSV (default: reference/published_measurements.csv)")
+    p.add_argument("--cases", metavar="FILE", help="measurements CSV (default: reference/published_measurements.csv; "
+                                                   "also reference/inferencex_serving_dev.csv's format)")
     p.add_argument("--show", choices=SHOW, default="all",
                    help="cases, summary (by phase, hardware family, metric), not-expressed, or all (default)")
     p.add_argument("--summary-only", action="store_true", help="same as --show summary")

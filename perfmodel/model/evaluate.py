@@ -335,7 +335,7 @@ def evaluate(system: System, arch: ModelArch, scenario: Scenario, cal: Calibrati
                                  comm_latency=latency)
     return Result(system=system.name, workload=arch.name, scenario=scenario, overlap=Overlap(overlap),
                   ops=frame, summary=pd.DataFrame([row]), calibration=cal, feasibility=feas.first(),
-                  warnings=tuple(feas.first()["reasons"]))
+                  warnings=tuple(feas.first()["reasons"]) + tuple(feasibility.advisories(system, kn)))
 
 
 def evaluate_sweep(system: System, arch: ModelArch, knobs: bd.Knobs, cal: Calibration | None = None,

@@ -10,8 +10,6 @@ training plans); commands refuse an invalid plan and show a non-fitting one only
     counts        B, T, t, d_a, e, c, p, d, m >= 1; C_0 >= 0   a count of zero or less is no plan
     tp_heads      H mod t = 0                                  heads are split whole over t chips
     tp_kv_heads   K mod t = 0  or  t mod K = 0                 KV heads split, or each replicated t/K x
-    tp_scaleup    t <= scale-up chips                          tensor-parallel all-reduces after every
-                                                               block need the scale-up fabric
     pp_layers     p <= L                                       a stage holds a layer (an uneven split is
                                                                priced at its heaviest stage,
                                                                bindings.stage_stretch)
@@ -23,7 +21,9 @@ training plans); commands refuse an invalid plan and show a non-fitting one only
     context_max   C_0 + T_new <= P                             the model's positions (max_position_embeddings)
 
 (H attention heads, K KV heads, L layers, E experts, P max positions, T_new the tokens this step
-adds: T for prefill and training, 1 for decode.) Where the heads are sharded by the runtime
+adds: T for prefill and training, 1 for decode.) Tensor parallelism beyond the scale-up domain is
+not a broken rule: engines run it (TP16 over two 8-GPU nodes is measured in the InferenceX corpus)
+and its all-reduces are priced over the scale-out tier; `advisories` says so beside the result. Where the heads are sharded by the runtime
 (head_shards > 0: padded or replicated to the shard count) the two head rules do not apply.
 
 All rules are vectorised over a sweep's arrays: one boolean array per rule, a bit per rule, and
@@ -69,7 +69,7 @@ def _f(x) -> np.ndarray:
 
 def _rules(system: System, arch: ModelArch, phase: Phase) -> tuple[Rule, ...]:
     H, K, L = arch.num_attention_heads, arch.num_key_value_heads, arch.num_hidden_layers
-    E, P, S = arch.num_experts, arch.max_position_embeddings, system.scaleup_chips
+    E, P = arch.num_experts, arch.max_position_embeddings
     rules = [
         Rule("counts", lambda v: functools.reduce(np.logical_or, [v[k] < 1 for k in COUNT_FIELDS], v["context"] < 0),
              lambda s: "batch, sequence, context and every parallel degree must be whole numbers >= 1 "
@@ -79,9 +79,6 @@ def _rules(system: System, arch: ModelArch, phase: Phase) -> tuple[Rule, ...]:
         Rule("tp_kv_heads", lambda v: (v["head_shards"] == 0) & (np.mod(K, v["tp"]) != 0)
              & (np.mod(v["tp"], K) != 0),
              lambda s: f"{s['tp']} is neither a divisor nor a multiple of the {K} KV heads of {arch.name}"),
-        Rule("tp_scaleup", lambda v: v["tp"] > S,
-             lambda s: f"{s['tp']} is larger than the {S}-chip scale-up domain of {system.display_name} "
-                       f"(tensor parallelism needs the scale-up fabric)"),
         Rule("pp_layers", lambda v: v["pp"] > L,
              lambda s: f"{s['pp']} pipeline stages for the {L} layers of {arch.name} (a stage holds at least one)"),
         Rule("pp_interleaved", lambda v: (v["pp_virtual"] > 1) & (np.mod(L, v["pp"] * v["pp_virtual"]) != 0),
@@ -102,6 +99,15 @@ def _rules(system: System, arch: ModelArch, phase: Phase) -> tuple[Rule, ...]:
         rules.append(Rule("cp_sequence", lambda v: np.mod(v["seq_len"], v["cp"]) != 0,
                           lambda s: f"{s['cp']} does not divide the sequence length ({s['seq_len']})"))
     return tuple(rules)
+
+
+def advisories(system: System, kn: bd.Knobs) -> list[str]:
+    """Notes on a valid plan that is unusual and costly (one scenario's knobs)."""
+    tp = float(np.max(_f(kn.tp)))
+    if tp > system.scaleup_chips:
+        return [f"tensor parallel over {tp:.0f} chips crosses the {system.scaleup_chips}-chip scale-up domain of "
+                f"{system.display_name}: its all-reduces run over the scale-out network"]
+    return []
 
 
 @dataclass(frozen=True)

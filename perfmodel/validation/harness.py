@@ -2,7 +2,8 @@
 
 A measurements file has the columns of reference/published_measurements.csv (CASE_COLUMNS):
 hardware, num_chips, model, phase, parallelism, batch, input / output length, dtype, metric,
-value, unit, source. Each row goes to the first registered *family* whose `selects(rows)` mask
+value, unit, source; or those of a recognised format (formats.py, e.g. the InferenceX serving
+corpus), which is known by its columns and adapted to cases on reading. Each row goes to the first registered *family* whose `selects(rows)` mask
 claims it; the family predicts the rows it can express and gives a reason for those it cannot.
 Rows no family claims are listed with the reason too: nothing is dropped silently.
 
@@ -40,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel.core import limits, units
+from perfmodel.validation import formats
 
 CSV = Path(__file__).resolve().parents[2] / "reference" / "published_measurements.csv"
 CASE_COLUMNS = ("case_id", "hardware", "num_chips", "model", "phase", "parallelism", "batch", "input_len",
@@ -118,6 +120,20 @@ def _check_counts(df: pd.DataFrame, path: str) -> None:
                              f"(got {df.at[i, col][:80]!r})")
 
 
+def _adapt(df: pd.DataFrame, path: str) -> pd.DataFrame:
+    """A file in a recognised format (formats.py: known by its columns) as cases; a file of cases as it is."""
+    if set(CASE_COLUMNS) <= set(df.columns):
+        return df
+    load_validation_modules()  # the family modules register the formats they predict
+    fmt = formats.recognise(df.columns)
+    if fmt is None or df.empty:
+        return df
+    try:
+        return fmt.adapt(df)
+    except formats.FormatError as exc:
+        raise CasesError(f"{path}: {fmt.name} format: {exc}") from None
+
+
 def _read(path: str) -> pd.DataFrame:
     """The cases of a measurements file, read once per version of the file (path, size, time modified)."""
     p = Path(path)
@@ -140,9 +156,11 @@ def _read_version(path: str, size: int, mtime_ns: int) -> pd.DataFrame:
                          f"the columns {', '.join(CASE_COLUMNS)} and one row per case)") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise CasesError(f"{path}: not a CSV file ({str(exc).strip().splitlines()[0][:200]})") from None
+    df = _adapt(df, path)
     missing = [c for c in CASE_COLUMNS if c not in df.columns]
     if missing:
-        raise CasesError(f"{path}: missing column(s) {', '.join(missing)} (need {', '.join(CASE_COLUMNS)})")
+        raise CasesError(f"{path}: missing column(s) {', '.join(missing)} (need {', '.join(CASE_COLUMNS)}, or the "
+                         f"columns of a recognised format: {formats.described() or 'none registered'})")
     if df.empty:
         raise CasesError(f"{path}: no cases (a header line and no rows)")
     blank = df.index[df["case_id"].str.strip().eq("")]
@@ -219,7 +237,7 @@ def parse_points(text: str) -> list[tuple[float, float, str]]:
 # the modules of this package that register families (the harness and the calibration fit do not)
 # (in this order: families register, and report, in import order)
 FAMILY_MODULES = ("perfmodel.validation.comm", "perfmodel.validation.inference", "perfmodel.validation.kernels",
-                  "perfmodel.validation.serving", "perfmodel.validation.training")
+                  "perfmodel.validation.serving", "perfmodel.validation.training", "perfmodel.validation.inferencex")
 
 
 def load_validation_modules() -> None:
