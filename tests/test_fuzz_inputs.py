@@ -315,7 +315,7 @@ RUNTIME_CASES = [
     case("train-mxfp4-on-trn1", [*TRAIN, "--dtype", "mxfp4"], ("mxfp4",)),
     case("collective-nvls-on-trn2", [*COLL, "--size", "1MiB", "--algorithm", "nvls"], ("nvls",)),
     case("serve-tp-not-dividing-heads", [*SERVE, "--tp", "3"], ("tp", "32 attention heads")),
-    case("serve-tp-past-scaleup", [*SERVE, "--tp", "128"], ("tp", "scale-up")),
+    case("serve-tp-past-heads", [*SERVE, "--tp", "128"], ("tp", "32 attention heads")),
     case("serve-ep-not-dividing", [*SERVE, "--ep", "3"], ("ep",)),
     case("serve-concurrency-not-multiple-of-pp", [*SERVE, "--pp", "7"], ("concurrency", "pp")),
     case("serve-mxfp4-on-trn2", [*SERVE, "--dtype", "mxfp4"], ("mxfp4",)),
