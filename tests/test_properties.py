@@ -10,19 +10,19 @@ model/feasibility):
     pp   divides the layers;   cp divides the sequence (prefill and training; 1 for decode)
     context + new tokens <= max_position_embeddings;  data types the chip supports
 
-Properties (examples per system x 17 systems; phases prefill / decode / training in equal shares):
-    finite       5 x 17   no NaN / inf / negative in any numeric summary, per-operator or footprint
+Properties (examples per system x 20 systems; phases prefill / decode / training in equal shares):
+    finite       5 x 20   no NaN / inf / negative in any numeric summary, per-operator or footprint
                           value (per-operator intensity is NaN exactly where the operator moves no
                           HBM bytes, as op_frame documents)
-    rates        3 x 17   a higher HBM, tensor, vector / scalar / GpSimd / exp rate or link bandwidth
+    rates        3 x 20   a higher HBM, tensor, vector / scalar / GpSimd / exp rate or link bandwidth
                           (apply_spec, x1.1 .. x16) never lengthens a step
-    batch        3 x 17   a larger batch never shortens a decode or prefill step (a sweep of 2-5 batches)
-    sums         3 x 17   step = compute + comm = sum over operators of count x time; footprint
+    batch        3 x 20   a larger batch never shortens a decode or prefill step (a sweep of 2-5 batches)
+    sums         3 x 20   step = compute + comm = sum over operators of count x time; footprint
                           components sum to the total
-    throughput   3 x 17   tokens/s = tokens per step / step time; decode steps make `batch` tokens
-    memory      15 x 17   doubling tp (when still valid) or pp never raises the footprint per chip
+    throughput   3 x 20   tokens/s = tokens per step / step time; decode steps make `batch` tokens
+    memory      15 x 20   doubling tp (when still valid) or pp never raises the footprint per chip
                           (every catalogue workload, training included, every recompute policy)
-    serving      2 x 17   serve() finite and non-negative; throughput = concurrency / TPOT, 1 / TPOT
+    serving      2 x 20   serve() finite and non-negative; throughput = concurrency / TPOT, 1 / TPOT
                           per user, e2e = TTFT + (O - 1) TPOT (1-4 concurrencies, every mode)
 One test holds the minimal example the serving property found (disaggregated serving on a system
 with no scale-up or node tier, which raised AttributeError until the hand-off took the scale-out tier).

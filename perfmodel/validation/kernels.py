@@ -28,8 +28,7 @@ names. Families (each states its mapping once; nothing is fitted to these rows):
 
 Hardware text -> catalogue system: 'A100' -> dgx-a100-80gb (-40gb when the text says 40GB), 'H100'
 -> dgx-h100, 'H200' -> p5e.48xlarge, 'B200' -> p6-b200.48xlarge, 'GB200' -> gb200-nvl72, 'H800'
--> dgx-h100 (H800 SXM5 = H100 SXM5 compute and 3.35 TB/s HBM3; only NVLink is cut, which a
-single-GPU kernel does not use). A chip not in the catalogue is listed with the reason unless the
+-> hgx-h800 (H800 SXM5: H100 SXM5 compute and 3.35 TB/s HBM3, NVLink cut to 400 GB/s). A chip not in the catalogue is listed with the reason unless the
 row says it is the same as one that is (GH200 is not: its 900 W module clocks differently).
 
 Consistency checks, not independent validations (the parameter was read from the row): GEMM-*
@@ -63,7 +62,7 @@ MLA_COMPUTE = {"batch": 128, "s_q": 2, "s_k": 4096, "heads": 128}
 MLA_MEMORY = {"batch": 128, "s_q": 1, "s_k": 4096, "heads": 16}
 
 
-_CHIPS = {"GB200": "gb200-nvl72", "B200": "p6-b200.48xlarge", "H800": "dgx-h100", "H200": "p5e.48xlarge",
+_CHIPS = {"GB200": "gb200-nvl72", "B200": "p6-b200.48xlarge", "H800": "hgx-h800", "H200": "p5e.48xlarge",
           "H100": "dgx-h100", "A100": "dgx-a100-80gb"}
 
 
