@@ -137,7 +137,8 @@ def _value(v, kind: str, where: str, name: str | None = None) -> float:
     """SI value of a parameter as written (finite, >= 0); with `name`, also within its allowed range."""
     if isinstance(v, bool):  # only a switch is written true / false
         if kind != "flag":
-            raise CatalogError(f"{where}: expected a {kind} value (a number{' with its unit' if kind not in ('ratio', 'count') else ''}), got {v!r}")
+            unit = "" if kind in ("ratio", "count") else " with its unit"
+            raise CatalogError(f"{where}: expected a {kind} value (a number{unit}), got {v!r}")
         return 1.0 if v else 0.0
     try:
         out = units.parse(v, kind)

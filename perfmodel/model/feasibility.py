@@ -21,10 +21,11 @@ training plans); commands refuse an invalid plan and show a non-fitting one only
     context_max   C_0 + T_new <= P                             the model's positions (max_position_embeddings)
 
 (H attention heads, K KV heads, L layers, E experts, P max positions, T_new the tokens this step
-adds: T for prefill and training, 1 for decode.) Tensor parallelism beyond the scale-up domain is
-not a broken rule: engines run it (TP16 over two 8-GPU nodes is measured in the InferenceX corpus)
-and its all-reduces are priced over the scale-out tier; `advisories` says so beside the result. Where the heads are sharded by the runtime
+adds: T for prefill and training, 1 for decode.) Where the heads are sharded by the runtime
 (head_shards > 0: padded or replicated to the shard count) the two head rules do not apply.
+Tensor parallelism beyond the scale-up domain is not a broken rule: engines run it (TP16 over two
+8-GPU nodes is measured in the InferenceX corpus) and its all-reduces are priced over the
+scale-out tier; `advisories` says so beside the result.
 
 All rules are vectorised over a sweep's arrays: one boolean array per rule, a bit per rule, and
 the reason text built once per distinct combination of failing rules (a sweep has few).

@@ -3,9 +3,10 @@
 A measurements file has the columns of reference/published_measurements.csv (CASE_COLUMNS):
 hardware, num_chips, model, phase, parallelism, batch, input / output length, dtype, metric,
 value, unit, source; or those of a recognised format (formats.py, e.g. the InferenceX serving
-corpus), which is known by its columns and adapted to cases on reading. Each row goes to the first registered *family* whose `selects(rows)` mask
-claims it; the family predicts the rows it can express and gives a reason for those it cannot.
-Rows no family claims are listed with the reason too: nothing is dropped silently.
+corpus), which is known by its columns and adapted to cases on reading. Each row goes to the
+first registered *family* whose `selects(rows)` mask claims it; the family predicts the rows it
+can express and gives a reason for those it cannot. Rows no family claims are listed with the
+reason too: nothing is dropped silently.
 
 A family is a pure function of its rows (all text columns, plus `value_num`):
 

@@ -28,8 +28,9 @@ names. Families (each states its mapping once; nothing is fitted to these rows):
 
 Hardware text -> catalogue system: 'A100' -> dgx-a100-80gb (-40gb when the text says 40GB), 'H100'
 -> dgx-h100, 'H200' -> p5e.48xlarge, 'B200' -> p6-b200.48xlarge, 'GB200' -> gb200-nvl72, 'H800'
--> hgx-h800 (H800 SXM5: H100 SXM5 compute and 3.35 TB/s HBM3, NVLink cut to 400 GB/s). A chip not in the catalogue is listed with the reason unless the
-row says it is the same as one that is (GH200 is not: its 900 W module clocks differently).
+-> hgx-h800 (H800 SXM5: H100 SXM5 compute and 3.35 TB/s HBM3, NVLink cut to 400 GB/s). A chip
+not in the catalogue is listed with the reason unless the row says it is the same as one that is
+(GH200 is not: its 900 W module clocks differently).
 
 Consistency checks, not independent validations (the parameter was read from the row): GEMM-*
 for tensor_efficiency (the mean of the table), FA-001 for attention_tensor_efficiency, FA-004 for
