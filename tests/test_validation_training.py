@@ -108,7 +108,7 @@ def test_kernel_predictions_never_exceed_the_datasheet_peak(cases):
 
 @pytest.mark.parametrize("text, system", [
     ("H100 SXM (H200 same)", "dgx-h100"), ("H200 SXM", "p5e.48xlarge"), ("B200 SXM", "p6-b200.48xlarge"),
-    ("GB200 SXM", "gb200-nvl72"), ("H800 SXM5 (3.35 TB/s HBM3 spec)", "dgx-h100"), ("A100 SXM", "dgx-a100-80gb"),
+    ("GB200 SXM", "gb200-nvl72"), ("H800 SXM5 (3.35 TB/s HBM3 spec)", "hgx-h800"), ("A100 SXM", "dgx-a100-80gb"),
     ("A100-40GB (1600 Gb/s RoCE)", "dgx-a100-40gb"), ("GH200 SXM (900W, 141GiB HBM3e)", ""), ("TPU v5p", "")])
 def test_hardware_text_maps_to_catalogue_systems(text, system):
     name, reason = vk.system_for(text)
