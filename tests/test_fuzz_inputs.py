@@ -330,7 +330,7 @@ RUNTIME_CASES = [
     case("pareto-tp-no-valid-plan", [*PARETO, "--tp", "3"], ("tp",)),
     case("pareto-max-ttft-nothing-meets", [*PARETO, "--max-ttft", "1e-9"], ("--max-ttft",)),
     case("collective-stride-spans-past-ceiling", [*COLL, "--size", "1MiB", "--stride", "1000000"], ("--stride",)),
-    case("roofline-decode-context-0", [*RF, "--phase", "decode", "--context", "0"], ("--context",)),
+    case("roofline-decode-context-0", [*RF, "--phase", "decode", "--context", "0"], ("context", "KV cache")),
     case("report-set-unknown-knob", ["report", "--systems", "trn2-ultraserver", "--cases", "llama-3-70b-decode",
                                      "--no-claims", "--no-progress", "--set", "bogus=1"], ("bogus",)),
     case("report-set-out-of-range", ["report", "--systems", "trn2-ultraserver", "--cases", "llama-3-70b-decode",

@@ -26,7 +26,7 @@ class ScenarioOptions:
     phase: str = "decode"
     batch: int = 1
     seq_len: int = 2048
-    context: int = 0
+    context: int | None = None  # None: the phase's DEFAULT_CONTEXT (an explicit 0 in decode is refused)
     tp: int = 1
     pp: int = 1
     dp: int = 1
@@ -43,9 +43,9 @@ class ScenarioOptions:
         return dataclasses.replace(self, **changes)
 
     def resolved(self) -> "ScenarioOptions":
-        """Copy with defaults filled in: decode without a context gets DEFAULT_CONTEXT."""
-        if self.phase == "decode" and not self.context:
-            return self.replace(context=DEFAULT_CONTEXT["decode"])
+        """Copy with defaults filled in: a context not given is the phase's DEFAULT_CONTEXT."""
+        if self.context is None:
+            return self.replace(context=DEFAULT_CONTEXT.get(self.phase, 0))
         return self
 
 

@@ -52,7 +52,8 @@ def _collective_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--size", type=size, metavar="SIZE", help="bytes per chip, e.g. 1MiB (nccl-tests 'size')")
     g.add_argument("--size-range", type=size_range, metavar="LO:HI",
                    help="sweep powers of two from LO to HI, e.g. 1KiB:4GiB")
-    p.add_argument("--per-octave", type=count(1, 64), default=1, metavar="K", help="sizes per doubling in a sweep")
+    p.add_argument("--per-octave", type=count(1, 64), default=1, metavar="K",  # 64 per doubling: finer than any plot
+                   help="sizes per doubling in a sweep")
     p.add_argument("--algorithm", default="auto", choices=("auto",) + co.ALGORITHMS)
     p.add_argument("--launch", default="in-graph", choices=co.LAUNCH,
                    help="per-call cost inside a compiled graph (default), host-launched like nccom-test/nccl-tests, "

@@ -161,9 +161,7 @@ def _load(args) -> tuple[report.Loaded, wi.ScenarioOptions]:
     cal = calibration_for(catalog.load_system(args.hardware))
     whatif = wi.parse_assignments(args.overrides, cal)
     ld = report.load(args.hardware, args.workload, whatif)
-    if args.phase == "decode" and args.context == 0:  # given, not defaulted: a decode step reads a KV cache
-        raise ValueError("argument --context: decode needs at least 1 token in the KV cache (got 0)")
-    opts = wi.ScenarioOptions(phase=args.phase, batch=args.batch, seq_len=args.seq, context=args.context or 0,
+    opts = wi.ScenarioOptions(phase=args.phase, batch=args.batch, seq_len=args.seq, context=args.context,
                               tp=args.tp, pp=args.pp, ep=args.ep, dp=args.dp, dtype=args.dtype,
                               microbatches=args.microbatches,
                               zero=args.zero, recompute=args.recompute).resolved()

@@ -80,6 +80,7 @@ def _common(p: argparse.ArgumentParser, hardware_many: bool = False) -> None:
                    help="output tokens per request (default 1024)")
     g.add_argument("--variant", choices=("nominal", "low", "high"), default="nominal",
                    help="projected systems (trn4-projected): the low or high end of the stated ranges")
+    # ceilings catch a unit slip (kW as W, cents as dollars): no chip draws 1 MW, no instance costs $1M an hour
     g.add_argument("--tdp", type=positive(1e6), metavar="W",
                    help="chip power override in W (Trainium power is not published)")
     g.add_argument("--price", type=positive(1e6), metavar="USD",
