@@ -26,6 +26,7 @@ import streamlit as st
 
 from perfmodel import catalog, report
 from perfmodel.catalog import spec_tables
+from perfmodel.catalog.files import catalog_root
 from perfmodel.catalog import whatif as wi
 from perfmodel.core import units
 from perfmodel.report import charts, export
@@ -36,6 +37,8 @@ st.set_page_config(page_title="perfmodel explorer", page_icon=":bar_chart:", lay
 LOG = logging.getLogger("perfmodel.app")
 CACHE_ENTRIES = 32  # results kept per cached function (each URL variant is an entry: keep memory bounded)
 UPLOAD_LIMIT_MB = 20  # largest measurements CSV the validation page reads (the vendored one is ~0.1 MB)
+# built-in cases files (label -> file under reference/; "" = the default published measurements)
+BUILTIN_CASES = {"published measurements": "", "InferenceX serving corpus (1,684 rows, ~30 s)": "inferencex_serving_dev.csv"}
 
 
 # ---------------------------------------------------------------- catalogue and cached computations
@@ -122,14 +125,14 @@ def claims():
 
 
 @st.cache_data(show_spinner="Running every case through the model...", max_entries=4)
-def validation_sheets(csv_bytes: bytes | None, name: str = "") -> dict:
-    """Validation sheets for the vendored cases (None) or an uploaded file's bytes, read from a
-    temporary directory that is gone when this returns. A file the harness refuses raises
-    ValueError naming the upload (not the temporary path)."""
+def validation_sheets(csv_bytes: bytes | None, name: str = "", builtin: str = "") -> dict:
+    """Validation sheets for a built-in cases file (None: the published measurements; `builtin`: a file under
+    reference/) or an uploaded file's bytes, read from a temporary directory that is gone when this returns.
+    A file the harness refuses raises ValueError naming the upload (not the temporary path)."""
     from perfmodel import validation
 
     if csv_bytes is None:
-        return validation.sheets()
+        return validation.sheets(catalog_root() / "reference" / builtin if builtin else None)
     with tempfile.TemporaryDirectory(prefix="perfmodel-upload-") as tmp:
         path = Path(tmp) / "measurements.csv"
         path.write_bytes(csv_bytes)
@@ -476,16 +479,19 @@ def page_formulas(ctx: dict) -> None:
 
 
 def page_validation(ctx: dict) -> None:
-    st.subheader("Predicted vs measured (published measurements, uncalibrated)")
-    up = st.file_uploader("Measurements CSV (same columns as reference/published_measurements.csv)", type="csv",
+    st.subheader("Predicted vs measured")
+    up = st.file_uploader("Measurements CSV (columns of reference/published_measurements.csv, or a recognised format "
+                          "such as the InferenceX serving corpus)", type="csv",
                           key="val_upload", help=f"leave empty for the development cases; at most {UPLOAD_LIMIT_MB} MB",
                           max_upload_size=UPLOAD_LIMIT_MB)
     if up is not None and up.size > UPLOAD_LIMIT_MB * 2**20:
         st.error(f"Measurements CSV {up.name!r}: {up.size / 2**20:,.1f} MB is over the {UPLOAD_LIMIT_MB} MB limit; "
                  "upload a smaller file.")
         return
+    builtin = st.radio("Built-in cases (when no file is uploaded)", list(BUILTIN_CASES), key="val_builtin",
+                       horizontal=True)
     try:
-        sheets = validation_sheets(up.getvalue() if up else None, up.name if up else "")
+        sheets = validation_sheets(up.getvalue() if up else None, up.name if up else "", BUILTIN_CASES[builtin])
     except ValueError as exc:
         if up is None:
             raise
@@ -508,7 +514,23 @@ def page_validation(ctx: dict) -> None:
     if len(sheets["not_expressed"]):
         st.markdown("**Cases the model cannot express yet**")
         st.dataframe(sheets["not_expressed"], hide_index=True, key="val_missing")
+    if "fidelity" in sheets:
+        fidelity_section(sheets)
     downloads(sheets, "validation", "val", main="cases")
+
+
+def fidelity_section(sheets: dict) -> None:
+    """Serving cases (backend and mode known): fidelity by metric and backend, by system x backend x model x
+    mode with the gap each weak cell names, and predicted vs measured per metric."""
+    st.markdown("**Serving fidelity** (target: TPOT median |error| <= 15%, p90 <= 40%; TTFT 25%, 60%; "
+                "'unfitted': without the fitted engine parameters)")
+    st.dataframe(shown(sheets["fidelity_overall"]), hide_index=True, key="fid_overall")
+    st.dataframe(shown(sheets["fidelity"]), hide_index=True, key="fid_table")
+    c1, c2 = st.columns(2)
+    for col, metric in ((c1, "TTFT mean"), (c2, "TPOT mean")):
+        with col:
+            chart(charts.fidelity_scatter(sheets["fidelity_cases"], metric), f"fidelity_{metric.split()[0].lower()}",
+                  f"fidelity_{metric.split()[0].lower()}")
 
 
 PAGES = {"Hardware": page_hardware, "Roofline": page_roofline, "Memory": page_memory,

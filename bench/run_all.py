@@ -2,9 +2,11 @@
 
 Every bench/bench_*.py runs, in name order; among them bench_app.py (the app's what-if recompute
 time), bench_peers.py (perfmodel vs llm-analysis and genz-llm on one sweep; its first run installs
-the peers into bench/.peers/, a few minutes) and bench_startup.py (`perfmodel --help` and
-`perfmodel report` wall time). bench/peer_worker.py is not a benchmark: bench_peers.py runs it
-inside each peer's virtual environment.
+the peers into bench/.peers/, a few minutes), bench_aiconfigurator.py (perfmodel vs NVIDIA's
+aiconfigurator on the InferenceX rows both express; its first run installs it, ~2 minutes) and
+bench_startup.py (`perfmodel --help` and `perfmodel report` wall time). bench/peer_worker.py and
+bench/aiconfigurator_worker.py are not benchmarks: the peer benchmarks run them inside each peer's
+virtual environment.
 """
 
 import runpy

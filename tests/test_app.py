@@ -504,3 +504,21 @@ def test_url_state_a_bug_behind_a_what_if_is_a_notice_too(monkeypatch, caplog):
     one_notice(notices, "s.hbm_bandwidth='+50%'", "could not be checked (RuntimeError", "ignored")
     assert state["batch"] == 8 and state["wi_hbm_bandwidth"] == 0.0
     assert "boom" in caplog.text  # the traceback goes to the log, not the page
+
+
+def test_serving_fidelity_of_an_uploaded_corpus_file():
+    """A few rows of the InferenceX corpus: the fidelity tables (by metric and backend; by system x backend x
+    model x mode, with the gap) and one predicted-vs-measured chart per metric, each in ms."""
+    at = app(page="Validation")
+    rows = (Path(APP).parent / "reference" / "inferencex_serving_dev.csv").read_text().splitlines()
+    few = [rows[0]] + [r for r in rows[1:] if "llama_3_1_8b" in r and "_trtllm_agg_" in r][:4]
+    at.file_uploader(key="val_upload").set_value(("ix.csv", ("\n".join(few) + "\n").encode(), "text/csv"))
+    rerun(at)
+    assert not at.error
+    overall = table(at, "metric", "backend", "verdict")
+    assert set(overall["metric"]) == {"TTFT mean", "TPOT mean"} and "all" in set(overall["backend"])
+    cells = table(at, "system", "backend", "workload", "mode", "gap")
+    assert set(cells["workload"]) == {"llama-3.1-8b"} and set(cells["mode"]) == {"agg"}
+    titles = [c.get("title", {}) for c in charts(at)]
+    titles = [t.get("text", t) if isinstance(t, dict) else t for t in titles]
+    assert {"TTFT mean: predicted vs measured", "TPOT mean: predicted vs measured"} <= set(titles)

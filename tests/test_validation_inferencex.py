@@ -1,7 +1,8 @@
 """The InferenceX serving corpus read as it is: recognised by its columns, two cases per row (<id>:ttft,
 <id>:tpot), mapping rules written once (systems, model aliases, checkpoint data types, agg and disagg
 plans), every reason listed for a row the model cannot express, and the predictions equal to the
-steady state's own (agg: one serve(); disagg: the prefill pool's TTFT, the decode pool's TPOT)."""
+steady state's (agg: one serve(); disagg: the prefill pool's TTFT, the decode pool's TPOT) at the client's
+mean lengths, with the serving engine and the closed loop around them (serving/closed_loop.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pandas as pd
 import pytest
 
 from perfmodel import catalog, validation
-from perfmodel.catalog import workload_files
+from perfmodel.catalog import serving_engines, workload_files
 from perfmodel.core.dtypes import DType
 from perfmodel.serving.steady_state import Grid, Mix, Mode, ServingOptions, serve
 from perfmodel.validation import inferencex_map as mp
@@ -161,17 +162,26 @@ def test_every_plan_rule_broken_is_listed(dev):
     assert "tp_scaleup" not in r["reason"]
 
 
-# ---------------------------------------------------------------- the predictions are the steady state's
+# ---------------------------------------------------------------- the predictions: steady state + engine + client
 
 
-def test_agg_is_one_replica_at_the_benchmarks_concurrency(dev):
+def _tau(engine: str) -> float:
+    return serving_engines.engine(engine)["step_cost"]
+
+
+def test_agg_prices_the_gpu_at_the_protocols_mean_lengths_then_adds_the_engine(dev):
+    """TPOT = the steady state's at the running batch (lengths uniform in [0.8 L, L]: mean 922 of 1024) plus the
+    engine's host time per step; TTFT adds the closed loop's waits to the idle-queue TTFT, and the fitted steps
+    to the first token to that."""
     case = "2026_04_06_llama_3_1_70b_h200_sxm_trtllm_fp8_agg_1024x1024_c4_tp4_ep1_670"
     m = dev.set_index("case_id")
     r = serve(catalog.load_system("p5e.48xlarge"), workload_files.load_workload("llama-3.1-70b"),
-              Grid.of(tp=4, concurrency=4, compute=DType.FP8, weights=DType.FP8), Mix(1024, 1024),
+              Grid.of(tp=4, concurrency=4, compute=DType.FP8, weights=DType.FP8), Mix(922, 922),
               ServingOptions(mode=Mode.AGGREGATED)).iloc[0]
-    assert m.at[f"{case}:ttft", "predicted"] == pytest.approx(r["ttft_s"] * 1e3)
-    assert m.at[f"{case}:tpot", "predicted"] == pytest.approx(r["time_per_output_token_s"] * 1e3)
+    assert m.at[f"{case}:tpot", "predicted_unfitted"] == pytest.approx(r["time_per_output_token_s"] * 1e3)
+    assert m.at[f"{case}:tpot", "predicted"] == pytest.approx((r["time_per_output_token_s"] + _tau("trtllm")) * 1e3)
+    assert m.at[f"{case}:ttft", "predicted_unfitted"] > r["ttft_s"] * 1e3  # a burst of 4, then waves
+    assert m.at[f"{case}:ttft", "predicted"] > m.at[f"{case}:ttft", "predicted_unfitted"]
 
 
 def test_disagg_ttft_from_the_prefill_pool_and_tpot_from_the_decode_pool(dev):
@@ -180,11 +190,23 @@ def test_disagg_ttft_from_the_prefill_pool_and_tpot_from_the_decode_pool(dev):
     system, arch = catalog.load_system("gb200-nvl72"), workload_files.load_workload("deepseek-v3")
     fp4 = dict(compute=DType.FP4, weights=DType.FP4, expert_weights=DType.FP4)
     opts = ServingOptions(mode=Mode.DISAGGREGATED)
-    pre = serve(system, arch, Grid.of(tp=1, da=4, ep=4, concurrency=4, **fp4), Mix(1024, 1024), opts).iloc[0]
-    dec = serve(system, arch, Grid.of(tp=8, ep=8, concurrency=12, **fp4), Mix(1024, 1024), opts).iloc[0]
-    assert m.at[f"{case}:ttft", "predicted"] == pytest.approx(pre["ttft_s"] * 1e3)
-    assert m.at[f"{case}:tpot", "predicted"] == pytest.approx(dec["time_per_output_token_s"] * 1e3)
+    pre = serve(system, arch, Grid.of(tp=1, da=4, ep=4, concurrency=4, **fp4), Mix(922, 922), opts).iloc[0]
+    dec = serve(system, arch, Grid.of(tp=8, ep=8, concurrency=12, **fp4), Mix(922, 922), opts).iloc[0]
+    assert m.at[f"{case}:ttft", "predicted_unfitted"] >= pre["ttft_s"] * 1e3
+    assert m.at[f"{case}:tpot", "predicted"] == pytest.approx((dec["time_per_output_token_s"] + _tau("trtllm")) * 1e3)
     assert "TP1 DA4 EP4" in m.at[f"{case}:ttft", "note"] and "TP8 DA1 EP8" in m.at[f"{case}:tpot", "note"]
+
+
+def test_the_engine_cap_runs_fewer_than_the_benchmarks_concurrency(raw):
+    """GPT-OSS on vLLM at C = 512 above a running cap of 128: TPOT priced at 128 sequences, TTFT with the
+    queue of the other 384 (each waits for (C - S) / S of a running request's life)."""
+    row = _row(raw, "2026_04_06_gpt_oss_120b_h100_sxm_vllm_fp4_agg_1024x1024_c512_tp4_ep1_1133")
+    capped = serving_engines.engine("vllm").with_overrides({"max_running": 128})
+    free = predict(row).iloc[0]
+    with serving_engines.using({"vllm": capped}):
+        p = predict(row).iloc[0]
+    assert free["running"] == 512 and p["running"] == 128
+    assert p["tpot_ms"] < free["tpot_ms"] and p["ttft_ms"] > 3 * free["ttft_ms"]
 
 
 def test_decode_replicas_when_the_worker_count_is_not_given(raw):

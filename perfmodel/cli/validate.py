@@ -15,7 +15,7 @@ import argparse
 
 from perfmodel.cli.common import add_output_options, print_result, refuse, same_file
 
-SHOW = ("all", "cases", "summary", "not-expressed")
+SHOW = ("all", "cases", "summary", "not-expressed", "fidelity")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,12 +25,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "InferenceX serving corpus, known by its columns) through the model: predicted vs "
                                    "measured, signed error per case, median and 90th-percentile |error| by phase, "
                                    "hardware family and metric. Cases the model cannot express are listed with "
-                                   "the reason. Nothing is fitted.")
+                                   "the reason. Nothing is fitted here (serving-engine parameters fitted by engine_fit come from "
+                                   "their profile file).")
     p.add_argument("families", nargs="*", metavar="FAMILY", help="families to run (default: all)")
     p.add_argument("--cases", metavar="FILE", help="measurements CSV (default: reference/published_measurements.csv; "
                                                    "also reference/inferencex_serving_dev.csv's format)")
     p.add_argument("--show", choices=SHOW, default="all",
-                   help="cases, summary (by phase, hardware family, metric), not-expressed, or all (default)")
+                   help="cases, summary (by phase, hardware family, metric), not-expressed, fidelity (serving "
+                        "cases by system x backend x model x mode, with the gap each weak cell names), or all "
+                        "(default)")
     p.add_argument("--summary-only", action="store_true", help="same as --show summary")
     add_output_options(p)
     p.set_defaults(func=cmd_validate)
@@ -49,7 +52,11 @@ def cmd_validate(args) -> int:
     show = "summary" if args.summary_only else args.show
     sheets = validation.sheets(args.cases, args.families or None)
     pick = {"cases": ["cases"], "summary": ["by_phase", "by_hardware_family", "by_metric", "by_family"],
-            "not-expressed": ["not_expressed"], "all": list(sheets)}[show]
+            "not-expressed": ["not_expressed"], "fidelity": ["fidelity_overall", "fidelity"],
+            "all": list(sheets)}[show]
+    if not pick or any(k not in sheets for k in pick):
+        return refuse("validate", "--show fidelity needs serving cases with backend and mode (e.g. --cases "
+                                  "reference/inferencex_serving_dev.csv)")
     chosen = {k: sheets[k] for k in pick}
     if args.format in ("json", "xlsx"):
         print_result(export.emit_sheets(chosen, args.format, pick[0], args.out, default_name="validation",
@@ -63,7 +70,10 @@ def cmd_validate(args) -> int:
     titles = {"cases": "validation cases (error = (predicted - measured) / measured)",
               "by_phase": "by phase (target: median |error| <= 15%, p90 <= 40%)",
               "by_hardware_family": "by hardware family", "by_metric": "by metric", "by_family": "by family",
-              "not_expressed": "cases the model cannot express yet"}
+              "not_expressed": "cases the model cannot express yet",
+              "fidelity_overall": "fidelity by metric and backend (target: TPOT median <= 15%, p90 <= 40%; TTFT "
+                                  "25%, 60%)",
+              "fidelity": "fidelity by system x backend x model x mode (gap: what the model lacks where it misses)"}
     text = "\n\n".join(export.emit(df, args.format, titles[k]) for k, df in chosen.items() if len(df))
     if args.out:
         safe_write.write_text(args.out, text)

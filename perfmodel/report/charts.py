@@ -218,3 +218,26 @@ def validation_scatter(cases: pd.DataFrame, title: str = "") -> alt.LayerChart:
         tooltip=["case_id:N", "phase:N", "system:N", "metric:N", "unit:N", alt.Tooltip("measured:Q", format=".4g"),
                  alt.Tooltip("predicted:Q", format=".4g"), alt.Tooltip("error_frac:Q", format="+.1%"), "note:N"])
     return (lines + pts).properties(width=WIDTH, height=HEIGHT, title=title or "Predicted vs measured")
+
+
+def fidelity_scatter(cases: pd.DataFrame, metric: str) -> alt.LayerChart:
+    """Predicted vs measured serving cases of one metric (one unit per chart), log-log, by backend and
+    mode; dashed lines at +-40%."""
+    df = cases[cases["metric"].eq(metric)].dropna(subset=["predicted"])
+    unit = str(df["unit"].iloc[0]) if len(df) else ""
+    lo, hi = (float(min(df["measured"].min(), df["predicted"].min())),
+              float(max(df["measured"].max(), df["predicted"].max()))) if len(df) else (1.0, 10.0)
+    diag = pd.DataFrame({"measured": [lo, hi] * 3, "predicted": [lo, hi, 1.4 * lo, 1.4 * hi, 0.6 * lo, 0.6 * hi],
+                         "line": ["exact", "exact", "+40%", "+40%", "-40%", "-40%"]})
+    axis = dict(scale=alt.Scale(type="log"))
+    lines = alt.Chart(diag).mark_line(color="gray").encode(
+        x=alt.X("measured:Q", **axis), y=alt.Y("predicted:Q", **axis), detail="line:N",
+        strokeDash=alt.condition(alt.datum.line == "exact", alt.value([1, 0]), alt.value([4, 4])))
+    pts = alt.Chart(df).mark_point(filled=True, size=35, opacity=0.6).encode(
+        x=alt.X("measured:Q", title=f"measured {metric} ({unit})", **axis),
+        y=alt.Y("predicted:Q", title=f"predicted {metric} ({unit})", **axis),
+        color=alt.Color("backend:N", title="backend"), shape=alt.Shape("mode:N", title="mode"),
+        tooltip=["case_id:N", "system:N", "backend:N", "workload:N", "mode:N",
+                 alt.Tooltip("measured:Q", format=".4g"), alt.Tooltip("predicted:Q", format=".4g"),
+                 alt.Tooltip("error_frac:Q", format="+.1%")])
+    return (lines + pts).properties(width=WIDTH, height=HEIGHT, title=f"{metric}: predicted vs measured")

@@ -226,12 +226,15 @@ def kv_bytes_per_sequence(arch: ModelArch, tokens, kv_dtype: DType) -> np.ndarra
         arch, 1.0, bytes_per_element(kv_dtype))
 
 
-def kv_fit(system: System, arch: ModelArch, grid: Grid, context, cal: Calibration | None = None):
+def kv_fit(system: System, arch: ModelArch, grid: Grid, context, cal: Calibration | None = None,
+           memory_fraction=None):
     """(fits, bytes used per device, max concurrency per replica) for decode at `context` tokens.
 
     One `memory.footprint` at batch C: KV cache and the step's activations are linear in the
     batch, everything else is fixed, so max C = floor((capacity - fixed) / per-sequence bytes),
-    rounded down to a multiple of p x d_a.
+    rounded down to a multiple of p x d_a. `memory_fraction` (a serving engine's allotment, e.g.
+    vLLM's gpu_memory_utilization) makes the capacity that share of HBM instead of HBM less the
+    runtime's reserve.
     """
     cal = cal or calibration_for(system)
     C = grid.concurrency
@@ -239,8 +242,10 @@ def kv_fit(system: System, arch: ModelArch, grid: Grid, context, cal: Calibratio
     f = memory.footprint(system, arch, kn, cal)
     per_seq = (f.components["kv_cache"] + f.components["activations"]) / C
     fixed = f.total_bytes - per_seq * C
+    capacity = f.capacity_bytes if memory_fraction is None else (
+        np.asarray(memory_fraction, dtype=float) * system.chip.hbm_capacity_bytes)
     with np.errstate(divide="ignore", invalid="ignore"):
-        cmax = np.where(per_seq > 0, np.floor((f.capacity_bytes - fixed) / np.where(per_seq > 0, per_seq, 1.0)),
+        cmax = np.where(per_seq > 0, np.floor((capacity - fixed) / np.where(per_seq > 0, per_seq, 1.0)),
                         np.inf)
     step = grid.pp * grid.da
     cmax = np.where(np.isfinite(cmax), np.floor(np.maximum(cmax, 0) / step) * step, cmax)

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel.core import limits, units
-from perfmodel.validation import formats
+from perfmodel.validation import fidelity, formats
 
 CSV = Path(__file__).resolve().parents[2] / "reference" / "published_measurements.csv"
 CASE_COLUMNS = ("case_id", "hardware", "num_chips", "model", "phase", "parallelism", "batch", "input_len",
@@ -391,4 +391,5 @@ def sheets(path: Path | str | None = None, families: list[str] | None = None) ->
         "by_metric": summary(df, "metric"),
         "by_family": summary(df, "family"),
         "not_expressed": df.loc[df["predicted"].isna(), ["case_id", "phase", "hardware", "metric", "reason"]],
+        **fidelity.sheets(df),  # serving cases with backend and mode: by system x backend x model x mode
     }

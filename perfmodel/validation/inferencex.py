@@ -8,12 +8,19 @@ decode_* pools with batch and worker counts) and the measured mean `silicon_ttft
 is two cases: `<id>:ttft` (phase prefill, metric 'TTFT mean') and `<id>:tpot` (phase decode,
 metric 'TPOT mean'), in ms.
 
-Prediction: the rows through inferencex_map's rules (system, model, data types, plan, load),
-then perfmodel's steady state (serving/steady_state.py), nothing fitted:
-  agg     serve(mode=aggregated) of the row's plan at its concurrency C:
-          TTFT = t_d / 2 + prefill latency, TPOT = p t_d + (C / O) o_f (prefill interleaved).
-  disagg  TTFT = serve(prefill pool's plan, disaggregated).ttft_s (its prefill + the KV hand-off);
-          TPOT = serve(decode pool's plan at C per decode replica, disaggregated).time_per_output_token_s.
+Prediction: the rows through inferencex_map's rules (system, model, data types, plan, load), the GPU work
+from perfmodel's steady state (serving/steady_state.py) at the client's mean lengths (inferencex_engine:
+lengths uniform in [0.8 L, L]), and around it the row's serving engine and the client's closed loop
+(serving/closed_loop.py through inferencex_engine.py):
+  agg     serve(mode=aggregated) of the row's plan at S = min(C, the engine's cap, its KV pages) running;
+          TPOT = its TPOT + the engine's host time per step; TTFT = the closed loop's (prefill queue of the
+          burst and the waves, steps to the first token, the queue of C - S beyond the cap).
+  disagg  TTFT from the prefill pool's plan (prefill + KV hand-off, its queue over the prefill workers; a
+          row without prefill_num_workers gets the pool the protocol's prefill_utilization sizes);
+          TPOT = serve(decode pool's plan at C per decode replica).TPOT + the host time per step.
+Fitted (engine_fit.py, per engine, cross-validated by model; their values and fits in
+hardware_specs/serving/engines.toml): step_cost, first_token_steps(_disagg), prefill_utilization. The
+prediction without them (engine defaults and the client protocol only) is beside: predicted_unfitted.
 Rows that share (system, model, mode, isl, osl) are ONE serve() call over all their plans, data
 types and concurrencies (a disagg row's prefill and decode entries in the same grid): the Python
 work per row is bookkeeping only.
@@ -23,11 +30,11 @@ or plan field that is not one, a plan a rule of model/feasibility.py refuses (he
 EP not dividing the replica, context past the model's positions; TP beyond the scale-up domain runs, over
 the scale-out network),
 and a plan whose memory per GPU (perfmodel's footprint) leaves no room for one sequence: the plan
-as written cannot hold the model. A plan whose peak KV reservation (I + O per sequence) does not
-fit at C is predicted, with a note (engines allot KV pages as sequences grow).
+as written cannot hold the model. A plan whose KV pages (the engine's memory fraction, at the mean
+length I + O/2) hold fewer than C sequences runs fewer (S, in the note) and queues the rest.
 
 Known gaps (GAPS; the misses are reported with their error, not tuned away) are named there.
-Does not: fit anything to these rows.
+Does not: fit anything (engine_fit.py does, on request; the shipped values are read from the profile file).
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from perfmodel import catalog
 from perfmodel.catalog import workload_files
 from perfmodel.core import limits, units
 from perfmodel.serving.steady_state import Grid, Mix, Mode, ServingOptions, kv_fit, serve
+from perfmodel.validation import inferencex_engine
 from perfmodel.validation.formats import FormatError, register_format
 from perfmodel.validation.harness import register_validation
 from perfmodel.validation.inferencex_map import map_rows, paced
@@ -51,22 +59,20 @@ COLUMNS = ("id", "silicon_data_source", "backend", "model_path", "system", "mode
 METRICS = {"ttft": ("TTFT mean", "prefill", "silicon_ttft_ms"), "tpot": ("TPOT mean", "decode", "silicon_tpot_ms")}
 MODES = {"agg": Mode.AGGREGATED, "disagg": Mode.DISAGGREGATED}
 GAPS = {  # the mechanisms behind the misses on the development file (measured, not tuned away)
-    "prefill": "TTFT is priced at an idle queue (t_d / 2 + one prefill; disagg: prefill + KV hand-off). Measured "
-               "TTFT is already 2-16x that at C <= 8: a per-request serving-stack cost outside the GPU step (HTTP "
-               "frontend, tokeniser, scheduler admission; in disagg the router, the KV-transfer handshake and the "
-               "decode worker's admission) that the steady state has no term for; and it grows with C (median "
-               "measured / modelled 3.9x at C <= 4, 8.4x at 16-64, 23x at 64-256, ~100x above): in the closed loop "
-               "a new request waits behind running steps and other arrivals' prefills (engines batch them up to a "
-               "token budget, chunked), and above the engine's running-batch cap (max_num_seqs, KV pages) in the "
-               "queue",
-    "decode": "no serving-engine profile: the per-step runtime cost (scheduler, sampling, host synchronisation) is "
-              "absent (agg TPOT median -7% TensorRT-LLM, -12% vLLM, -14% SGLang) and so is the engine's "
-              "running-batch cap (above it fewer than C sequences run: GPT-OSS on vLLM H100 at C = 512 "
-              "over-predicted 3-9x); speculative decoding (MTP, TensorRT-LLM DeepSeek-R1 recipes) is neither in "
-              "the rows nor modelled (measured below one step's weight reads: over-predicted up to 2x); disagg rows "
-              "without decode_num_workers take the fewest decode replicas whose KV cache holds C (median +41%: "
-              "the deployments ran more decode workers); plans written as 64 attention-DP ranks (ids say "
-              "tp8_ep8) are priced as written (median -60%)",
+    "prefill": "TTFT is the closed loop's (a burst of C prompts, then waves, over each prefill server; the "
+               "engine's cap; fitted steps to the first token): median |error| 37% (vLLM 20%, TensorRT-LLM "
+               "37%, SGLang 54%), held out by model 46%. Left: prefill priced 1.7-5x below measured even at "
+               "C <= 8 with 8k prompts (Llama-3.1-70B 1.7-2.5x, GPT-OSS 3-4x, DeepSeek 3-5x: MoE prefill "
+               "GEMMs with few tokens per expert, MLA prefill, FP8 block-scaled kernels run below the roofline); "
+               "SGLang's separate prefill batches (decode paused) and DeepSeek cold starts (DeepGEMM JIT: "
+               "seconds at C = 4); disaggregated rows need 2-3x the aggregated steps to the first token "
+               "(router, KV hand-off handshake), fitted separately",
+    "decode": "TPOT adds the engine's host time per step (fitted) and runs S = min(C, cap, KV pages) sequences: "
+              "median |error| 18%. Left: disagg rows without decode_num_workers take the fewest decode "
+              "replicas whose KV cache holds C (median +30-50%: the deployments that state their workers ran "
+              "their decode pools at 3-10% of KV capacity, for latency); speculative decoding (MTP, "
+              "TensorRT-LLM DeepSeek-R1 recipes) is neither in the rows nor modelled (measured below one "
+              "step's weight reads)",
 }
 
 
@@ -203,18 +209,61 @@ def _memory_reason(r) -> str:
             f"{r['hbm_capacity_bytes'] / units.GiB:,.0f} GiB HBM): the plan as written cannot hold the model")
 
 
+def _slots(system, arch, g: pd.DataFrame, e: pd.DataFrame, mix: Mix) -> np.ndarray:
+    """Decoding entries' concurrency -> the engine's running sequences S (its cap and its KV allotment at
+    the mean length I + O/2); prefill entries keep theirs."""
+    prm = inferencex_engine.params(g.loc[e["row"], "backend"].reset_index(drop=True))
+    base = e.assign(concurrency=e["pool"].map(lambda x: x.da * x.pp))
+    cmax = kv_fit(system, arch, _grid(base), mix.input_tokens + mix.output_tokens / 2,
+                  memory_fraction=prm["kv_memory_fraction"].to_numpy(float))[2]
+    s = inferencex_engine.slots(e["concurrency"].to_numpy(float), prm["max_running"].to_numpy(float), cmax,
+                                base["concurrency"].to_numpy(float))
+    return np.where(e["metric"].eq("ttft"), e["concurrency"], np.minimum(s, e["concurrency"]))
+
+
+def _terms(g: pd.DataFrame, e: pd.DataFrame, res: pd.DataFrame) -> pd.DataFrame:
+    """Per corpus row: the GPU terms closed_loop needs, from its entries' serve() results (vectorised)."""
+    ok = res["error"].eq("").to_numpy()
+    r, en = res[ok].reset_index(drop=True), e[ok].reset_index(drop=True)
+    t = pd.DataFrame(index=g.index, columns=["t_d", "tpot_gpu", "t_f", "l_f", "d_a_pre", "s_rep"], dtype=float)
+    dec = en["metric"].isin(["both", "tpot"]).to_numpy()
+    pre = en["metric"].isin(["both", "ttft"]).to_numpy()
+    t.loc[en["row"][dec].to_numpy(), ["t_d", "tpot_gpu", "s_rep"]] = np.column_stack(
+        [r["decode_step_s"][dec], r["time_per_output_token_s"][dec], en["concurrency"][dec]])
+    lat = r["ttft_s"] - np.where(en["metric"].eq("both"), 0.5 * r["decode_step_s"], 0.0)
+    t.loc[en["row"][pre].to_numpy(), ["t_f", "l_f", "d_a_pre"]] = np.column_stack(
+        [r["prefill_step_s"][pre], lat[pre], en["pool"][pre].map(lambda x: x.da)])
+    return t.assign(backend=g["backend"], agg=g["mode"].eq("agg"), total=g["total"].astype(float),
+                    c_rep=g["concurrency"].astype(float), n_pre=g["n_pre"].astype(float))
+
+
+def _engine_reasons(m: pd.DataFrame, src: pd.DataFrame) -> pd.DataFrame:
+    m = m.assign(backend=src["backend"].astype(str).str.strip().to_numpy(),
+                 n_pre=pd.to_numeric(src.get("prefill_num_workers", pd.Series(index=src.index, dtype=float)),
+                                     errors="coerce").to_numpy())
+    m["n_pre"] = m["n_pre"].where(m["n_pre"].ge(1))  # blank: closed_loop sizes the prefill pool
+    m.loc[m["mode"].ne("disagg"), "n_pre"] = 1.0
+    unknown = ~inferencex_engine.known(m["backend"])
+    m.loc[unknown, "reasons"] = [("; ".join(x for x in (r, f"no serving-engine profile for backend {b!r}") if x))
+                                 for r, b in zip(m.loc[unknown, "reasons"], m.loc[unknown, "backend"])]
+    return m
+
+
 def predict(src: pd.DataFrame) -> pd.DataFrame:
-    """One row per corpus row: ttft_ms, tpot_ms (NaN where not expressed), reasons, notes, system, and the
-    notes of the TTFT and TPOT configurations."""
-    m = map_rows(src)
-    m = m.assign(ttft_ms=np.nan, tpot_ms=np.nan, ttft_note="", tpot_note="")
-    ok = m[m["reasons"].eq("")]
+    """One row per corpus row: ttft_ms, tpot_ms (engine profile and client protocol), ttft_unfitted_ms,
+    tpot_unfitted_ms (the same without fitted parameters); NaN where not expressed; reasons, notes; and
+    term_<name> columns: the GPU terms closed_loop used (inferencex_engine.TERMS)."""
+    m = _engine_reasons(map_rows(src), src.reset_index(drop=True))
+    m = m.assign(ttft_ms=np.nan, tpot_ms=np.nan, ttft_unfitted_ms=np.nan, tpot_unfitted_ms=np.nan, running=np.nan,
+                 ttft_note="", tpot_note="")
+    ok, terms = m[m["reasons"].eq("")], []
     for (sysname, wname, mode, isl, osl), g in ok.groupby(["system", "workload", "mode", "isl", "osl"], sort=False):
         system, arch = catalog.load_system(sysname), workload_files.load_workload(wname)
-        mix = Mix(int(isl), int(osl))
+        mix = inferencex_engine.mean_mix(int(isl), int(osl))
         g = decode_replicas(system, arch, g, mix)
         m.loc[g.index, ["concurrency", "workers", "notes"]] = g[["concurrency", "workers", "notes"]]
         e = _entries(g)
+        e["concurrency"] = _slots(system, arch, g, e, mix)
         res = _serve(system, arch, e, mix, MODES[mode])
         for (_, en), (_, r) in zip(e.iterrows(), res.iterrows()):
             why = r["error"] or _memory_reason(r) or ("" if r["valid"] else r["invalid_reason"])
@@ -222,16 +271,30 @@ def predict(src: pd.DataFrame) -> pd.DataFrame:
             if why:
                 m.at[i, "reasons"] = "; ".join(x for x in (m.at[i, "reasons"], why) if x)
                 continue
-            kv = "" if r["kv_fits"] else f", peak KV reservation fits only {r['max_concurrency_kv']:g} sequences"
-            note = (f"{en['pool'].text()} C={en['concurrency']:g}: weights {r['weights_dtype']}, experts "
+            note = (f"{en['pool'].text()} S={en['concurrency']:g} running: weights {r['weights_dtype']}, experts "
                     f"{r['expert_weights_dtype']}, compute {r['compute_dtype']}, KV {r['kv_dtype']}; decode step "
-                    f"{r['decode_step_s'] / units.MS:.2f} ms, prefill step {r['prefill_step_s'] / units.MS:.1f} ms{kv}")
-            if en["metric"] in ("both", "ttft"):
-                m.at[i, "ttft_ms"], m.at[i, "ttft_note"] = r["ttft_s"] / units.MS, note
-            if en["metric"] in ("both", "tpot"):
-                m.at[i, "tpot_ms"], m.at[i, "tpot_note"] = r["time_per_output_token_s"] / units.MS, note
+                    f"{r['decode_step_s'] / units.MS:.2f} ms, prefill step {r['prefill_step_s'] / units.MS:.1f} ms")
+            m.at[i, "ttft_note" if en["metric"] == "ttft" else "tpot_note"] = note
+            if en["metric"] == "both":
+                m.at[i, "ttft_note"] = note
+        t = _terms(g, e, res).assign(isl=float(mix.input_tokens), osl=float(mix.output_tokens))
+        t = t[t[["t_d", "t_f"]].notna().all(axis=1)]
+        if len(t):
+            fit, raw = inferencex_engine.closed_loop(t), inferencex_engine.closed_loop(t, without_fits=True)
+            m.loc[t.index, ["ttft_ms", "tpot_ms"]] = fit[["ttft_s", "tpot_s"]].to_numpy() / units.MS
+            m.loc[t.index, ["ttft_unfitted_ms", "tpot_unfitted_ms"]] = raw[["ttft_s", "tpot_s"]].to_numpy() / units.MS
+            m.loc[t.index, "running"] = t["s_rep"]
+            terms.append(t.drop(columns=["backend"]))
     bad = m["reasons"].ne("")
-    m.loc[bad, ["ttft_ms", "tpot_ms"]] = np.nan
+    m.loc[bad, ["ttft_ms", "tpot_ms", "ttft_unfitted_ms", "tpot_unfitted_ms"]] = np.nan
+    disagg = m["mode"].eq("disagg")  # pools the row does not size: the rules size them (fidelity reports it)
+    m["prefill_sized"] = np.where(disagg & m["n_pre"].isna(), "prefill workers sized (prefill_utilization)", "")
+    m["decode_sized"] = np.where(disagg & m["notes"].str.contains("decode_num_workers not given", regex=False),
+                                 "decode workers sized (KV rule)", "")
+    if terms:  # the GPU terms of each predicted row, for the engine fit (engine_fit.py)
+        t = pd.concat(terms)
+        t = t[~bad.reindex(t.index, fill_value=True).to_numpy()]
+        m = m.join(t.drop(columns=[c for c in ("agg", "total", "n_pre") if c in t.columns]).add_prefix("term_"))
     return m
 
 
@@ -255,9 +318,11 @@ def inferencex(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "case_id": rows["case_id"], "metric": rows["metric"], "measured": rows["value_num"],
         "predicted": pick("ttft_ms", "tpot_ms").astype(float), "unit": "ms",
+        "predicted_unfitted": pick("ttft_unfitted_ms", "tpot_unfitted_ms").astype(float),
         "note": rows["backend"] + " " + rows.get("backend_version", "") + " " + rows["mode"] + ": " + note
                 + np.where(mapping.ne(""), "; " + mapping, ""),
         "system": ids.map(p["system"]).fillna(""),
         "reason": reason, "backend": rows["backend"], "mode": rows["mode"], "workload": ids.map(p["workload"]),
         "isl": rows["isl"], "osl": rows["osl"], "concurrency": ids.map(p["concurrency"]),
+        "sized": np.where(key.eq("ttft"), ids.map(p["prefill_sized"]), ids.map(p["decode_sized"])),
     })

@@ -1,0 +1,185 @@
+"""Serving-engine profiles and benchmark load patterns: hardware_specs/serving/engines.toml.
+
+    [engines.<name>.params.<param>]      value, kind, status, reason, source (+ fit for "fitted")
+    [protocols.<name>.params.<param>]    the same fields
+
+An engine profile holds what a serving engine adds to the GPU's work (serving/closed_loop.py uses
+it): token_budget (tokens one step schedules), max_running (sequences decoding at once),
+kv_memory_fraction (share of each GPU's memory for weights + KV), step_cost (host time per step
+beyond the GPU's, s) and first_token_steps (engine steps between a prompt's prefill and its first
+token reaching the client; _disagg: through a disaggregated deployment's router and KV hand-off).
+A protocol holds a benchmark client's load pattern: waves (requests /
+concurrency) and length_range_ratio (lengths drawn from [ratio x L, L]).
+
+Every parameter carries status and source: "assumed" (an engine's documented default) or "fitted"
+(to measured serving, with the fit's data and its cross-validation grouped by model in `fit`).
+Users override any value: `engine(name).with_overrides({...})`, active inside `using({name: profile})`.
+
+Does not: compute anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Iterator, Literal, Mapping
+
+from pydantic import BaseModel
+
+from perfmodel.catalog.files import catalog_root, did_you_mean, read_toml
+from perfmodel.catalog.spec_schema import STRICT, CatalogError, validate_file
+from perfmodel.core import units
+
+ENGINE_PARAMS = ("token_budget", "max_running", "kv_memory_fraction", "step_cost", "first_token_steps",
+                 "first_token_steps_disagg")
+PROTOCOL_PARAMS = ("waves", "length_range_ratio", "prefill_utilization")
+_RANGES = {  # allowed values (inclusive), SI
+    "token_budget": (1, 1 << 24), "max_running": (1, 1 << 24), "kv_memory_fraction": (0.05, 1.0),
+    "step_cost": (0.0, 1.0), "first_token_steps": (0.0, 1000.0), "first_token_steps_disagg": (0.0, 1000.0),
+    "waves": (1, 1e6), "length_range_ratio": (0.0, 1.0),
+    "prefill_utilization": (0.01, 1.0),
+}
+
+
+class _Param(BaseModel):
+    model_config = STRICT
+    value: str | int | float
+    kind: str
+    status: Literal["assumed", "measured", "fitted"]
+    reason: str
+    source: str
+    fit: str = ""
+
+
+class _Table(BaseModel):
+    model_config = STRICT
+    description: str = ""
+    params: dict[str, _Param]
+
+
+class _File(BaseModel):
+    model_config = STRICT
+    schema_version: Literal[1]
+    engines: dict[str, _Table]
+    protocols: dict[str, _Table] = {}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One parameter: SI value and its provenance."""
+
+    name: str
+    value: float
+    raw: str
+    kind: str
+    status: str
+    reason: str
+    source: str
+    fit: str = ""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A named set of Settings (an engine profile or a benchmark protocol)."""
+
+    name: str
+    description: str
+    params: Mapping[str, Setting]
+
+    def __getitem__(self, name: str) -> float:
+        return self.params[name].value
+
+    def with_overrides(self, overrides: Mapping[str, float | str]) -> "Profile":
+        """Copy with user-set values (numbers, or strings with units for step_cost), range-checked."""
+        new = dict(self.params)
+        for key, v in overrides.items():
+            if key not in new:
+                raise KeyError(f"{self.name}: unknown parameter {key!r}{did_you_mean(key, new)} "
+                               f"(known: {', '.join(new)})")
+            val = _checked(v, new[key].kind, key, f"{self.name} override {key}")
+            new[key] = dataclasses.replace(new[key], value=val, raw=str(v), status="assumed",
+                                           reason=f"user override (was {new[key].raw})", source="user override")
+        return dataclasses.replace(self, params=MappingProxyType(new))
+
+    def frame_rows(self) -> list[dict]:
+        return [{"profile": self.name, "parameter": s.name, "value": s.value, "as_written": s.raw, "status": s.status,
+                 "reason": s.reason, "source": s.source, "fit": s.fit} for s in self.params.values()]
+
+
+def _checked(v, kind: str, name: str, where: str) -> float:
+    try:
+        out = units.parse(v, kind)
+    except (units.UnitError, KeyError) as exc:
+        raise CatalogError(f"{where}: {exc}") from None
+    lo, hi = _RANGES[name]
+    if not lo <= out <= hi:
+        raise CatalogError(f"{where}: {v!r} is outside [{lo:g}, {hi:g}]")
+    return out
+
+
+def _profile(path: str, scope: str, name: str, table: _Table, required: tuple[str, ...]) -> Profile:
+    missing = [p for p in required if p not in table.params]
+    extra = [p for p in table.params if p not in required]
+    if missing or extra:
+        what = (f"missing {', '.join(missing)}" if missing else "") + ("; " if missing and extra else "") + (
+            f"unknown {', '.join(extra)}" if extra else "")
+        raise CatalogError(f"{path}: {scope}.{name}.params: {what} (allowed: {', '.join(required)})")
+    out = {}
+    for key, p in table.params.items():
+        where = f"{path}: {scope}.{name}.params.{key}"
+        if p.status == "fitted" and not p.fit:
+            raise CatalogError(f"{where}: a fitted value needs 'fit' (data, cross-validation, command)")
+        out[key] = Setting(key, _checked(p.value, p.kind, key, where), str(p.value), p.kind, p.status, p.reason,
+                           p.source, p.fit)
+    return Profile(name, table.description, MappingProxyType(out))
+
+
+@lru_cache(maxsize=4)
+def _load(root: str) -> tuple[dict[str, Profile], dict[str, Profile]]:
+    path = root or str(catalog_root() / "hardware_specs" / "serving" / "engines.toml")
+    f = validate_file(_File, read_toml(Path(path)), path, None)
+    engines = {n: _profile(path, "engines", n, t, ENGINE_PARAMS) for n, t in f.engines.items()}
+    protocols = {n: _profile(path, "protocols", n, t, PROTOCOL_PARAMS) for n, t in f.protocols.items()}
+    return engines, protocols
+
+
+_ACTIVE: dict[str, Profile] = {}  # profiles replaced for the duration of a `using` block
+
+
+@contextlib.contextmanager
+def using(profiles: Mapping[str, Profile]) -> Iterator[None]:
+    """Inside the block, engine(name) and engines() return these profiles (e.g. with_overrides copies)."""
+    saved = dict(_ACTIVE)
+    _ACTIVE.update(profiles)
+    try:
+        yield
+    finally:
+        _ACTIVE.clear()
+        _ACTIVE.update(saved)
+
+
+def engines(path: str = "") -> dict[str, Profile]:
+    return {**_load(path)[0], **({} if path else _ACTIVE)}
+
+
+def protocols(path: str = "") -> dict[str, Profile]:
+    return dict(_load(path)[1])
+
+
+def engine(name: str, path: str = "") -> Profile:
+    known = engines(path)
+    if name not in known:
+        raise CatalogError(f"unknown serving engine {name!r}{did_you_mean(name, known)} (known: {', '.join(known)})")
+    return known[name]
+
+
+def protocol(name: str, path: str = "") -> Profile:
+    known = _load(path)[1]
+    if name not in known:
+        raise CatalogError(f"unknown benchmark protocol {name!r}{did_you_mean(name, known)} "
+                           f"(known: {', '.join(known)})")
+    return known[name]

@@ -1,0 +1,164 @@
+"""Fit the serving-engine profiles' two fitted parameters per engine, cross-validated by model.
+
+The fitted parameters (hardware_specs/serving/engines.toml, status "fitted") are, per engine:
+
+    step_cost          tau    host time per engine step beyond the GPU's (s): the median over the
+                              engine's rows of measured TPOT - modelled TPOT (tau = 0)
+    first_token_steps  kappa  engine steps between a prompt's prefill and its first token at the client
+    (_disagg: the same          (aggregated rows; _disagg: its disaggregated rows): the value that minimises
+     in disaggregated rows)     the median |log(predicted / measured)| TTFT of the engine's rows, with the
+                                fitted tau
+    prefill_utilization         (the protocol's) the median modelled utilization of the prefill pools of the
+                                disaggregated rows that give their prefill worker count: the rule that sizes
+                                the pools of the rows that do not
+
+Medians, not least squares: a few rows far off for reasons outside these terms (cold starts,
+speculative decoding) do not move them. Cross-validation leaves one model out at a time (all its
+rows, every engine): the model is fitted on the others and predicts the held-out model's rows; the
+held-out errors are what `validate` can promise on a model it was not fitted to.
+
+    python -m perfmodel.validation.engine_fit [CASES]     fitted values, in-sample and held-out errors
+
+Does not: write the profile file (a person copies the values, with this command as their source).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pandas as pd
+
+from perfmodel.core import units
+from perfmodel.validation import inferencex, inferencex_engine
+from perfmodel.validation.harness import measurements
+
+DEFAULT_CASES = "reference/inferencex_serving_dev.csv"
+
+
+def table(cases: str = DEFAULT_CASES) -> pd.DataFrame:
+    """Every predicted corpus row: its GPU terms (inferencex_engine.TERMS), measured TTFT and TPOT (s), model."""
+    rows = measurements(path=cases)
+    src = rows[rows["format"].eq(inferencex.FORMAT)].drop_duplicates("id").reset_index(drop=True)
+    m = inferencex.predict(src)
+    m = m[m["reasons"].eq("") & m["term_t_d"].notna()]
+    t = m[[f"term_{c}" for c in inferencex_engine.TERMS if f"term_{c}" in m.columns]]
+    t = t.rename(columns=lambda c: c.removeprefix("term_"))
+    t = t.assign(backend=m["backend"], agg=m["mode"].eq("agg"), total=m["total"].astype(float),
+                 n_pre=m["n_pre"].astype(float), model=m["workload"])
+    meas = src.set_index(src.index)
+    t["ttft_meas"] = pd.to_numeric(meas.loc[t.index, "silicon_ttft_ms"]).to_numpy() * units.MS
+    t["tpot_meas"] = pd.to_numeric(meas.loc[t.index, "silicon_tpot_ms"]).to_numpy() * units.MS
+    return t
+
+
+def _with(values: dict[str, dict[str, float]], **changes) -> dict:
+    out = {k: {e: v[k] for e, v in values.items()} for k in inferencex_engine.FITTED}
+    for k, v in changes.items():
+        if k == "prefill_utilization":
+            out[k] = v
+        else:
+            out[k].update(v)
+    return out
+
+
+GRID = np.arange(0.0, 200.0, 0.25)  # steps-to-first-token values tried
+
+
+def _kappa(t: pd.DataFrame, values: dict, util: float, engine: str, key: str) -> float:
+    """The steps-to-first-token of `engine` (parameter `key`) that minimises the median |log(predicted /
+    measured)| TTFT of its rows. TTFT is nearly linear in it (it also lengthens each client's cycle a
+    little): a + k b from two evaluations around the current value, the best k on GRID, twice."""
+    k = 0.0
+    for _ in range(2):
+        a, b = (inferencex_engine.closed_loop(
+            t, overrides=_with(values, prefill_utilization=util, **{key: {engine: x}}))["ttft_s"].to_numpy()
+            for x in (k, k + 1.0))
+        pred = a[None, :] + (GRID - k)[:, None] * (b - a)[None, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            loss = np.median(np.abs(np.log(np.maximum(pred, 1e-9) / t["ttft_meas"].to_numpy()[None, :])), axis=1)
+        k = float(GRID[int(np.argmin(loss))])
+    return k
+
+
+def fit(t: pd.DataFrame) -> dict:
+    """{engine: {step_cost, first_token_steps, first_token_steps_disagg}, "prefill_utilization": u} from the
+    rows of `t` (module doc). An engine without disaggregated rows keeps its aggregated value for both."""
+    engines = sorted(t["backend"].unique())
+    values = {e: {k: 0.0 for k in inferencex_engine.FITTED} for e in engines}
+    util = inferencex_engine.protocol()["prefill_utilization"]
+    base = inferencex_engine.closed_loop(t, overrides=_with(values, prefill_utilization=util))
+    for e in engines:
+        sel = t["backend"].eq(e)
+        values[e]["step_cost"] = max(0.0, float(np.median(t.loc[sel, "tpot_meas"] - base.loc[sel, "tpot_s"])))
+    tau = t["backend"].map({e: v["step_cost"] for e, v in values.items()})
+    known = t[t["n_pre"].notna() & ~t["agg"]]
+    if len(known):  # the prefill pools the deployments ran: their modelled utilization
+        tpot = known["tpot_gpu"] + tau[known.index]
+        rate = known["total"] / ((known["osl"] - 1) * tpot + known["l_f"])
+        util = float(np.median(rate * known["t_f"] / (known["d_a_pre"] * known["n_pre"])))
+    for e in engines:
+        agg, dis = t[t["backend"].eq(e) & t["agg"]], t[t["backend"].eq(e) & ~t["agg"]]
+        values[e]["first_token_steps"] = _kappa(agg, values, util, e, "first_token_steps") if len(agg) else 0.0
+        values[e]["first_token_steps_disagg"] = (_kappa(dis, values, util, e, "first_token_steps_disagg")
+                                                 if len(dis) else values[e]["first_token_steps"])
+    return {**values, "prefill_utilization": util}
+
+
+def _as_overrides(values: dict) -> dict:
+    engines = {e: v for e, v in values.items() if isinstance(v, dict)}
+    return _with(engines, prefill_utilization=values["prefill_utilization"])
+
+
+def errors(t: pd.DataFrame, values: dict[str, dict[str, float]] | None) -> pd.DataFrame:
+    """Signed relative errors of TTFT and TPOT per row with the given fitted values (None: the shipped file)."""
+    p = inferencex_engine.closed_loop(t, overrides=_as_overrides(values) if values else None)
+    return pd.DataFrame({"ttft": p["ttft_s"] / t["ttft_meas"] - 1, "tpot": p["tpot_s"] / t["tpot_meas"] - 1,
+                         "backend": t["backend"], "model": t["model"], "agg": t["agg"]}, index=t.index)
+
+
+def cross_validate(t: pd.DataFrame) -> pd.DataFrame:
+    """Held-out errors: each model predicted by the fit to the other models."""
+    parts = []
+    for model in t["model"].unique():
+        train, test = t[t["model"].ne(model)], t[t["model"].eq(model)]
+        fitted = fit(train)
+        missing = set(test["backend"]) - {e for e, v in fitted.items() if isinstance(v, dict)}
+        if missing:  # an engine seen only with this model: nothing to hold out against
+            test = test[~test["backend"].isin(missing)]
+        parts.append(errors(test, fitted))
+    return pd.concat(parts)
+
+
+def summary(e: pd.DataFrame) -> pd.DataFrame:
+    def stats(g):
+        return pd.Series({"rows": len(g), "ttft_median": g["ttft"].abs().median(),
+                          "ttft_p90": g["ttft"].abs().quantile(.9),
+                          "tpot_median": g["tpot"].abs().median(), "tpot_p90": g["tpot"].abs().quantile(.9)})
+    by = e.groupby("backend").apply(stats, include_groups=False)
+    by.loc["all"] = stats(e)
+    return by
+
+
+def main(argv: list[str]) -> int:
+    cases = argv[0] if argv else DEFAULT_CASES
+    t = table(cases)
+    fitted = fit(t)
+    print(f"fitted on {len(t)} rows of {cases} (models: {', '.join(sorted(t['model'].unique()))}):")
+    for eng, v in fitted.items():
+        if isinstance(v, dict):
+            print(f"  {eng}: step_cost = {v['step_cost'] / units.MS:.3f} ms, first_token_steps = "
+                  f"{v['first_token_steps']:.2f}, first_token_steps_disagg = {v['first_token_steps_disagg']:.2f}")
+    print(f"  prefill_utilization = {fitted['prefill_utilization']:.3f}")
+    print("\nin-sample |error| (fitted on every model):")
+    print(summary(errors(t, fitted)).round(3).to_string())
+    print("\nheld out, one model at a time (cross-validation grouped by model):")
+    print(summary(cross_validate(t)).round(3).to_string())
+    print("\nwithout the fitted parameters (engine defaults and the client protocol only):")
+    zero = {e: {k: 0.0 for k in inferencex_engine.FITTED} for e, v in fitted.items() if isinstance(v, dict)}
+    print(summary(errors(t, {**zero, "prefill_utilization": fitted["prefill_utilization"]})).round(3).to_string())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
