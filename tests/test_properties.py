@@ -104,7 +104,8 @@ def divisors(n: int, upto: int) -> list[int]:
 
 def tp_ok(arch: ModelArch, system: System, t: int) -> bool:
     H, K = arch.num_attention_heads, arch.num_key_value_heads
-    return H % t == 0 and (K % t == 0 or t % K == 0) and t <= system.scaleup_chips
+    linear_ok = not arch.num_linear_layers or arch.linear_num_key_heads % t == 0  # Gated DeltaNet key heads
+    return H % t == 0 and (K % t == 0 or t % K == 0) and linear_ok and t <= system.scaleup_chips
 
 
 def tp_options(arch: ModelArch, system: System) -> list[int]:

@@ -25,10 +25,13 @@ CATALOGUE = {
     "llama-3.1-8b", "llama-3.1-70b", "qwen3-32b",
     # llm-foundry's MPT pretraining configurations (validation: MOSAIC-* rows)
     "mpt-3b", "mpt-7b", "mpt-13b", "mpt-30b", "mpt-70b",
+    # the 2026 open-weight models (reference/model_configs/): hybrid linear attention, sparse attention
+    "minimax-m2.5", "kimi-k2.5", "qwen3.5-397b-a17b", "glm-5",
 }
 # Published active parameters per token (model cards / papers), as the brief lists them.
 PUBLISHED_ACTIVE = {"mixtral-8x7b": 12.9e9, "gpt-oss-120b": 5.1e9, "gpt-oss-20b": 3.6e9, "deepseek-v3": 37e9,
-                    "qwen3-235b-a22b": 22e9}
+                    "qwen3-235b-a22b": 22e9, "minimax-m2.5": 10e9, "kimi-k2.5": 32.6e9, "qwen3.5-397b-a17b": 17e9,
+                    "glm-5": 40e9}
 
 
 def arch(name: str) -> ModelArch:

@@ -60,7 +60,7 @@ from perfmodel.core.workload_checks import ArchError
 STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
 Positive = Annotated[int, Field(gt=0)]
 NonNegative = Annotated[int, Field(ge=0)]
-LayerType = Literal["full_attention", "sliding_attention"]
+LayerType = Literal["full_attention", "sliding_attention", "linear_attention"]
 
 # Hugging Face spellings of the same quantity in other model families -> the name used here.
 HF_ALIASES: dict[str, str] = {
@@ -135,6 +135,18 @@ class _Config(BaseModel):
     layer_types: list[LayerType] = []
     attention_bias: bool | None = None
     mlp_bias: bool | None = None
+    attn_output_gate: bool = False
+    partial_rotary_factor: float = 1.0
+    # Gated DeltaNet (linear_attention layers)
+    linear_num_key_heads: NonNegative = 0
+    linear_num_value_heads: NonNegative = 0
+    linear_key_head_dim: NonNegative = 0
+    linear_value_head_dim: NonNegative = 0
+    linear_conv_kernel_dim: NonNegative = 0
+    # DeepSeek Sparse Attention (lightning indexer)
+    index_n_heads: NonNegative = 0
+    index_head_dim: NonNegative = 0
+    index_topk: NonNegative = 0
 
 
 class _Perfmodel(BaseModel):
@@ -153,6 +165,9 @@ class _Perfmodel(BaseModel):
     qk_norm: bool = False
     attention_sinks: bool = False
     pooler: bool = False
+    qk_norm_per_layer: bool = False
+    shared_expert_gate: bool = False
+    linear_state_dtype: DTypeName = "fp32"
 
 
 class WorkloadFile(BaseModel):
@@ -256,6 +271,12 @@ def build_arch(data: dict, path: str | Path, expect_name: str | None = None) -> 
         kv_lora_rank=c.kv_lora_rank, qk_nope_head_dim=c.qk_nope_head_dim, qk_rope_head_dim=c.qk_rope_head_dim,
         v_head_dim=c.v_head_dim, sliding_window=c.sliding_window, layer_types=tuple(c.layer_types),
         attention_sinks=p.attention_sinks, qk_norm=p.qk_norm, pooler=p.pooler,
+        attn_output_gate=c.attn_output_gate, qk_norm_per_layer=p.qk_norm_per_layer,
+        partial_rotary_factor=c.partial_rotary_factor, shared_expert_gate=p.shared_expert_gate,
+        linear_num_key_heads=c.linear_num_key_heads, linear_num_value_heads=c.linear_num_value_heads,
+        linear_key_head_dim=c.linear_key_head_dim, linear_value_head_dim=c.linear_value_head_dim,
+        linear_conv_kernel_dim=c.linear_conv_kernel_dim, linear_state_dtype=DType(p.linear_state_dtype),
+        index_n_heads=c.index_n_heads, index_head_dim=c.index_head_dim, index_topk=c.index_topk,
         weight_dtype=DType(p.weight_dtype),
         expert_weight_dtype=DType(p.expert_weight_dtype) if p.expert_weight_dtype else None,
         published_parameters=float(s.parameters or 0.0),

@@ -23,7 +23,8 @@ def workloads_frame() -> pd.DataFrame:
             "workload": name, "display_name": a.display_name, "attention": a.attention.value,
             "layers": a.num_hidden_layers, "hidden_size": a.hidden_size, "heads": a.num_attention_heads,
             "kv_heads": a.num_key_value_heads, "experts": a.num_experts, "experts_per_token": a.num_experts_per_tok,
-            "sliding_layers": a.num_sliding_layers, "params": pc.total, "active_params": pc.active_per_token,
+            "sliding_layers": a.num_sliding_layers, "linear_attention_layers": a.num_linear_layers,
+            "sparse_attention_topk": a.index_topk, "params": pc.total, "active_params": pc.active_per_token,
             "published_params": a.published_parameters or float("nan"),
             "params_error_frac": (pc.total - a.published_parameters) / a.published_parameters
             if a.published_parameters else float("nan"),

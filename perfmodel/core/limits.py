@@ -22,6 +22,9 @@ MAX_LAYERS = 2**14
 MAX_HEADS = 2**14
 # hidden, head, MLP, expert and latent widths: the widest published MLP is PaLM 540B's 73,728
 MAX_WIDTH = 2**20
+# a linear-attention layer's short causal convolution: published kernels are 4 tokens (Qwen3-Next,
+# Qwen3.5, Mamba-2); a kernel this long would be a sequence-length filter, not a short conv
+MAX_CONV_KERNEL = 2**13
 # vocabulary (and token-type) entries: published vocabularies are at most ~262k (Gemma 3)
 MAX_VOCAB = 2**24
 # routed and shared experts: production MoEs have at most 384 (Kimi K2); PEER (He, 2024) routes

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from perfmodel.core import attention_variants as variants
 from perfmodel.core.dtypes import DType
 from perfmodel.core.workload_checks import check_arch
 
@@ -76,10 +77,25 @@ class ModelArch:
     v_head_dim: int = 0
     # --- attention window
     sliding_window: int = 0  # tokens; 0 = none
-    layer_types: tuple[str, ...] = ()  # per layer "full_attention" | "sliding_attention"; () = all full
+    layer_types: tuple[str, ...] = ()  # per layer "full_attention" | "sliding_attention" | "linear_attention"; () = all full
     attention_sinks: bool = False  # gpt-oss learned per-head sink logits
     qk_norm: bool = False  # RMSNorm over head_dim on q and k (Qwen3 q_norm/k_norm)
     pooler: bool = False  # BERT pooler (dense D x D + bias on the [CLS] token)
+    attn_output_gate: bool = False  # Qwen3-Next/3.5: q_proj also emits a per-channel sigmoid gate on the output
+    qk_norm_per_layer: bool = False  # the q/k norms span all heads of a layer (MiniMax-M2 qk_norm_type 'per_layer')
+    partial_rotary_factor: float = 1.0  # share of head_dim that RoPE rotates (MiniMax-M2 rotary_dim / head_dim)
+    shared_expert_gate: bool = False  # Qwen3-Next/3.5: a D -> 1 sigmoid gate scales the shared expert's output
+    # --- Gated DeltaNet linear attention (layer_types "linear_attention"; Qwen3-Next / Qwen3.5 hybrids)
+    linear_num_key_heads: int = 0
+    linear_num_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel_dim: int = 0  # depthwise causal conv over q, k, v before the recurrence (tokens)
+    linear_state_dtype: DType = DType.FP32  # the recurrent state as kept per sequence (mamba_ssm_dtype)
+    # --- DeepSeek Sparse Attention (MLA with a lightning indexer; DeepSeek-V3.2, GLM-5): index_topk > 0
+    index_n_heads: int = 0
+    index_head_dim: int = 0
+    index_topk: int = 0  # keys each query attends to
     # --- stored weights as shipped
     weight_dtype: DType = DType.BF16  # data type of the shipped checkpoint's weights
     expert_weight_dtype: DType | None = None  # routed-expert weights when they differ (gpt-oss: MXFP4)
@@ -130,6 +146,21 @@ class ModelArch:
             return self.num_hidden_layers
         return self.layer_types[:self.num_hidden_layers].count("sliding_attention")
 
+    @property
+    def num_linear_layers(self) -> int:
+        """Gated DeltaNet (linear-attention) layers: the per-layer list's count (closed form)."""
+        return self.layer_types[:self.num_hidden_layers].count("linear_attention") if self.layer_types else 0
+
+    @property
+    def num_softmax_attention_layers(self) -> int:
+        """Layers with softmax attention (full or sliding window): all but the linear-attention ones."""
+        return self.num_hidden_layers - self.num_linear_layers
+
+    @property
+    def sparse_attention(self) -> bool:
+        """DeepSeek Sparse Attention: a lightning indexer picks index_topk keys per query."""
+        return self.index_topk > 0
+
     def validate(self) -> None:
         """Raise ArchError (field, problem) for counts out of range or fields that contradict each other.
         The workload-file loader and workload what-ifs both call it: one set of rules for both."""
@@ -151,14 +182,17 @@ class ParamCount:
     embedding: token embeddings V*D plus BERT's token-type embeddings T_v*D. A tied table
         (tie_word_embeddings) is counted here once and lm_head is 0.
     position_embedding: learned absolute positions P*D (0 for RoPE).
-    attention: projection weights, their biases and attention-sink logits over all layers
-        (norm scales inside the attention block, MLA latent norms and Qwen3 q/k norms, are in norms).
+    attention: projection weights, their biases and attention-sink logits over all layers, the
+        sparse-attention indexer's projections, and the Gated DeltaNet layers' projections, conv and
+        gate parameters (norm scales inside the attention block, MLA latent norms and Qwen3 q/k norms,
+        are in norms).
     mlp_dense: the MLPs of the L_d dense layers.
     moe_routed_experts: all E routed experts of the L_m MoE layers.
     moe_shared_experts: the E_s always-active shared experts of the L_m MoE layers.
     router: the MoE gate (E*D weight, plus E bias where the model has one).
     norms: every normalisation scale (and LayerNorm bias): two per layer, the final (or BERT
-        embedding) norm, Qwen3 q/k norms, MLA latent norms.
+        embedding) norm, Qwen3 q/k norms, MLA latent norms, the indexer's key LayerNorm, the Gated
+        DeltaNet gated output norm.
     lm_head: the output projection V*D when it is not tied (0 for encoder-only models: BERT's
         masked-LM head is a pre-training head, not part of the encoder).
     other: BERT's pooler (D*D + D).
@@ -195,18 +229,21 @@ def norm_params(arch: ModelArch, width: int | None = None) -> int:
 
 
 def attention_params_per_layer(arch: ModelArch) -> int:
-    """Attention projection weights, biases and sink logits in one layer (norms excluded).
+    """Attention projection weights, biases and sink logits in one softmax-attention layer (norms
+    excluded; a Gated DeltaNet layer is core/attention_variants.linear_attention_params_per_layer).
 
     MHA/GQA (d_h = head_dim):
-        q: D*H*d_h, k and v: D*K*d_h each, o: H*d_h*D
-        + biases H*d_h + 2*K*d_h + D when attention_bias (GPT-2/GPT-3/BERT/gpt-oss)
+        q: D*H*d_h (2*D*H*d_h with attn_output_gate: the gate comes out of q_proj), k and v:
+        D*K*d_h each, o: H*d_h*D
+        + biases H*d_h (2*H*d_h gated) + 2*K*d_h + D when attention_bias (GPT-2/GPT-3/BERT/gpt-oss)
         + H learned sink logits when attention_sinks (gpt-oss).
     MLA (DeepSeek; kv_lora_rank > 0), with d_qk = d_n + d_r:
         q: D*r_q + r_q*H*d_qk (q_a_proj, q_b_proj) when r_q > 0, else D*H*d_qk (q_proj)
         kv_a_proj_with_mqa: D*(r_kv + d_r)      kv_b_proj: r_kv*H*(d_n + d_v)
         o: H*d_v*D
         + biases r_q (q_a_proj) + (r_kv + d_r) + D when attention_bias (transformers'
-          DeepseekV3Attention puts the bias on q_a_proj, kv_a_proj_with_mqa and o_proj only).
+          DeepseekV3Attention puts the bias on q_a_proj, kv_a_proj_with_mqa and o_proj only)
+        + the lightning indexer's projections with sparse attention (attention_variants).
     """
     a = arch
     D, H = a.hidden_size, a.num_attention_heads
@@ -220,12 +257,12 @@ def attention_params_per_layer(arch: ModelArch) -> int:
         kv_b = a.kv_lora_rank * H * (a.qk_nope_head_dim + a.v_head_dim)
         o = H * a.v_head_dim * D
         bias = (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim + D) if a.attention_bias else 0
-        n = q + kv_a + kv_b + o + bias
+        n = q + kv_a + kv_b + o + bias + variants.indexer_params_per_layer(a)
     else:
-        K, d_h = a.num_key_value_heads, a.head_dim
-        n = D * H * d_h + 2 * D * K * d_h + H * d_h * D
+        K, d_h, q_out = a.num_key_value_heads, a.head_dim, 2 if a.attn_output_gate else 1
+        n = q_out * D * H * d_h + 2 * D * K * d_h + H * d_h * D
         if a.attention_bias:
-            n += H * d_h + 2 * K * d_h + D
+            n += q_out * H * d_h + 2 * K * d_h + D
     if a.attention_sinks:
         n += H
     return n
@@ -257,24 +294,31 @@ def shared_expert_params(arch: ModelArch) -> int:
 
 def router_params_per_layer(arch: ModelArch) -> int:
     """MoE gate of one MoE layer: E*D, + E when router_bias (gpt-oss router bias; DeepSeek-V3's
-    e_score_correction_bias)."""
+    e_score_correction_bias), + D for the shared expert's sigmoid gate (Qwen3-Next shared_expert_gate)."""
     if not arch.is_moe:
         return 0
     E = arch.num_experts
-    return E * arch.hidden_size + (E if arch.router_bias else 0)
+    return E * arch.hidden_size + (E if arch.router_bias else 0) + (arch.hidden_size if arch.shared_expert_gate else 0)
 
 
 def norm_params_per_layer(arch: ModelArch) -> int:
-    """Norm parameters in one layer: 2*n (before attention and before the MLP; BERT's two post-norms)
-    + 2*d_h-wide norms for Qwen3 q/k norm + r_q and r_kv latent norms for MLA."""
+    """Norm parameters in one softmax-attention layer: 2*n (before attention and before the MLP; BERT's
+    two post-norms) + 2*d_h-wide norms for Qwen3 q/k norm ((H + K)*d_h when the norms span the layer's
+    heads, MiniMax-M2) + r_q and r_kv latent norms for MLA + the sparse-attention indexer's key LayerNorm."""
     n = 2 * norm_params(arch)
     if arch.qk_norm:
-        n += 2 * norm_params(arch, arch.head_dim)
+        heads = arch.num_attention_heads + arch.num_key_value_heads if arch.qk_norm_per_layer else 2
+        n += heads * norm_params(arch, arch.head_dim)
     if arch.attention == AttentionKind.MLA:
         n += norm_params(arch, arch.kv_lora_rank)
         if arch.q_lora_rank:
             n += norm_params(arch, arch.q_lora_rank)
-    return n
+    return n + variants.indexer_norm_params_per_layer(arch)
+
+
+def linear_layer_norm_params(arch: ModelArch) -> int:
+    """Norm parameters in one Gated DeltaNet layer: the 2*n layer norms and the gated output RMSNorm."""
+    return 2 * norm_params(arch) + variants.linear_attention_norm_params_per_layer(arch)
 
 
 def parameter_count(arch: ModelArch) -> ParamCount:
@@ -282,32 +326,36 @@ def parameter_count(arch: ModelArch) -> ParamCount:
 
     embedding          = V*D + T_v*D
     position_embedding = P*D (learned), 0 (rope)
-    attention          = L * attention_params_per_layer   (see there: MHA/GQA/MLA, biases, sinks)
+    attention          = L_a * attention_params_per_layer (see there: MHA/GQA/MLA, biases, sinks, indexer)
+                         + L_lin * linear_attention_params_per_layer (Gated DeltaNet layers; L_a = L - L_lin)
     mlp_dense          = L_d * mlp_params(F)              (3*D*F gated, 2*D*F plain, + biases)
     moe_routed_experts = L_m * E * mlp_params(F_e)
     moe_shared_experts = L_m * E_s * mlp_params(F_s)
-    router             = L_m * (E*D [+ E])
-    norms              = L * norm_params_per_layer + n    (n = D RMSNorm, 2D LayerNorm; the last term
-                         is the final norm, or BERT's embedding LayerNorm)
+    router             = L_m * (E*D [+ E] [+ D shared-expert gate])
+    norms              = L_a * norm_params_per_layer + L_lin * linear_layer_norm_params + n (n = D RMSNorm,
+                         2D LayerNorm; the last term is the final norm, or BERT's embedding LayerNorm)
     lm_head            = V*D unless tied or encoder-only
     other              = D*D + D (BERT pooler)
     active_per_token   = total - L_m * (E - k) * mlp_params(F_e)
 
     Source: the module structure of the Hugging Face transformers implementations (GPT2Model,
     BertModel, LlamaForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM,
-    GptOssForCausalLM); DeepSeek-V3's multi-token-prediction module is not part of the model.
+    GptOssForCausalLM, MiniMaxM2ForCausalLM, Qwen3_5MoeForCausalLM, GlmMoeDsaForCausalLM);
+    multi-token-prediction modules (DeepSeek-V3, GLM-5, MiniMax-M2, Qwen3.5) and vision encoders
+    (Kimi-K2.5, Qwen3.5) are not part of the language model counted here.
     """
     a = arch
     D, L, V = a.hidden_size, a.num_hidden_layers, a.vocab_size
     L_m, L_d = a.num_moe_layers, a.num_dense_layers
     embedding = V * D + a.type_vocab_size * D
     position = a.max_position_embeddings * D if a.position_embedding == "learned" else 0
-    attention = L * attention_params_per_layer(a)
+    L_lin = a.num_linear_layers
+    attention = (L - L_lin) * attention_params_per_layer(a) + L_lin * variants.linear_attention_params_per_layer(a)
     mlp_dense = L_d * mlp_params(a, a.intermediate_size)
     routed = L_m * a.num_experts * expert_params(a)
     shared = L_m * a.num_shared_experts * shared_expert_params(a)
     router = L_m * router_params_per_layer(a)
-    norms = L * norm_params_per_layer(a) + norm_params(a)
+    norms = (L - L_lin) * norm_params_per_layer(a) + L_lin * linear_layer_norm_params(a) + norm_params(a)
     lm_head = 0 if (a.tie_word_embeddings or a.encoder_only) else V * D
     other = (D * D + D) if a.pooler else 0
     total = embedding + position + attention + mlp_dense + routed + shared + router + norms + lm_head + other

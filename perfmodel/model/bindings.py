@@ -20,6 +20,7 @@ from perfmodel.core.dtypes import DType, bytes_per_element, is_microscaled
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Optimizer, Phase, Scenario
 from perfmodel.core.workload import ModelArch
+from perfmodel.model import attention_variant_formulas as av
 from perfmodel.model import formulas as fm
 from perfmodel.model import ops
 from perfmodel.model import roofline as rl
@@ -146,8 +147,14 @@ def model_values(a: ModelArch, pp) -> dict:
         S.W: one(a.sliding_window), S.rq: one(a.q_lora_rank), S.rkv: one(a.kv_lora_rank),
         S.dn: one(a.qk_nope_head_dim), S.dr: one(a.qk_rope_head_dim), S.dv: one(a.v_head_dim),
         ops.P: float(a.max_position_embeddings), ops.TV: float(a.type_vocab_size),
-        ops.Lfa: stage(L - a.num_sliding_layers), ops.Lsw: stage(a.num_sliding_layers),
-        ops.Ld: stage(a.num_dense_layers), ops.Lm: stage(a.num_moe_layers),
+        ops.Lfa: stage(L - a.num_sliding_layers - a.num_linear_layers), ops.Lsw: stage(a.num_sliding_layers),
+        ops.Lla: stage(a.num_linear_layers), ops.Ld: stage(a.num_dense_layers), ops.Lm: stage(a.num_moe_layers),
+        S.frot: float(a.partial_rotary_factor),
+        S.Hlk: one(a.linear_num_key_heads), S.Hlv: one(a.linear_num_value_heads), S.dlk: one(a.linear_key_head_dim),
+        S.dlv: one(a.linear_value_head_dim), S.Kc: one(a.linear_conv_kernel_dim),
+        S.bs: bytes_per_element(a.linear_state_dtype), av.cg: float(av.GDN_CHUNK_TOKENS),
+        S.Hix: one(a.index_n_heads), S.dix: one(a.index_head_dim), S.ktop: one(a.index_topk),
+        S.bix: av.INDEX_KEY_BYTES,
     }
 
 

@@ -14,6 +14,7 @@ training plans); commands refuse an invalid plan and show a non-fitting one only
                                                                priced at its heaviest stage,
                                                                bindings.stage_stretch)
     pp_interleaved  L mod (p v) = 0 when v > 1                 the interleaved schedule's equal chunks
+    tp_linear_heads  H_k mod t = 0 (Gated DeltaNet layers)     key heads (and their value-head groups) split whole
     ep_experts    E mod e = 0 (MoE)                            whole experts per expert-parallel rank
     ep_group      (t d_a) mod e = 0                            experts are split over the replica's chips
     cp_sequence   T mod c = 0 (prefill, train)                 whole sequence chunks per context rank
@@ -93,6 +94,10 @@ def _rules(system: System, arch: ModelArch, phase: Phase) -> tuple[Rule, ...]:
              lambda s: f"{s['context']} + {'1 new token' if phase == Phase.DECODE else s['seq_len']} "
                        f"exceeds the {P} positions of {arch.name} (max_position_embeddings)"),
     ]
+    if arch.num_linear_layers:
+        hk = arch.linear_num_key_heads
+        rules.append(Rule("tp_linear_heads", lambda v: np.mod(hk, v["tp"]) != 0,
+                          lambda s: f"{s['tp']} does not divide the {hk} Gated DeltaNet key heads of {arch.name}"))
     if arch.is_moe:
         rules.append(Rule("ep_experts", lambda v: np.mod(E, v["ep"]) != 0,
                           lambda s: f"{s['ep']} does not divide the {E} experts of {arch.name}"))

@@ -17,8 +17,9 @@ import pandas as pd
 import sympy as sp
 
 from perfmodel.core.scenario import Phase
-from perfmodel.core.symbols import LATEX_NAMES, latex, table
+from perfmodel.core.symbols import C0, LATEX_NAMES, Kc, ktop, latex, table
 from perfmodel.core.workload import ModelArch
+from perfmodel.model import attention_variant_formulas as av
 from perfmodel.model import formulas as fm
 from perfmodel.model import graph as gr
 from perfmodel.model import ops
@@ -28,9 +29,11 @@ from perfmodel.model.roofline import Overlap, engine_times, op_time
 
 _M, _K, _N, _n, _S = sp.symbols("M K N n S_avg", positive=True)
 _h, _kvh, _dqk, _dv, _Skv = sp.symbols("h h_kv d_qk d_v S_kv", positive=True)
+_m, _hk, _dk, _C, _T = sp.symbols("m h_k d_k C T", positive=True)  # sequences, key heads, key width, channels
 
 _EXTRA_LATEX = {fm.q_a: "q_a", fm.q_w: "q_w", fm.q_we: "q_{we}", fm.x_tr: "x_{tr}", fm.p_av: "p_{av}",
                 fm.p_sm: "p_{sm}", fm.qb: "q_b", ops.Lfa: "L_{full}", ops.Lsw: "L_{sw}", ops.Ld: "L_{dense}",
+                ops.Lla: "L_{lin}", av.cg: "c_{gdn}", _m: "m", _hk: "h_k", _dk: "d_k", _C: "C",
                 ops.Lm: "L_{moe}",
                 ops.da: "d_a", ops.nmb: "m", ops.i_a2a: r"\mathbb{1}_{a2a}",
                 ops.i_ep: r"\mathbb{1}_{ep}", ops.zs: "z", ops.bg: "b_g",
@@ -52,6 +55,18 @@ def _families() -> list[tuple[str, str, fm.Work]]:
          fm.matmul(_M, _K, _N, weights=False)),
         ("attention", "flash attention over n query tokens, h heads sharing h_kv KV heads",
          fm.attention(_n, _h, _kvh, _S, _Skv, _dqk, _dv)),
+        ("gated_delta_rule (decode)", "Gated DeltaNet recurrence: n tokens of m sequences, h_k key and h heads of "
+         "d_k x d_v state", av.gated_delta_rule_decode(_n, _m, _hk, _h, _dk, _dv)),
+        ("gated_delta_rule (chunked)", "Gated DeltaNet in chunks of c_gdn tokens (prefill, training); C_0 tokens "
+         "of context", av.gated_delta_rule_chunked(_n, _m, _hk, _h, _dk, _dv, C0)),
+        ("causal_conv", "depthwise causal conv of K_c taps and SiLU over C channels (Gated DeltaNet q, k, v)",
+         av.causal_conv(_n, _m, _C, Kc)),
+        ("lightning_indexer", "DeepSeek Sparse Attention indexer: n queries, h heads of d_k score S_avg of S_kv "
+         "held keys, k_top kept", av.lightning_indexer(_n, _h, _dk, _S, _Skv, ktop)),
+        ("sparse attention", "MLA over the indexer's top-k keys (multi-query form, one latent KV head of d_qk): "
+         "n = B T queries, each attending (1/T) sum_i min(C_0 + i, k_top) gathered keys",
+         fm.attention(_n, _h, 1, av.sparse_mean_keys(_T, C0, ktop), _n * av.sparse_mean_keys(_T, C0, ktop), _dqk, _dv,
+                      kv_width=_dqk)),
         ("rmsnorm", "RMSNorm over n rows of width K", fm.norm(_n, _K, "rmsnorm")),
         ("layernorm", "LayerNorm over n rows of width K", fm.norm(_n, _K, "layernorm")),
         ("elementwise", "one vector pass over n elements (residual add, RoPE pass, ...)",
@@ -104,6 +119,8 @@ def symbol_table() -> pd.DataFrame:
              (fm.qb, "flash-attention query block (tokens per KV sweep)"),
              (ops.da, "attention data parallel inside a replica"), (ops.nmb, "micro-batches per training step"),
              (ops.Lfa, "full-attention layers per stage"), (ops.Lsw, "sliding-window layers per stage"),
+             (ops.Lla, "Gated DeltaNet (linear-attention) layers per stage"),
+             (av.cg, "Gated DeltaNet chunk of the chunked kernels (tokens)"),
              (ops.Ld, "dense-MLP layers per stage"), (ops.Lm, "MoE layers per stage")]
     rows += [{"symbol": s.name, "latex": _tex(s), "meaning": m, "unit": "1"} for s, m in extra]
     return pd.DataFrame(rows)

@@ -7,7 +7,8 @@ shares one graph, and sizes, batch, parallel degrees and data types are bound la
 
 The records and structural symbols are in ops.py. Counts: layer ops repeat L_x / p times (p
 pipeline stages; the graph is one stage, embedding and LM head included, i.e. the heaviest
-stage), x the micro-batches.
+stage), x the micro-batches. Gated DeltaNet layers and DeepSeek Sparse Attention's indexer and
+top-k core are built in graph_attention_variants.py.
 
 Does not: bind numbers, price time or communication.
 """
@@ -21,19 +22,16 @@ import sympy as sp
 
 from perfmodel.comm.algorithms import Collective
 from perfmodel.core.scenario import Phase, Recompute
-from perfmodel.core.symbols import (C0, KV, B, D, E, F, Fe, Fs, H, T, V, W, ba, bkv, bw, bwe, cp, dh, dn, dr, dv, ep, k,
-                                    rkv, rq, t, u)
+from perfmodel.core.symbols import (C0, KV, B, D, E, F, Fe, Fs, H, T, V, W, ba, bkv, bw, bwe, cp, dh, dn, dr, dv, ep,
+                                    frot, k, rkv, rq, t, u)
 from perfmodel.core.workload import AttentionKind, ModelArch
 from perfmodel.model import formulas as fm
 from perfmodel.model.formulas import Work
+from perfmodel.model.graph_attention_variants import linear_attention_block, sparse_mla_core
 from perfmodel.model.ops import (TV, Comm, GraphKey, KV_dev, Ld, Lfa, Lm, Lsw, N_dev, N_rep, Op, OpKind, P, Pass, bg,
                                  bo_r, bo_w, bwt, da, i_a2a, i_cp, i_ep, i_pp, i_sp, i_z0, i_z1, i_z2, i_z3, n_rep, nmb,
                                  vpp, zs)
-
-
-def _op(name, group, kind, count, work, comm=None, formula="", backward=None):
-    return Op(name=name, group=group, kind=kind, pass_=Pass.FORWARD, count=count, work=work, comm=comm,
-              formula=formula or kind.value, backward=backward)
+from perfmodel.model.ops import forward_op as _op
 
 
 def _attention_op(name, grp, count, *args, **kw) -> Op:
@@ -68,7 +66,9 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
         ops.append(_op(f"attn{tag}.kv_a_norm", grp, OpKind.NORM, count, fm.norm(N_dev, rkv, "rmsnorm")))
         ops.append(_op(f"attn{tag}.rope", grp, OpKind.ELEMENTWISE, count,
                        fm.elementwise(N_dev * dr * (H / t + 1), vector=3), formula="elementwise"))
-        if phase == Phase.DECODE:
+        if g.sparse:  # DeepSeek Sparse Attention: indexer, then MLA over the top-k keys
+            ops += sparse_mla_core(g, phase, count, tag)
+        elif phase == Phase.DECODE:
             # absorbed form (DeepSeek-V2 sec. 2.1.2): W_UK folded into the query, W_UV into the output;
             # attention runs over the shared latent (r_kv + d_rope per token), one KV "head".
             ops.append(_op(f"attn{tag}.q_absorb", grp, OpKind.MATMUL, count,
@@ -91,15 +91,18 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
                                      dv, b_kv_elem=ba, hbm_passes=hp, sram_passes=sp_, **mat))
         o_in = H * dv / t
     else:
+        q_out = 2 if g.attn_gate else 1  # the output gate comes out of q_proj beside the queries
         ops.append(_op(f"attn{tag}.qkv", grp, OpKind.MATMUL, count,
-                       fm.matmul(N_dev, D, (H + 2 * KV) * dh / t, bias=g.attention_bias), formula="matmul"))
-        if g.qk_norm:  # Qwen3: RMSNorm over d_h on every query and key head (weights d_h each)
+                       fm.matmul(N_dev, D, (q_out * H + 2 * KV) * dh / t, bias=g.attention_bias), formula="matmul"))
+        if g.qk_norm:  # Qwen3: RMSNorm over d_h on every query and key head (weights d_h each; MiniMax-M2's
+            # span the layer's heads: (H + K) d_h, this device's share of them)
+            qk_w = (H / t + KV_dev) * dh if g.qk_norm_per_layer else 2 * dh
             ops.append(_op(f"attn{tag}.qk_norm", grp, OpKind.NORM, count,
                            Work(**{**dict(fm.norm(N_dev * (H / t + KV_dev), dh, "rmsnorm", params=False).items()),
-                                   "params": 2 * dh}), formula="norm"))
-        if not g.learned_pos:
+                                   "params": qk_w}), formula="norm"))
+        if not g.learned_pos:  # f_rot: the rotated share of each head (partial rotary)
             ops.append(_op(f"attn{tag}.rope", grp, OpKind.ELEMENTWISE, count,
-                           fm.elementwise(N_dev * (H / t + KV_dev) * dh, vector=3), formula="elementwise"))
+                           fm.elementwise(N_dev * (H / t + KV_dev) * dh * frot, vector=3), formula="elementwise"))
         if infer:
             ops.append(_op(f"attn{tag}.kv_cache_write", grp, OpKind.MEMORY, count,
                            Work(write=N_dev * KV_dev * 2 * dh * bkv), formula="memory"))
@@ -110,6 +113,9 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
         if g.sinks:  # gpt-oss: one learned sink logit per head
             core = dataclasses.replace(core, work=core.work + Work(params=H / t))
         ops.append(core)
+        if g.attn_gate:  # o x sigmoid(gate)
+            ops.append(_op(f"attn{tag}.out_gate", grp, OpKind.ELEMENTWISE, count,
+                           fm.elementwise(N_dev * H * dh / t, scalar=1, vector=1, reads=2), formula="elementwise"))
         o_in = H * dh / t
     ops.append(_op(f"attn{tag}.o_proj", grp, OpKind.MATMUL, count, fm.matmul(N_dev, o_in, D, bias=g.attention_bias),
                    formula="matmul"))
@@ -186,6 +192,10 @@ def _moe_block(g: GraphKey) -> list[Op]:
     ops += _grouped_experts(g)
     if g.shared_experts:
         ops += _mlp(N_dev, Fs / t, g, "moe.shared", "moe", Lm)
+    if g.shared_expert_gate:  # sigmoid(x w) x the shared expert's output (Qwen3-Next / Qwen3.5)
+        ops.append(_op("moe.shared_gate", "moe", OpKind.MATMUL, Lm, fm.matmul(N_dev, D, 1)
+                       + fm.elementwise(N_dev, scalar=1, reads=0, writes=0)
+                       + fm.elementwise(N_dev * D, vector=1, reads=2), formula="matmul"))
     ops.append(_op("moe.combine", "moe", OpKind.COLLECTIVE, Lm, Work(),
                    Comm(Collective.ALL_TO_ALL, i_a2a * N_dev * k * D * ba, "ep")))
     ops.append(_op("moe.tp_all_reduce", "moe", OpKind.COLLECTIVE, Lm, Work(),
@@ -244,6 +254,8 @@ def _forward(g: GraphKey, phase: Phase) -> list[Op]:
         ops += _attention_block(g, phase, Lfa, None, "")
     if g.sliding:
         ops += _attention_block(g, phase, Lsw, W, "_sw")
+    if g.linear:
+        ops += linear_attention_block(g, phase)
     if g.dense_mlp:
         ops += _dense_block(g)
     if g.moe:

@@ -10,12 +10,18 @@ Per device (one pipeline stage; SI bytes; letters as in symbols.py):
                    (1F1B: p on the first stage; GPipe: all); recompute keeps only layer inputs
     scores       = m_f (L/p) B (H/t) T^2 2 b_a          only if attention is materialised (no flash)
     kv_cache     = (B/d_a) sum_layers min(W, C_0 + T)/c  x  per-token KV bytes
-                   GQA: 2 max(K/t,1) d_h b_kv;  MLA: (r_kv + d_rope) b_kv
+                   GQA: 2 max(K/t,1) d_h b_kv;  MLA: (r_kv + d_rope) b_kv (+ d_ix b_ix index keys
+                   with DeepSeek Sparse Attention); Gated DeltaNet layers hold no keys but a fixed
+                   state per sequence, counted here too (the per-sequence cache):
+                 + (B/d_a) L_lin [H_v/t d_k d_v b_s + (2 H_k d_k + H_v d_v)/t (K_c - 1) b_a]
     reserved     = runtime reserve (calibration `runtime_reserved_memory`)
 
 a_tok (bytes, activations in b_a; Korthikanti et al. 2022 style, no dropout masks):
     b_a [2D (norm inputs) + D (QKV input) + (H+2K)d_h/t (Q,K,V) + H d_h/t (attn out)
          + D (MLP input) + 3F/t (gate, up, act)]  (+ MoE: k (D + 3 F_e) u / ep per token)
+    Gated DeltaNet layers keep, in place of Q, K, V and the attention output, the in_proj output
+    (2 H_k d_k + 2 H_v d_v + 2 H_v)/t, the conv output (2 H_k d_k + H_v d_v)/t and the core and
+    gated-norm outputs 2 H_v d_v / t; the layer mix weights the two kinds.
 
 Does not: evaluate time.
 """
@@ -29,11 +35,13 @@ import numpy as np
 import sympy as sp
 
 from perfmodel.catalog.calibration import Calibration, calibration_for
+from perfmodel.core.attention_variants import linear_qkv_channels
 from perfmodel.core.dtypes import DType, bytes_per_element
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Optimizer, Phase, Recompute, Scenario
 from perfmodel.core.symbols import t as t_sym
 from perfmodel.core.workload import AttentionKind, ModelArch
+from perfmodel.model import attention_variant_formulas as av
 from perfmodel.model import bindings as bd
 from perfmodel.model import graph as gr
 from perfmodel.model import ops
@@ -102,12 +110,19 @@ def activation_bytes_per_token_layer(arch: ModelArch, tp, ep, ba: float, moe_imb
     if a.attention == AttentionKind.MLA:
         qkv = (a.num_attention_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.qk_nope_head_dim + a.v_head_dim))
         attn_out = a.num_attention_heads * a.v_head_dim
-        latent = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim
+        # the sparse-attention indexer's queries and key are replicated, not split t ways
+        latent = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim + (a.index_n_heads + 1) * a.index_head_dim
     else:
-        qkv = (a.num_attention_heads + 2 * a.num_key_value_heads) * a.head_dim
+        gate = a.num_attention_heads if a.attn_output_gate else 0
+        qkv = (a.num_attention_heads + gate + 2 * a.num_key_value_heads) * a.head_dim
         attn_out = a.num_attention_heads * a.head_dim
         latent = 0
-    dense = (3 * D + latent) / sp_div + (qkv + attn_out) / t
+    frac_linear = a.num_linear_layers / a.num_hidden_layers
+    hk_dk, hv_dv, hv = (a.linear_num_key_heads * a.linear_key_head_dim, a.linear_num_value_heads * a.linear_value_head_dim,
+                        a.linear_num_value_heads)
+    linear = (2 * hk_dk + 2 * hv_dv + 2 * hv) + (2 * hk_dk + hv_dv) + 2 * hv_dv
+    dense = (3 * D + (1 - frac_linear) * latent) / sp_div + ((1 - frac_linear) * (qkv + attn_out)
+                                                             + frac_linear * linear) / t
     mlp_w = (3 if a.gated_mlp else 2)
     dense_mlp = D / sp_div + mlp_w * a.intermediate_size / t
     frac_moe = a.num_moe_layers / a.num_hidden_layers
@@ -121,23 +136,48 @@ def activation_bytes_per_token_layer(arch: ModelArch, tp, ep, ba: float, moe_imb
 
 
 def kv_bytes_per_token_layer(arch: ModelArch, tp, bkv: float) -> np.ndarray:
-    """KV-cache bytes per token per layer on one device."""
+    """KV-cache bytes per token per layer on one device (a softmax-attention layer: Gated DeltaNet layers
+    hold no per-token cache). MLA's latent (and a sparse-attention indexer's keys) sit whole on every
+    tensor-parallel rank."""
     if arch.attention == AttentionKind.MLA:
-        return np.asarray((arch.kv_lora_rank + arch.qk_rope_head_dim) * bkv, dtype=float) * np.ones_like(
+        index_keys = arch.index_head_dim * av.INDEX_KEY_BYTES if arch.sparse_attention else 0.0
+        return np.asarray((arch.kv_lora_rank + arch.qk_rope_head_dim) * bkv + index_keys, dtype=float) * np.ones_like(
             np.asarray(tp, dtype=float))
     kv_dev = np.maximum(arch.num_key_value_heads / np.asarray(tp, dtype=float), 1.0)
     return 2 * kv_dev * arch.head_dim * bkv
 
 
 def kv_tokens_per_sequence(arch: ModelArch, length) -> np.ndarray:
-    """sum over layers of keys held: full layers hold `length`, sliding layers min(W, length)."""
+    """sum over layers of keys held: full layers hold `length`, sliding layers min(W, length), Gated
+    DeltaNet layers none (recurrent_state_bytes_per_sequence holds their fixed state)."""
     length = np.asarray(length, dtype=float)
     n_sw = arch.num_sliding_layers
-    n_full = arch.num_hidden_layers - n_sw
+    n_full = arch.num_hidden_layers - n_sw - arch.num_linear_layers
     held = n_full * length
     if n_sw:
         held = held + n_sw * np.minimum(arch.sliding_window, length)
     return held
+
+
+def recurrent_state_bytes_per_sequence(arch: ModelArch, tp, ba: float) -> np.ndarray:
+    """Bytes one sequence keeps on one device across its Gated DeltaNet layers, whatever its length:
+    L_lin [H_v/t d_k d_v b_s (the delta-rule state, in linear_state_dtype) + (2 H_k d_k + H_v d_v)/t
+    (K_c - 1) b_a (the causal conv's last K_c - 1 inputs)]. 0 for a model without such layers."""
+    t = np.asarray(tp, dtype=float)
+    a = arch
+    if not a.num_linear_layers:
+        return np.zeros_like(t)
+    state = a.linear_num_value_heads * a.linear_key_head_dim * a.linear_value_head_dim \
+        * bytes_per_element(a.linear_state_dtype)
+    conv = linear_qkv_channels(a) * (a.linear_conv_kernel_dim - 1) * ba
+    return a.num_linear_layers * (state + conv) / t
+
+
+def cache_bytes_per_sequence(arch: ModelArch, length, tp, bkv: float, ba: float) -> np.ndarray:
+    """Whole-model cache of one sequence of `length` tokens on one device: KV (and index keys) of the
+    softmax-attention layers plus the fixed state of the Gated DeltaNet layers."""
+    return kv_tokens_per_sequence(arch, length) * kv_bytes_per_token_layer(arch, tp, bkv) \
+        + recurrent_state_bytes_per_sequence(arch, tp, ba)
 
 
 def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | None = None,
@@ -183,6 +223,9 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
         length = C0 + (1 if phase == Phase.DECODE else T)
         comp["kv_cache"] = (B / da) * kv_tokens_per_sequence(arch, length) / cp / pp * bd.stage_stretch(arch, pp) \
             * kv_bytes_per_token_layer(arch, tp, bkv)
+        if arch.num_linear_layers:  # each sequence's fixed recurrent state (not split over context ranks)
+            comp["kv_cache"] = comp["kv_cache"] + (B / da) / pp * bd.stage_stretch(arch, pp) \
+                * recurrent_state_bytes_per_sequence(arch, tp, ba)
         if arch.encoder_only:
             comp["kv_cache"] = np.zeros(1)
         # transient working set: one layer's activations for the tokens of this step

@@ -23,6 +23,7 @@ from perfmodel.model.formulas import Work
 # layer-count and other structural symbols bound per model / scenario
 Lfa = sp.Symbol("Lfa", nonnegative=True)  # full-attention layers on this stage
 Lsw = sp.Symbol("Lsw", nonnegative=True)  # sliding-window layers on this stage
+Lla = sp.Symbol("Lla", nonnegative=True)  # Gated DeltaNet (linear-attention) layers on this stage
 Ld = sp.Symbol("Ld", nonnegative=True)  # dense-MLP layers on this stage
 Lm = sp.Symbol("Lm", nonnegative=True)  # MoE layers on this stage
 da = sp.Symbol("da", positive=True)  # attention data parallel inside the replica
@@ -112,14 +113,27 @@ class GraphKey:
     type_vocab: bool
     sinks: bool
     qk_norm: bool
+    linear: bool = False  # Gated DeltaNet layers (graph_attention_variants.linear_attention_block)
+    sparse: bool = False  # DeepSeek Sparse Attention on MLA (graph_attention_variants.sparse_mla_core)
+    attn_gate: bool = False  # sigmoid output gate from q_proj (Qwen3-Next / Qwen3.5)
+    qk_norm_per_layer: bool = False  # q/k norm weights span the layer's heads (MiniMax-M2)
+    shared_expert_gate: bool = False  # sigmoid gate on the shared expert (Qwen3-Next / Qwen3.5)
 
     @classmethod
     def of(cls, a: ModelArch) -> "GraphKey":
-        n_sw = a.num_sliding_layers
+        n_sw, n_la = a.num_sliding_layers, a.num_linear_layers
         return cls(
-            attention=a.attention, sliding=n_sw > 0, full=n_sw < a.num_hidden_layers, moe=a.is_moe,
+            attention=a.attention, sliding=n_sw > 0, full=n_sw + n_la < a.num_hidden_layers, moe=a.is_moe,
             dense_mlp=a.num_dense_layers > 0, shared_experts=a.num_shared_experts > 0, gated_mlp=a.gated_mlp,
             norm=a.norm, learned_pos=a.position_embedding == "learned", encoder_only=a.encoder_only,
             attention_bias=a.attention_bias, mlp_bias=a.mlp_bias, tied=a.tie_word_embeddings,
             router_bias=a.router_bias, mla_q_lora=a.q_lora_rank > 0, type_vocab=a.type_vocab_size > 0,
-            sinks=a.attention_sinks, qk_norm=a.qk_norm)
+            sinks=a.attention_sinks, qk_norm=a.qk_norm, linear=n_la > 0, sparse=a.sparse_attention,
+            attn_gate=a.attn_output_gate, qk_norm_per_layer=a.qk_norm_per_layer,
+            shared_expert_gate=a.shared_expert_gate)
+
+
+def forward_op(name, group, kind, count, work, comm=None, formula="", backward=None) -> Op:
+    """An operator of the forward pass (graph.py and graph_attention_variants.py build with it)."""
+    return Op(name=name, group=group, kind=kind, pass_=Pass.FORWARD, count=count, work=work, comm=comm,
+              formula=formula or kind.value, backward=backward)

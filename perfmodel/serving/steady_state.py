@@ -221,9 +221,11 @@ def _busy(df: pd.DataFrame) -> dict[str, np.ndarray]:
 
 
 def kv_bytes_per_sequence(arch: ModelArch, tokens, kv_dtype: DType) -> np.ndarray:
-    """Whole-model KV-cache bytes of one sequence of `tokens` tokens (all layers, all KV heads)."""
-    return memory.kv_tokens_per_sequence(arch, tokens) * memory.kv_bytes_per_token_layer(
-        arch, 1.0, bytes_per_element(kv_dtype))
+    """Whole-model cache bytes of one sequence of `tokens` tokens (all layers, all KV heads): the KV (and
+    index keys) of the softmax-attention layers plus the fixed recurrent state of linear-attention layers
+    (what a disaggregated prefill hands to the decode pool)."""
+    return memory.cache_bytes_per_sequence(arch, tokens, 1.0, bytes_per_element(kv_dtype),
+                                           bytes_per_element(DType.BF16))
 
 
 def kv_fit(system: System, arch: ModelArch, grid: Grid, context, cal: Calibration | None = None,
@@ -296,8 +298,8 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
     chips = grid.replica_chips
     if mode == Mode.DISAGGREGATED:
         tpot = step
-        kv_req = kv_bytes_per_sequence(arch, I, DType.BF16) * np.asarray(
-            [bytes_per_element(d) / bytes_per_element(DType.BF16) for d in grid.kv_cache])
+        codes, kv_types = bd.dtype_codes(grid.kv_cache)  # each distinct KV type priced once
+        kv_req = np.asarray([float(kv_bytes_per_sequence(arch, I, _dt(d))) for d in kv_types])[codes]
         # the KV hand-off takes the fastest tier joining two pools: scale-up, node, or (a one-chip
         # instance) the scale-out network
         tier = next(t for t in map(system.tier, (Scope.SCALEUP, Scope.NODE, Scope.SCALEOUT)) if t is not None)
