@@ -216,3 +216,22 @@ def test_decode_replicas_when_the_worker_count_is_not_given(raw):
     p = predict(row).iloc[0]
     assert p["workers"] > 1 and p["concurrency"] * p["workers"] >= 16130
     assert "decode_num_workers not given" in p["notes"] and np.isfinite(p["tpot_ms"])
+
+
+def test_the_readme_fidelity_table_is_what_the_model_gives_today(dev):
+    """README's fidelity block is `perfmodel validate --cases reference/inferencex_serving_dev.csv --show fidelity
+    --format md`, re-run: a change that moves a figure must move the README with it."""
+    from perfmodel.cli.validate import TITLES
+    from perfmodel.report import export
+    from perfmodel.validation import fidelity
+
+    sheets = fidelity.sheets(dev)
+    text = "\n\n".join(export.emit(sheets[k], "md", TITLES[k]) for k in ("fidelity_overall", "fidelity")).strip()
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("<!-- fidelity:begin -->")[1].split("<!-- fidelity:end -->")[0].strip()
+    assert block == text
+    overall = sheets["fidelity_overall"].set_index(["metric", "backend"])
+    assert overall.loc[("TTFT mean", "all"), "coverage_frac"] >= COVERAGE
+    # the fitted engine parameters help on every backend (the unfitted prediction is beside)
+    ttft = overall.xs("TTFT mean", level="metric")
+    assert (ttft["median_abs_error_frac"] < ttft["median_abs_error_unfitted_frac"]).all()

@@ -16,6 +16,14 @@ import argparse
 from perfmodel.cli.common import add_output_options, print_result, refuse, same_file
 
 SHOW = ("all", "cases", "summary", "not-expressed", "fidelity")
+TITLES = {"cases": "validation cases (error = (predicted - measured) / measured)",
+          "by_phase": "by phase (target: median |error| <= 15%, p90 <= 40%)",
+          "by_hardware_family": "by hardware family", "by_metric": "by metric", "by_family": "by family",
+          "not_expressed": "cases the model cannot express yet",
+          "fidelity_overall": "fidelity by metric and backend (target: TPOT median <= 15%, p90 <= 40%; TTFT "
+                              "25%, 60%)",
+          "fidelity": "fidelity by system x backend x model x mode (gap: what the model lacks where it misses)",
+          "fidelity_cases": "serving cases by backend, model and mode"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -67,14 +75,7 @@ def cmd_validate(args) -> int:
     if args.format == "csv":
         print_result(export.emit(chosen[pick[0]], "csv", out=args.out))
         return 0
-    titles = {"cases": "validation cases (error = (predicted - measured) / measured)",
-              "by_phase": "by phase (target: median |error| <= 15%, p90 <= 40%)",
-              "by_hardware_family": "by hardware family", "by_metric": "by metric", "by_family": "by family",
-              "not_expressed": "cases the model cannot express yet",
-              "fidelity_overall": "fidelity by metric and backend (target: TPOT median <= 15%, p90 <= 40%; TTFT "
-                                  "25%, 60%)",
-              "fidelity": "fidelity by system x backend x model x mode (gap: what the model lacks where it misses)"}
-    text = "\n\n".join(export.emit(df, args.format, titles[k]) for k, df in chosen.items() if len(df))
+    text = "\n\n".join(export.emit(df, args.format, TITLES[k]) for k, df in chosen.items() if len(df))
     if args.out:
         safe_write.write_text(args.out, text)
         text = f"wrote {args.out}"
