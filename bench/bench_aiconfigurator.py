@@ -35,18 +35,17 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from peer_venv import ensure_peer  # bench/ is on the path of a bench script
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CSV = ROOT / "reference" / "inferencex_serving_dev.csv"
-PEERS_DIR = HERE / ".peers"
 WORKER = HERE / "aiconfigurator_worker.py"
 TOOL = "aiconfigurator"
 # PyPI name -> pinned version (the version this benchmark was written against)
@@ -94,34 +93,6 @@ def perfmodel_predict(text: pd.DataFrame, full: bool) -> dict:
 
 
 # ---------------------------------------------------------------- aiconfigurator (own venv, subprocess)
-
-
-def _venv_python(tool: str) -> Path:
-    return PEERS_DIR / tool / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-
-
-def ensure_peer(tool: str, reinstall: bool = False) -> tuple[Path | None, str]:
-    """The peer's venv python (created and pip-installed if missing), or None and the reason."""
-    spec = PEERS[tool]
-    venv, py, stamp = PEERS_DIR / tool, _venv_python(tool), PEERS_DIR / tool / ".installed"
-    if not reinstall and py.exists() and stamp.exists() and stamp.read_text().strip() == spec:
-        return py, "already installed"
-    t0 = time.perf_counter()
-    try:
-        PEERS_DIR.mkdir(exist_ok=True)
-        r = subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], capture_output=True, text=True,
-                           check=False, timeout=300)
-        if r.returncode:
-            return None, f"venv creation failed: {(r.stderr or r.stdout).strip().splitlines()[-1:]}"
-        r = subprocess.run([str(py), "-m", "pip", "install", "-q", spec], capture_output=True, text=True,
-                           check=False, timeout=1800)
-        if r.returncode:
-            lines = [ln for ln in (r.stderr + r.stdout).strip().splitlines() if "WARNING" not in ln]
-            return None, f"pip install {spec} failed: {' | '.join(lines[-3:])}"
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"install failed: {type(exc).__name__}: {exc}"
-    stamp.write_text(spec + "\n")
-    return py, f"installed {spec} in {time.perf_counter() - t0:.0f} s"
 
 
 def run_peer(py: Path, typed: pd.DataFrame, timeout_s: float) -> tuple[dict | None, str]:
@@ -234,7 +205,7 @@ def main() -> None:
           f"for {len(typed)} rows", flush=True)
 
     res = None
-    py, note = ensure_peer(TOOL, args.reinstall)
+    py, note = ensure_peer(TOOL, PEERS[TOOL], args.reinstall)
     if py is None:
         print(f"{TOOL}: not run: {note}", flush=True)
     else:

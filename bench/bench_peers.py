@@ -27,12 +27,12 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from peer_venv import ensure_peer  # bench/ is on the path of a bench script
 
 from perfmodel import catalog
 from perfmodel.catalog import workload_files
@@ -42,7 +42,6 @@ from perfmodel.model import bindings as bd
 from perfmodel.model import evaluate
 
 HERE = Path(__file__).resolve().parent
-PEERS_DIR = HERE / ".peers"
 WORKER = HERE / "peer_worker.py"
 # PyPI name -> pinned version (the versions this benchmark was written against)
 PEERS = {"llm-analysis": "llm-analysis==0.2.2", "genz-llm": "genz-llm==0.0.16"}
@@ -126,34 +125,6 @@ def perfmodel_sweep(grid, repeat: int = 7) -> dict:
 # ---------------------------------------------------------------- peers (own venvs, subprocess)
 
 
-def _venv_python(tool: str) -> Path:
-    return PEERS_DIR / tool / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-
-
-def ensure_peer(tool: str, reinstall: bool = False) -> tuple[Path | None, str]:
-    """The peer's venv python (created and pip-installed if missing), or None and the reason."""
-    spec = PEERS[tool]
-    venv, py, stamp = PEERS_DIR / tool, _venv_python(tool), PEERS_DIR / tool / ".installed"
-    if not reinstall and py.exists() and stamp.exists() and stamp.read_text().strip() == spec:
-        return py, "already installed"
-    t0 = time.perf_counter()
-    try:
-        PEERS_DIR.mkdir(exist_ok=True)
-        r = subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], capture_output=True, text=True,
-                           timeout=300)
-        if r.returncode:
-            return None, f"venv creation failed: {(r.stderr or r.stdout).strip().splitlines()[-1:]}"
-        r = subprocess.run([str(py), "-m", "pip", "install", "-q", spec], capture_output=True, text=True,
-                           timeout=1200)
-        if r.returncode:
-            lines = [ln for ln in (r.stderr + r.stdout).strip().splitlines() if "WARNING" not in ln]
-            return None, f"pip install {spec} failed: {' | '.join(lines[-3:])}"
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"install failed: {type(exc).__name__}: {exc}"
-    stamp.write_text(spec + "\n")
-    return py, f"installed {spec} in {time.perf_counter() - t0:.0f} s"
-
-
 def run_peer(tool: str, py: Path, grid, budget_s: float) -> tuple[dict | None, str]:
     with tempfile.TemporaryDirectory() as tmp:
         job, out = Path(tmp) / "job.json", Path(tmp) / "result.json"
@@ -197,7 +168,7 @@ def main() -> None:
             ("perfmodel (one config at a time)", "", pm["loop_n"], pm["loop_s"], pm["loop_cpu_s"])]
     peers = {}
     for tool in args.tools:
-        py, note = ensure_peer(tool, args.reinstall)
+        py, note = ensure_peer(tool, PEERS[tool], args.reinstall)
         if py is None:
             print(f"{tool}: not run: {note}", flush=True)
             continue

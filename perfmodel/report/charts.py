@@ -198,19 +198,24 @@ def to_png(chart: alt.TopLevelMixin, scale: float = 2.0) -> bytes:
     return vlc.vegalite_to_png(chart.to_dict(), scale=scale)
 
 
+def _diagonal(lo: float, hi: float) -> alt.Chart:
+    """predicted = measured (solid) and +-40% (dashed), on log axes, from lo to hi."""
+    diag = pd.DataFrame({"measured": [lo, hi] * 3, "predicted": [lo, hi, 1.4 * lo, 1.4 * hi, 0.6 * lo, 0.6 * hi],
+                         "line": ["exact", "exact", "+40%", "+40%", "-40%", "-40%"]})
+    axis = dict(scale=alt.Scale(type="log"))
+    return alt.Chart(diag).mark_line(color="gray").encode(
+        x=alt.X("measured:Q", **axis), y=alt.Y("predicted:Q", **axis), detail="line:N",
+        strokeDash=alt.condition(alt.datum.line == "exact", alt.value([1, 0]), alt.value([4, 4])))
+
+
 def validation_scatter(cases: pd.DataFrame, title: str = "") -> alt.LayerChart:
     """Predicted vs measured, one point per case (log-log: cases of every unit on one chart, so
     distance from the diagonal is the error ratio); dashed lines at +-40%, the p90 target."""
     df = cases.dropna(subset=["predicted"])
     lo, hi = float(min(df["measured"].min(), df["predicted"].min())), float(
         max(df["measured"].max(), df["predicted"].max()))
-    diag = pd.DataFrame({"measured": [lo, hi, lo, hi, lo, hi], "predicted": [lo, hi, 1.4 * lo, 1.4 * hi, 0.6 * lo,
-                                                                               0.6 * hi],
-                         "line": ["exact", "exact", "+40%", "+40%", "-40%", "-40%"]})
     axis = dict(scale=alt.Scale(type="log"))
-    lines = alt.Chart(diag).mark_line(color="gray").encode(
-        x=alt.X("measured:Q", **axis), y=alt.Y("predicted:Q", **axis), detail="line:N",
-        strokeDash=alt.condition(alt.datum.line == "exact", alt.value([1, 0]), alt.value([4, 4])))
+    lines = _diagonal(lo, hi)
     pts = alt.Chart(df).mark_point(filled=True, size=45, opacity=0.75).encode(
         x=alt.X("measured:Q", title="measured (case's unit)", **axis),
         y=alt.Y("predicted:Q", title="predicted (same unit)", **axis),
@@ -227,12 +232,8 @@ def fidelity_scatter(cases: pd.DataFrame, metric: str) -> alt.LayerChart:
     unit = str(df["unit"].iloc[0]) if len(df) else ""
     lo, hi = (float(min(df["measured"].min(), df["predicted"].min())),
               float(max(df["measured"].max(), df["predicted"].max()))) if len(df) else (1.0, 10.0)
-    diag = pd.DataFrame({"measured": [lo, hi] * 3, "predicted": [lo, hi, 1.4 * lo, 1.4 * hi, 0.6 * lo, 0.6 * hi],
-                         "line": ["exact", "exact", "+40%", "+40%", "-40%", "-40%"]})
     axis = dict(scale=alt.Scale(type="log"))
-    lines = alt.Chart(diag).mark_line(color="gray").encode(
-        x=alt.X("measured:Q", **axis), y=alt.Y("predicted:Q", **axis), detail="line:N",
-        strokeDash=alt.condition(alt.datum.line == "exact", alt.value([1, 0]), alt.value([4, 4])))
+    lines = _diagonal(lo, hi)
     pts = alt.Chart(df).mark_point(filled=True, size=35, opacity=0.6).encode(
         x=alt.X("measured:Q", title=f"measured {metric} ({unit})", **axis),
         y=alt.Y("predicted:Q", title=f"predicted {metric} ({unit})", **axis),
