@@ -34,7 +34,7 @@ class Finding:
 
 def _loaders(root: Path):
     """(kind, name, file, load-function) for every catalogue file, in a stable order."""
-    from perfmodel.catalog import calibration, workload_files
+    from perfmodel.catalog import calibration, serving_engines, workload_files
 
     for name in files.list_chips(root):
         yield "chip", name, root / "hardware_specs" / "chips" / f"{name}.toml", lambda n=name: files._chip(n, root)
@@ -46,6 +46,9 @@ def _loaders(root: Path):
         yield "calibration", path.stem, path, lambda p=path: calibration.load_calibration_file(p)
     for path in sorted((root / "hardware_specs" / "calibration" / "fitted").glob("*.toml")):  # perfmodel calibrate
         yield "calibrated set", path.stem, path, lambda p=path: calibration.load_calibrated_set(p, root)
+    engines = root / "hardware_specs" / "serving" / "engines.toml"
+    if engines.exists():  # serving-engine profiles and benchmark protocols
+        yield "serving engines", engines.stem, engines, lambda p=engines: serving_engines.engines(str(p))
 
 
 def check_catalog(root: Path | None = None) -> list[Finding]:
