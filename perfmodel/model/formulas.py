@@ -26,7 +26,7 @@ from dataclasses import dataclass, fields
 
 import sympy as sp
 
-from perfmodel.core.symbols import Ssram, ba, bc, bkv, bw, kb, kt, mt, nt
+from perfmodel.core.symbols import Ssram, ba, bkv, bw, kb, kt, mt, nt
 
 ZERO = sp.Integer(0)
 
