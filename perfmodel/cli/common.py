@@ -177,6 +177,30 @@ def positive(hi: float | None = None, lo_open: bool = True):
     return parse
 
 
+def dtype_arg(text: str) -> str:
+    """A data type's canonical name ('bf16', 'mxfp4', ...); an unknown one is argparse's one-line error."""
+    from perfmodel.core.dtypes import DType
+
+    try:
+        return DType.parse(text).value
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def lengths_arg(text: str):
+    """'1024' or '512:0.5,4096:0.5' (length:weight pairs); lengths whole numbers in [1, MAX_SEQ_TOKENS],
+    weights positive and finite."""
+    length, weight = count(1, "MAX_SEQ_TOKENS"), positive()
+    try:
+        if ":" not in text:
+            return length(text)
+        return [(length(a), weight(b)) for a, b in (p.split(":") for p in text.split(","))]
+    except (ValueError, argparse.ArgumentTypeError) as exc:
+        raise argparse.ArgumentTypeError(f"lengths: a whole number or LENGTH:WEIGHT,... pairs, got {text!r}"
+                                         + (f" ({exc})" if isinstance(exc, argparse.ArgumentTypeError) else "")) \
+            from None
+
+
 def size(text: str) -> str:
     """Type for a message size with its unit ('1MiB', '4 GiB'), at least 1 byte; returns the text."""
     from perfmodel.core import units

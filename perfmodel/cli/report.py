@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfmodel.cli.common import add_output_options, count, defer, print_result, refuse_or_banner, with_banner, write_text
+from perfmodel.cli.common import add_output_options, count, defer, dtype_arg, print_result, refuse_or_banner, with_banner, write_text
 
 if TYPE_CHECKING:  # the model (report, whatif, export, pandas) is imported inside the functions: see cli/parser.py
     import pandas as pd
@@ -136,21 +136,12 @@ def _scenario_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dp", type=count(), default=1, metavar="N", help="data parallel replicas (default 1)")
     g.add_argument("--microbatches", type=count(1, "MAX_BATCH"), default=1, metavar="N", help="micro-batches per step")
     g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage for training (default 0)")
-    g.add_argument("--dtype", default="bf16", type=_dtype, metavar="TYPE",
+    g.add_argument("--dtype", default="bf16", type=dtype_arg, metavar="TYPE",
                    help="weights and matmul data type: bf16, fp8, mxfp8, mxfp4, fp16, fp32, ... (default bf16); "
                         "the KV cache follows (8-bit for 8-bit types)")
     g.add_argument("--recompute", choices=("none", "selective", "full"), default="none",
                    help="activation recomputation for training (default none)")
     g.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=SET_HELP)
-
-
-def _dtype(text: str) -> str:
-    from perfmodel.core.dtypes import DType
-
-    try:
-        return DType.parse(text).value
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _load(args) -> tuple[report.Loaded, wi.ScenarioOptions]:

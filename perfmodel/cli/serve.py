@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from perfmodel.cli.common import add_output_options, count, positive, print_result, progress_bar, refuse_or_banner, with_banner
+from perfmodel.cli.common import add_output_options, count, dtype_arg, lengths_arg, positive, print_result, progress_bar, refuse_or_banner, with_banner
 
 if TYPE_CHECKING:  # pandas and the model are imported inside the functions (start-up time: see cli/parser.py)
     import pandas as pd
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pandas and the model are imported inside the functions (sta
 SET_HELP = ("what-if override, repeatable: a spec value (hbm_bandwidth, tensor_rate, link_bandwidth, tdp, price, "
             "...) or a calibration parameter (hbm_efficiency, power_idle_frac, pue, node_overhead_power, ...); VALUE "
             "sets ('6 TB/s', '0.8', '690 W') or scales ('x1.5', '+50%%'). 'perfmodel knobs --hardware NAME' lists them")
-SUMMARY_COLS = ("system", "mode", "tp", "da", "ep", "pp", "concurrency", "compute_dtype", "expert_weights_dtype",
+SUMMARY_COLS = ("system", "mode", "engine", "tp", "da", "ep", "pp", "concurrency", "compute_dtype", "expert_weights_dtype",
                 "tokens_per_s_per_user", "ttft_s", "time_per_output_token_s", "e2e_latency_s",
                 "output_tokens_per_s_per_chip", "output_tokens_per_s_per_scaleup", "concurrency_per_scaleup",
                 "chip_power_w", "output_tokens_per_s_per_mw", "output_tokens_per_s_per_mw_at_low_power",
@@ -40,29 +40,6 @@ PLAN_COLS = ("system", "feasible", "mode", "tp", "da", "ep", "pp", "compute_dtyp
              "usd_per_month", "usd_per_million_output_tokens", "price_status", "note")
 TRAIN_COLS = ("system", "chips", "tp", "pp", "dp", "ep", "microbatches", "recompute", "step_time_s", "bubble_frac",
               "tokens_per_s", "mfu_frac", "days", "facility_power_w", "energy_mwh", "usd_per_run", "note")
-
-
-def _dtype(text: str) -> str:
-    from perfmodel.core.dtypes import DType
-
-    try:
-        return DType.parse(text).value
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _lengths(text: str):
-    """'1024' or '512:0.5,4096:0.5' (length:weight pairs); lengths whole numbers in [1, MAX_SEQ_TOKENS],
-    weights positive and finite."""
-    length, weight = count(1, "MAX_SEQ_TOKENS"), positive()
-    try:
-        if ":" not in text:
-            return length(text)
-        return [(length(a), weight(b)) for a, b in (p.split(":") for p in text.split(","))]
-    except (ValueError, argparse.ArgumentTypeError) as exc:
-        raise argparse.ArgumentTypeError(f"lengths: a whole number or LENGTH:WEIGHT,... pairs, got {text!r}"
-                                         + (f" ({exc})" if isinstance(exc, argparse.ArgumentTypeError) else "")) \
-            from None
 
 
 def _common(p: argparse.ArgumentParser, hardware_many: bool = False) -> None:
@@ -106,12 +83,15 @@ def _plan_args(p: argparse.ArgumentParser, many: bool) -> None:
                    nargs="+" if many else None, help="serving mode(s)")
     g.add_argument("--chunk", type=count(1, "MAX_SEQ_TOKENS"), default=512, metavar="N",
                    help="prefill chunk tokens (chunked mode)")
+    g.add_argument("--engine", default="", metavar="NAME",
+                   help="serving engine around the GPU: vllm, trtllm or sglang (hardware_specs/serving/engines.toml: "
+                        "host time per step, steps to the first token, KV allotment, running cap); default: the GPU alone")
     if many:
-        g.add_argument("--dtypes", nargs="+", type=_dtype, metavar="TYPE",
+        g.add_argument("--dtypes", nargs="+", type=dtype_arg, metavar="TYPE",
                        help="compute types to sweep (default: bf16 fp8 mxfp8 mxfp4 where supported)")
     else:
-        g.add_argument("--dtype", type=_dtype, default="bf16", metavar="TYPE", help="compute / weight type")
-        g.add_argument("--expert-dtype", type=_dtype, metavar="TYPE",
+        g.add_argument("--dtype", type=dtype_arg, default="bf16", metavar="TYPE", help="compute / weight type")
+        g.add_argument("--expert-dtype", type=dtype_arg, metavar="TYPE",
                        help="routed-expert weight type (default: the workload's shipped type, e.g. mxfp4)")
 
 
@@ -151,8 +131,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="systems to compare side by side")
     p.add_argument("--workload", default="gpt-oss-120b", metavar="NAME")
     p.add_argument("--rps", type=positive(), metavar="R", help="average requests per second")
-    p.add_argument("--input", type=_lengths, default=1024, metavar="N|L:W,..", help="input tokens (or distribution)")
-    p.add_argument("--output", type=_lengths, default=1024, metavar="N|L:W,..", help="output tokens (or distribution)")
+    p.add_argument("--input", type=lengths_arg, default=1024, metavar="N|L:W,..", help="input tokens (or distribution)")
+    p.add_argument("--output", type=lengths_arg, default=1024, metavar="N|L:W,..", help="output tokens (or distribution)")
     p.add_argument("--ttft", type=positive(), default=2.0, metavar="S", help="TTFT target, seconds (default 2)")
     p.add_argument("--tpot", type=positive(), default=0.05, metavar="S",
                    help="time per output token target (default 0.05)")
@@ -242,7 +222,7 @@ def cmd_serve(args) -> int:
                    expert_weights=ew)
     price = cost.price_for(system, cal, args.price)
     df = search.frontier_sweep(system, arch, Mix(args.input, args.output), [args.mode], grid=grid, cal=cal,
-                               price=price, tdp_w=args.tdp, chunk_tokens=args.chunk)
+                               price=price, tdp_w=args.tdp, chunk_tokens=args.chunk, engine=args.engine)
     title = f"{system.display_name}: {arch.name} serving ({args.mode}, {args.input}/{args.output} tokens)"
     misfit = ""
     if not df["kv_fits"].all():
@@ -309,7 +289,7 @@ def cmd_pareto(args) -> int:
         with progress_bar(f"{name}: {len(grid) * len(modes):,} configurations", not args.no_progress) as cb:
             frames.append(search.frontier_sweep(system, arch, Mix(args.input, args.output), modes, grid=grid,
                                                 cal=cal, price=price, tdp_w=args.tdp, max_ttft_s=args.max_ttft,
-                                                chunk_tokens=args.chunk, progress=cb))
+                                                chunk_tokens=args.chunk, progress=cb, engine=args.engine))
     df = pd.concat(frames, ignore_index=True)
     ycol = {"concurrency": "concurrency_per_scaleup"}.get(args.y, search.Y_COLS.get(args.y))
     for name, grp in df.groupby("system"):

@@ -7,8 +7,8 @@ parameter changes.
 Must not import: sweep, claims, validation, report, cli.
 """
 
-from perfmodel.serving.steady_state import (ACTIVITY_ENGINES, Grid, Mix, Mode, ServingOptions, kv_bytes_per_sequence,
-                                            kv_fit, serve, serve_one, sweep)
+from perfmodel.serving.kv_capacity import kv_bytes_per_sequence, kv_fit
+from perfmodel.serving.steady_state import ACTIVITY_ENGINES, Grid, Mix, Mode, ServingOptions, serve, serve_one, sweep
 
 __all__ = ["ACTIVITY_ENGINES", "Grid", "Mix", "Mode", "ServingOptions", "kv_bytes_per_sequence", "kv_fit", "serve",
            "serve_one", "sweep"]

@@ -31,8 +31,13 @@ Per replica (times in s; symbols: t_d decode stage step, t_f prefill stage step,
     stall            = worst inter-token gap: p t_d + t_f (a prefill blocks the batch;
                      chunked: one chunk)
 
-KV-cache capacity caps concurrency: `memory.footprint` of the decode replica at batch C and
-context I + O ("peak": every sequence may reach its full length; "mean": I + O/2) must fit.
+KV-cache capacity caps concurrency (kv_capacity.py): `memory.footprint` of the decode replica at
+batch C and context I + O ("peak": every sequence may reach its full length; "mean": I + O/2) must fit.
+
+With a serving-engine profile (`ServingOptions.engine`: vllm, trtllm, sglang) the engine's host time
+per step joins TPOT, its steps to the first token join TTFT (closed_loop.py's formulas at an idle
+queue), its KV allotment (a share of HBM) decides the fit, and a concurrency above its running cap is
+refused (the rest would queue: closed_loop.py prices that queue for a benchmark's closed loop).
 Engine activity (busy time / wall time per engine, averaged over decode and prefill work and
 over the chips of both pools) is returned for the power model.
 
@@ -51,6 +56,7 @@ from enum import Enum
 import numpy as np
 import pandas as pd
 
+from perfmodel.catalog import serving_engines
 from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.comm import collectives
 from perfmodel.comm.algorithms import Collective
@@ -59,8 +65,10 @@ from perfmodel.core.hardware import Scope, System
 from perfmodel.core.scenario import Phase
 from perfmodel.core.workload import ModelArch
 from perfmodel.model import bindings as bd
-from perfmodel.model import feasibility, memory
+from perfmodel.model import feasibility
 from perfmodel.model.evaluate import run_rows, summarize_rows
+from perfmodel.serving import closed_loop
+from perfmodel.serving.kv_capacity import kv_bytes_per_sequence, kv_fit
 
 ACTIVITY_ENGINES = ("tensor", "vector", "scalar", "gpsimd", "memory", "comm")
 
@@ -94,15 +102,20 @@ class ServingOptions:
     """Structural serving choices (one evaluate_sweep pair per choice).
 
     mode: aggregated | chunked | disaggregated; chunk_tokens: prefill chunk (chunked mode);
-    kv_reserve: "peak" (KV for I + O tokens per sequence) or "mean" (I + O/2).
+    kv_reserve: "peak" (KV for I + O tokens per sequence) or "mean" (I + O/2);
+    engine: a serving-engine profile (catalog/serving_engines.py: "vllm", "trtllm", "sglang") whose host
+    time per step, steps to the first token, KV allotment and running cap apply; "" = the GPU alone.
     """
 
     mode: Mode = Mode.AGGREGATED
     chunk_tokens: int = 512
     kv_reserve: str = "peak"
+    engine: str = ""
 
     def validate(self) -> None:
         Mode(self.mode)
+        if self.engine:
+            serving_engines.engine(self.engine)  # one line naming the known engines
         if self.kv_reserve not in ("peak", "mean"):
             raise ValueError(f"serving option kv_reserve: 'peak' or 'mean', got {self.kv_reserve!r}")
         if not isinstance(self.chunk_tokens, (int, np.integer)) or self.chunk_tokens < 1:
@@ -220,38 +233,23 @@ def _busy(df: pd.DataFrame) -> dict[str, np.ndarray]:
     return out
 
 
-def kv_bytes_per_sequence(arch: ModelArch, tokens, kv_dtype: DType) -> np.ndarray:
-    """Whole-model cache bytes of one sequence of `tokens` tokens (all layers, all KV heads): the KV (and
-    index keys) of the softmax-attention layers plus the fixed recurrent state of linear-attention layers
-    (what a disaggregated prefill hands to the decode pool)."""
-    return memory.cache_bytes_per_sequence(arch, tokens, 1.0, bytes_per_element(kv_dtype),
-                                           bytes_per_element(DType.BF16))
-
-
-def kv_fit(system: System, arch: ModelArch, grid: Grid, context, cal: Calibration | None = None,
-           memory_fraction=None):
-    """(fits, bytes used per device, max concurrency per replica) for decode at `context` tokens.
-
-    One `memory.footprint` at batch C: KV cache and the step's activations are linear in the
-    batch, everything else is fixed, so max C = floor((capacity - fixed) / per-sequence bytes),
-    rounded down to a multiple of p x d_a. `memory_fraction` (a serving engine's allotment, e.g.
-    vLLM's gpu_memory_utilization) makes the capacity that share of HBM instead of HBM less the
-    runtime's reserve.
-    """
-    cal = cal or calibration_for(system)
-    C = grid.concurrency
-    kn = grid.knobs(Phase.DECODE, C, 1, np.maximum(np.asarray(context, dtype=float) - 1, 0))
-    f = memory.footprint(system, arch, kn, cal)
-    per_seq = (f.components["kv_cache"] + f.components["activations"]) / C
-    fixed = f.total_bytes - per_seq * C
-    capacity = f.capacity_bytes if memory_fraction is None else (
-        np.asarray(memory_fraction, dtype=float) * system.chip.hbm_capacity_bytes)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cmax = np.where(per_seq > 0, np.floor((capacity - fixed) / np.where(per_seq > 0, per_seq, 1.0)),
-                        np.inf)
-    step = grid.pp * grid.da
-    cmax = np.where(np.isfinite(cmax), np.floor(np.maximum(cmax, 0) / step) * step, cmax)
-    return np.asarray(f.fits), np.asarray(f.total_bytes, dtype=float), cmax
+def _with_engine(prof, mode: Mode, ttft, tpot, stall, t_d, t_f, n_chunks: float, C, valid, reasons):
+    """The engine around the GPU (serving/closed_loop.py's formulas, at an idle queue: a prompt's prefill
+    waits for nothing but the running step): TPOT + its host time per step; the first token after its
+    steps to the client; a concurrency above its running cap is not what runs (that plan is refused)."""
+    tau = prof["step_cost"]
+    kappa = prof["first_token_steps_disagg" if mode == Mode.DISAGGREGATED else "first_token_steps"]
+    tpot_e = closed_loop.evaluate("tpot", TPOT_gpu=tpot, tau=tau)
+    if mode == Mode.CHUNKED:  # one chunk per step, then the steps to the client
+        ttft_e = n_chunks * tpot_e + kappa * (t_d + tau)
+    else:  # aggregated: ttft = t_d/2 + L_f; disaggregated: ttft = L_f + KV hand-off
+        gpu = ttft - (0.5 * t_d if mode == Mode.AGGREGATED else 0.0)
+        ttft_e = closed_loop.evaluate("first_token", t_d=t_d, tau=tau, t_f=t_f, L_f=gpu, kappa=kappa, T_p=t_f)
+    over = C > prof["max_running"]
+    why = f"engine: {prof.name} runs at most {prof['max_running']:g} sequences (max_running); the rest would queue"
+    r = np.broadcast_to(np.asarray(reasons, dtype=str), C.shape)
+    joined = np.char.add(np.char.add(r, np.where(r == "", "", "; ")), why)
+    return ttft_e, tpot_e, stall + tau, np.asarray(valid) & ~over, np.where(over, joined, r)
 
 
 def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options: ServingOptions = ServingOptions(),
@@ -320,8 +318,12 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
         act = {e: (p * busy_d[e] + (C / O) * n_chunks * busy_f[e] / da) / tpot for e in ACTIVITY_ENGINES}
     act = {e: np.clip(v, 0.0, 1.0) for e, v in act.items()}
     ctx = I + O if options.kv_reserve == "peak" else I + O / 2
-    fits, used, cmax = kv_fit(system, arch, grid, ctx, cal)
+    prof = serving_engines.engine(options.engine) if options.engine else None
+    fits, used, cmax = kv_fit(system, arch, grid, ctx, cal, prof["kv_memory_fraction"] if prof else None)
     valid, reasons = feasibility.check_rules(system, arch, grid.knobs(Phase.DECODE, C, 1, np.maximum(ctx - 1, 0)))
+    if prof:
+        ttft, tpot, stall, valid, reasons = _with_engine(prof, mode, ttft, tpot, stall, t_d, t_f, n_chunks, C, valid,
+                                                         reasons)
     per_replica = C / tpot
     per_chip = per_replica / chips_eff
     # whole replicas per scale-up domain; a disaggregated unit larger than the domain (decode replica plus
@@ -330,6 +332,7 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
     replicas = np.where(chips_eff <= dom, np.floor(dom / chips_eff), dom / chips_eff)
     out = pd.DataFrame({
         "system": system.name, "workload": arch.name, "mode": mode.value, "mix": mix.label,
+        "engine": options.engine or "none",
         "input_tokens": int(I), "output_tokens": int(O),
         "tp": grid.tp, "da": grid.da, "ep": grid.ep, "pp": grid.pp, "concurrency": C,
         "compute_dtype": _names(grid.compute), "weights_dtype": _names(grid.weights),

@@ -45,7 +45,8 @@ import pandas as pd
 from perfmodel import catalog
 from perfmodel.catalog import workload_files
 from perfmodel.core import limits, units
-from perfmodel.serving.steady_state import Grid, Mix, Mode, ServingOptions, kv_fit, serve
+from perfmodel.serving.kv_capacity import kv_fit
+from perfmodel.serving.steady_state import Grid, Mix, Mode, ServingOptions, serve
 from perfmodel.validation import inferencex_engine
 from perfmodel.validation.formats import FormatError, register_format
 from perfmodel.validation.harness import register_validation
@@ -162,7 +163,7 @@ def _grid(e: pd.DataFrame) -> Grid:
 def decode_replicas(system, arch, g: pd.DataFrame, mix: Mix) -> pd.DataFrame:
     """Each row's load per decode replica and its note. A disagg row without decode_num_workers gets the
     fewest decode replicas whose KV cache holds its C sequences at their mean length I + O/2
-    (steady_state.kv_fit of the decode plan): a deployment holds its requests' KV, and engines allot KV
+    (kv_capacity.kv_fit of the decode plan): a deployment holds its requests' KV, and engines allot KV
     pages as sequences grow."""
     g = g.copy()
     unknown = g.index[g["workers"].isna()]

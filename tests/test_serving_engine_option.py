@@ -1,0 +1,67 @@
+"""A serving engine around the GPU in the steady state (ServingOptions.engine): its host time per step joins
+TPOT, its steps to the first token join TTFT (closed_loop's formulas at an idle queue), its KV allotment
+decides the fit, and a concurrency above its running cap is refused; the CLI takes --engine."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from perfmodel import catalog
+from perfmodel.catalog import serving_engines, workload_files
+from perfmodel.serving.steady_state import Mode, ServingOptions, serve_one
+
+SYSTEM, WORKLOAD = "p5e.48xlarge", "llama-3.1-70b"
+
+
+def _pair(mode: Mode, engine: str, concurrency: int = 64):
+    s, a = catalog.load_system(SYSTEM), workload_files.load_workload(WORKLOAD)
+    kw = dict(tp=8, concurrency=concurrency, compute="fp8")
+    return (serve_one(s, a, **kw, options=ServingOptions(mode=mode)),
+            serve_one(s, a, **kw, options=ServingOptions(mode=mode, engine=engine)))
+
+
+@pytest.mark.parametrize("engine", ["vllm", "trtllm", "sglang"])
+def test_aggregated_adds_the_engines_step_and_first_token_by_hand(engine):
+    gpu, eng = _pair(Mode.AGGREGATED, engine)
+    p = serving_engines.engine(engine)
+    tau, kappa, t_d = p["step_cost"], p["first_token_steps"], gpu["decode_step_s"]
+    assert eng["time_per_output_token_s"] == pytest.approx(gpu["time_per_output_token_s"] + tau)
+    # GPU alone: t_d / 2 + L_f; with the engine: kappa t_s + t_s / 2 + L_f, t_s = t_d + tau
+    assert eng["ttft_s"] == pytest.approx(gpu["ttft_s"] + kappa * (t_d + tau) + tau / 2)
+    assert eng["engine"] == engine and gpu["engine"] == "none"
+    assert eng["output_tokens_per_s_per_chip"] < gpu["output_tokens_per_s_per_chip"]
+
+
+def test_disaggregated_uses_its_own_steps_to_the_first_token():
+    gpu, eng = _pair(Mode.DISAGGREGATED, "trtllm")
+    p = serving_engines.engine("trtllm")
+    t_s = gpu["decode_step_s"] + p["step_cost"]
+    assert eng["ttft_s"] == pytest.approx(gpu["ttft_s"] + p["first_token_steps_disagg"] * t_s + t_s / 2)
+
+
+def test_the_engines_kv_allotment_decides_how_many_sequences_fit():
+    gpu, eng = _pair(Mode.AGGREGATED, "sglang")
+    h200 = catalog.load_system(SYSTEM).chip.hbm_capacity_bytes
+    # SGLang takes 85% of HBM for weights and KV; the GPU alone keeps only the runtime's reserve back
+    assert eng["max_concurrency_kv"] < gpu["max_concurrency_kv"]
+    assert eng["hbm_capacity_bytes"] == h200
+
+
+def test_a_concurrency_above_the_engines_cap_is_not_a_valid_answer():
+    capped = serving_engines.engine("vllm").with_overrides({"max_running": 32})
+    with serving_engines.using({"vllm": capped}):
+        _, eng = _pair(Mode.AGGREGATED, "vllm", concurrency=64)
+    assert not eng["valid"] and "runs at most 32 sequences" in eng["invalid_reason"]
+
+
+def test_cli_engine_option_and_an_unknown_engine_in_one_line():
+    base = [sys.executable, "-m", "perfmodel", "serve", "--hardware", SYSTEM, "--workload", WORKLOAD, "--tp", "8",
+            "--dtype", "fp8", "--concurrency", "16", "--format", "csv"]
+    ok = subprocess.run(base + ["--engine", "trtllm"], capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0 and "trtllm" in ok.stdout.splitlines()[1]
+    bad = subprocess.run(base + ["--engine", "vlm"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and bad.stderr.strip().count("\n") == 0
+    assert "unknown serving engine 'vlm'" in bad.stderr and "did you mean 'vllm'" in bad.stderr
