@@ -363,7 +363,7 @@ def cmd_sensitivity(args) -> int:
             s, c = inputs["system"]
             df = search.frontier_sweep(s, arch, mix, [args.mode], grid=grid, cal=c,
                                        price=cost.price_for(s, c, args.price), tdp_w=args.tdp,
-                                       chunk_tokens=args.chunk)
+                                       chunk_tokens=args.chunk, engine=args.engine)
             if args.metric not in df:
                 raise ValueError(f"unknown metric {args.metric!r}; choose a numeric column such as "
                                  "tokens_per_s_per_user, output_tokens_per_s_per_chip, output_tokens_per_s_per_mw")
