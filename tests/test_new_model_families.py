@@ -345,8 +345,13 @@ def test_the_index_keys_add_to_the_cache_per_token():
 # ---------------------------------------------------------------- every phase, formulas shown
 
 
-@pytest.mark.parametrize("name", sorted(NEW))
-@pytest.mark.parametrize("phase", [Phase.PREFILL, Phase.DECODE, Phase.TRAIN])
+# training is run for the two new operator families (Gated DeltaNet, sparse attention); Kimi-K2.5 and
+# MiniMax-M2.5 train through the MLA and GQA MoE graphs the older workloads' tests already train
+PHASES = [(ph, n) for n in sorted(NEW) for ph in (Phase.PREFILL, Phase.DECODE, Phase.TRAIN)
+          if ph != Phase.TRAIN or n in ("qwen3.5-397b-a17b", "glm-5")]
+
+
+@pytest.mark.parametrize("phase, name", PHASES)
 def test_every_phase_evaluates_to_finite_numbers(name, phase):
     s = catalog.load_system(H200)
     sc = Scenario(phase, batch=2 if phase == Phase.TRAIN else 4, seq_len=1 if phase == Phase.DECODE else 2048,
