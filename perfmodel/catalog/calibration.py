@@ -123,7 +123,7 @@ class Calibration:
                 raise KeyError(f"unknown calibration parameter {name!r}{did_you_mean(name, new)} "
                                f"(known: {', '.join(sorted(new))})")
             old = new[name]
-            val = _value(v, old.kind, f"calibration parameter {name}", name if check_range else None)
+            val = parameter_value(v, old.kind, f"calibration parameter {name}", name if check_range else None)
             new[name] = dataclasses.replace(old, value=val, raw=str(v), status="assumed",
                                             reason=f"user override (was {old.raw})", origin="user override")
         return dataclasses.replace(self, params=MappingProxyType(new))
@@ -133,7 +133,7 @@ class Calibration:
                  "source": p.source, "origin": p.origin} for p in self.params.values()]
 
 
-def _value(v, kind: str, where: str, name: str | None = None) -> float:
+def parameter_value(v, kind: str, where: str, name: str | None = None) -> float:
     """SI value of a parameter as written (finite, >= 0); with `name`, also within its allowed range."""
     if isinstance(v, bool):  # only a switch is written true / false
         if kind != "flag":
@@ -166,7 +166,7 @@ def load_calibration_file(path: Path) -> CalibrationFile:
             if not p.reason.strip():
                 raise CatalogError(f"{path}: field {scope}.{name}.reason: every assumption needs its reason")
             if p.kind != "flag":
-                _value(p.value, p.kind, f"{path}: field {scope}.{name}.value", name)
+                parameter_value(p.value, p.kind, f"{path}: field {scope}.{name}.value", name)
     for chip, o in cal.chips.items():
         for name, p in o.params.items():
             if name not in cal.params:
@@ -213,7 +213,7 @@ def _resolved(fam: str, root: Path, chip: str) -> Mapping[str, Param]:
         src, origin = p, path
         if overrides and name in overrides.params:
             src, origin = overrides.params[name], f"{path} [chips.{chip_name}]"
-        val = 1.0 if src.value is True else 0.0 if src.value is False else _value(src.value, src.kind,
+        val = 1.0 if src.value is True else 0.0 if src.value is False else parameter_value(src.value, src.kind,
                                                                                   f"{path}: {name}", name)
         params[name] = Param(name=name, value=val, raw=str(src.value), kind=src.kind, status=src.status,
                              reason=src.reason, source=src.source, origin=origin)
@@ -279,11 +279,11 @@ def load_calibrated_set(path: Path | str, root: Path | None = None) -> Calibrate
         if p.kind != want:
             raise CatalogError(f"{where}.kind: {p.kind!r}, but {fam_path} gives {name} the kind {want!r}")
         # the fitted value must lie in the parameter's range; the fit's start and bounds need only be sound
-        num = {k: _value(getattr(p, k), p.kind, f"{where}.{k}", name if k == "value" else None)
+        num = {k: parameter_value(getattr(p, k), p.kind, f"{where}.{k}", name if k == "value" else None)
                for k in ("value", "initial", "lower")}
-        upper = _value(p.upper, p.kind, f"{where}.upper") if p.upper is not None else math.inf
+        upper = parameter_value(p.upper, p.kind, f"{where}.upper") if p.upper is not None else math.inf
         if p.std_error is not None:
-            _value(p.std_error, p.kind, f"{where}.std_error")
+            parameter_value(p.std_error, p.kind, f"{where}.std_error")
         if not num["lower"] <= num["value"] <= upper:
             raise CatalogError(f"{where}.value: {p.value!r} is outside its bounds [{p.lower!r}, "
                                f"{p.upper if p.upper is not None else 'unbounded'!r}]")

@@ -77,6 +77,15 @@ BY_NAME: dict[str, Range] = {
                                         whole=True),
     "moe_load_imbalance": Range(1.0, float(limits.MAX_EXPERTS), "busiest expert's tokens over the mean: 1 is even, "
                                 "at most E/k"),
+    # serving-engine profiles and benchmark protocols (catalog/serving_engines.py)
+    "token_budget": Range(1, limits.MAX_SEQ_TOKENS, "tokens one engine step may schedule", whole=True),
+    "max_running": Range(1, limits.MAX_BATCH, "sequences an engine runs at once", whole=True),
+    "kv_memory_fraction": Range(0.0, 1.0, "the share of a GPU's memory an engine takes; 0 would hold nothing",
+                                lo_open=True),
+    "waves": Range(1, 1e6, "a benchmark's requests over its concurrency: at least the first burst", whole=True),
+    "length_range_ratio": Range(0.0, 1.0, "the shortest drawn length over the nominal one"),
+    "prefill_utilization": Range(0.0, 1.0, "a prefill pool's busy share at its request rate; 0 would need "
+                                 "infinitely many workers", lo_open=True),
     "pue": Range(1.0, 10.0, "facility power over IT power: 1 by definition at least, ~1.1-2.5 in practice"),
 }
 BY_SUFFIX = (("_efficiency", EFFICIENCY), ("_frac", FRACTION), ("_passes", PASSES))

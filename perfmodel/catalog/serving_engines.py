@@ -13,7 +13,8 @@ concurrency) and length_range_ratio (lengths drawn from [ratio x L, L]).
 
 Every parameter carries status and source: "assumed" (an engine's documented default) or "fitted"
 (to measured serving, with the fit's data and its cross-validation grouped by model in `fit`).
-Users override any value: `engine(name).with_overrides({...})`, active inside `using({name: profile})`.
+Values are parsed and range-checked as calibration parameters are (calibration.parameter_value,
+param_ranges.py). Users override any value: `engine(name).with_overrides({...})`, active inside `using({name: profile})`.
 
 Does not: compute anything.
 """
@@ -30,19 +31,13 @@ from typing import Iterator, Literal, Mapping
 
 from pydantic import BaseModel
 
+from perfmodel.catalog.calibration import parameter_value
 from perfmodel.catalog.files import catalog_root, did_you_mean, read_toml
 from perfmodel.catalog.spec_schema import STRICT, CatalogError, validate_file
-from perfmodel.core import units
 
 ENGINE_PARAMS = ("token_budget", "max_running", "kv_memory_fraction", "step_cost", "first_token_steps",
                  "first_token_steps_disagg")
 PROTOCOL_PARAMS = ("waves", "length_range_ratio", "prefill_utilization")
-_RANGES = {  # allowed values (inclusive), SI
-    "token_budget": (1, 1 << 24), "max_running": (1, 1 << 24), "kv_memory_fraction": (0.05, 1.0),
-    "step_cost": (0.0, 1.0), "first_token_steps": (0.0, 1000.0), "first_token_steps_disagg": (0.0, 1000.0),
-    "waves": (1, 1e6), "length_range_ratio": (0.0, 1.0),
-    "prefill_utilization": (0.01, 1.0),
-}
 
 
 class _Param(BaseModel):
@@ -100,7 +95,7 @@ class Profile:
             if key not in new:
                 raise KeyError(f"{self.name}: unknown parameter {key!r}{did_you_mean(key, new)} "
                                f"(known: {', '.join(new)})")
-            val = _checked(v, new[key].kind, key, f"{self.name} override {key}")
+            val = parameter_value(v, new[key].kind, f"{self.name} override {key}", key)
             new[key] = dataclasses.replace(new[key], value=val, raw=str(v), status="assumed",
                                            reason=f"user override (was {new[key].raw})", source="user override")
         return dataclasses.replace(self, params=MappingProxyType(new))
@@ -108,17 +103,6 @@ class Profile:
     def frame_rows(self) -> list[dict]:
         return [{"profile": self.name, "parameter": s.name, "value": s.value, "as_written": s.raw, "status": s.status,
                  "reason": s.reason, "source": s.source, "fit": s.fit} for s in self.params.values()]
-
-
-def _checked(v, kind: str, name: str, where: str) -> float:
-    try:
-        out = units.parse(v, kind)
-    except (units.UnitError, KeyError) as exc:
-        raise CatalogError(f"{where}: {exc}") from None
-    lo, hi = _RANGES[name]
-    if not lo <= out <= hi:
-        raise CatalogError(f"{where}: {v!r} is outside [{lo:g}, {hi:g}]")
-    return out
 
 
 def _profile(path: str, scope: str, name: str, table: _Table, required: tuple[str, ...]) -> Profile:
@@ -133,7 +117,7 @@ def _profile(path: str, scope: str, name: str, table: _Table, required: tuple[st
         where = f"{path}: {scope}.{name}.params.{key}"
         if p.status == "fitted" and not p.fit:
             raise CatalogError(f"{where}: a fitted value needs 'fit' (data, cross-validation, command)")
-        out[key] = Setting(key, _checked(p.value, p.kind, key, where), str(p.value), p.kind, p.status, p.reason,
+        out[key] = Setting(key, parameter_value(p.value, p.kind, where, key), str(p.value), p.kind, p.status, p.reason,
                            p.source, p.fit)
     return Profile(name, table.description, MappingProxyType(out))
 

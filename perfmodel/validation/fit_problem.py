@@ -178,7 +178,7 @@ def setup(family: str, params: Sequence[str] | None = None, cases_path: Path | s
         if p.kind == "flag" or isinstance(p.value, bool):
             raise CalibrateError(f"{n} is a flag (on/off) and cannot be fitted")
         kinds.append(p.kind)
-        initial.append(calibration._value(p.value, p.kind, f"{fam_path}: {n}"))
+        initial.append(calibration.parameter_value(p.value, p.kind, f"{fam_path}: {n}"))
     bounds = [bounds_for(k, v) for k, v in zip(kinds, initial)]
     path = Path(cases_path) if cases_path else harness.CSV
     base = harness.run_cases(path)
