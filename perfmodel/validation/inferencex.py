@@ -62,7 +62,7 @@ MODES = {"agg": Mode.AGGREGATED, "disagg": Mode.DISAGGREGATED}
 GAPS = {  # the mechanisms behind the misses on the development file (measured, not tuned away)
     "prefill": "TTFT is the closed loop's (a burst of C prompts, then waves, over each prefill server; the "
                "engine's cap; fitted steps to the first token): median |error| 37% (vLLM 20%, TensorRT-LLM "
-               "37%, SGLang 54%), held out by model 46%. Left: prefill priced 1.7-5x below measured even at "
+               "38%, SGLang 57%), held out by model 46%. Left: prefill priced 1.7-5x below measured even at "
                "C <= 8 with 8k prompts (Llama-3.1-70B 1.7-2.5x, GPT-OSS 3-4x, DeepSeek 3-5x: MoE prefill "
                "GEMMs with few tokens per expert, MLA prefill, FP8 block-scaled kernels run below the roofline); "
                "SGLang's separate prefill batches (decode paused) and DeepSeek cold starts (DeepGEMM JIT: "
@@ -162,9 +162,9 @@ def _grid(e: pd.DataFrame) -> Grid:
 
 def decode_replicas(system, arch, g: pd.DataFrame, mix: Mix) -> pd.DataFrame:
     """Each row's load per decode replica and its note. A disagg row without decode_num_workers gets the
-    fewest decode replicas whose KV cache holds its C sequences at their mean length I + O/2
-    (kv_capacity.kv_fit of the decode plan): a deployment holds its requests' KV, and engines allot KV
-    pages as sequences grow."""
+    fewest decode replicas whose KV cache, as the row's engine allots it (its kv_memory_fraction, the same
+    rule _slots applies), holds its C sequences at their mean length I + O/2 (kv_capacity.kv_fit of the
+    decode plan): a deployment holds its requests' KV, and engines allot KV pages as sequences grow."""
     g = g.copy()
     unknown = g.index[g["workers"].isna()]
     if len(unknown):
@@ -172,7 +172,8 @@ def decode_replicas(system, arch, g: pd.DataFrame, mix: Mix) -> pd.DataFrame:
                           "weights": g.loc[unknown, "weights"], "experts": g.loc[unknown, "experts"],
                           "compute": g.loc[unknown, "compute"]})
         e["concurrency"] = e["pool"].map(lambda p: p.da * p.pp)
-        cmax = kv_fit(system, arch, _grid(e), mix.input_tokens + mix.output_tokens / 2)[2]
+        frac = inferencex_engine.params(g.loc[unknown, "backend"])["kv_memory_fraction"].to_numpy(float)
+        cmax = kv_fit(system, arch, _grid(e), mix.input_tokens + mix.output_tokens / 2, memory_fraction=frac)[2]
         total = g.loc[unknown, "total"].to_numpy(float)
         g.loc[unknown, "workers"] = np.maximum(1.0, np.ceil(total / np.maximum(cmax, 1.0)))
         g.loc[unknown, "concurrency"] = [paced(c / w, p) for c, w, p in
