@@ -233,15 +233,15 @@ def _busy(df: pd.DataFrame) -> dict[str, np.ndarray]:
     return out
 
 
-def _with_engine(prof, mode: Mode, ttft, tpot, stall, t_d, t_f, n_chunks: float, C, valid, reasons):
-    """The engine around the GPU (serving/closed_loop.py's formulas, at an idle queue: a prompt's prefill
-    waits for nothing but the running step): TPOT + its host time per step; the first token after its
-    steps to the client; a concurrency above its running cap is not what runs (that plan is refused)."""
+def _with_engine(prof, mode: Mode, ttft, t_d, t_f, C, valid, reasons):
+    """The engine's first token and cap (serving/closed_loop.py's formulas, at an idle queue: a prompt's
+    prefill waits for nothing but the running step; its host time per step is already in the step, so in
+    TPOT, the request rate and the stall): the first token after its steps to the client; a concurrency
+    above its running cap is not what runs (that plan is refused)."""
     tau = prof["step_cost"]
     kappa = prof["first_token_steps_disagg" if mode == Mode.DISAGGREGATED else "first_token_steps"]
-    tpot_e = closed_loop.evaluate("tpot", TPOT_gpu=tpot, tau=tau)
-    if mode == Mode.CHUNKED:  # one chunk per step, then the steps to the client
-        ttft_e = n_chunks * tpot_e + kappa * (t_d + tau)
+    if mode == Mode.CHUNKED:  # one chunk per step (TPOT has the host time), then the steps to the client
+        ttft_e = ttft + kappa * (t_d + tau)
     else:  # aggregated: ttft = t_d/2 + L_f; disaggregated: ttft = L_f + KV hand-off
         gpu = ttft - (0.5 * t_d if mode == Mode.AGGREGATED else 0.0)
         ttft_e = closed_loop.evaluate("first_token", t_d=t_d, tau=tau, t_f=t_f, L_f=gpu, kappa=kappa, T_p=t_f)
@@ -249,7 +249,7 @@ def _with_engine(prof, mode: Mode, ttft, tpot, stall, t_d, t_f, n_chunks: float,
     why = f"engine: {prof.name} runs at most {prof['max_running']:g} sequences (max_running); the rest would queue"
     r = np.broadcast_to(np.asarray(reasons, dtype=str), C.shape)
     joined = np.char.add(np.char.add(r, np.where(r == "", "", "; ")), why)
-    return ttft_e, tpot_e, stall + tau, np.asarray(valid) & ~over, np.where(over, joined, r)
+    return ttft_e, np.asarray(valid) & ~over, np.where(over, joined, r)
 
 
 def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options: ServingOptions = ServingOptions(),
@@ -292,7 +292,8 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
     occ_f = n_chunks * t_f / da  # prefill stage-time per request
     lat_f = p * t_f  # one chunk (or the whole prefill) through all stages
     # ---- combine
-    step = p * t_d
+    prof = serving_engines.engine(options.engine) if options.engine else None
+    step = p * t_d + (prof["step_cost"] if prof else 0.0)  # an engine's host time joins every step
     chips = grid.replica_chips
     if mode == Mode.DISAGGREGATED:
         tpot = step
@@ -318,12 +319,10 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
         act = {e: (p * busy_d[e] + (C / O) * n_chunks * busy_f[e] / da) / tpot for e in ACTIVITY_ENGINES}
     act = {e: np.clip(v, 0.0, 1.0) for e, v in act.items()}
     ctx = I + O if options.kv_reserve == "peak" else I + O / 2
-    prof = serving_engines.engine(options.engine) if options.engine else None
     fits, used, cmax = kv_fit(system, arch, grid, ctx, cal, prof["kv_memory_fraction"] if prof else None)
     valid, reasons = feasibility.check_rules(system, arch, grid.knobs(Phase.DECODE, C, 1, np.maximum(ctx - 1, 0)))
     if prof:
-        ttft, tpot, stall, valid, reasons = _with_engine(prof, mode, ttft, tpot, stall, t_d, t_f, n_chunks, C, valid,
-                                                         reasons)
+        ttft, valid, reasons = _with_engine(prof, mode, ttft, t_d, t_f, C, valid, reasons)
     per_replica = C / tpot
     per_chip = per_replica / chips_eff
     # whole replicas per scale-up domain; a disaggregated unit larger than the domain (decode replica plus
