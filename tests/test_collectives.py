@@ -270,3 +270,27 @@ def test_expert_all_to_all_carries_the_load_imbalance():
     ops, q, comm, _ = ev.run(s, arch, kn)
     i = [k for k, op in enumerate(ops) if op.name == "moe.dispatch"][0]
     assert comm[i, 1] > comm[i, 0] > 0
+
+
+def test_engines_dispatch_fp8_tokens_when_the_experts_compute_in_8_bits():
+    """NVIDIA's MoE engines quantize dispatched tokens to FP8 (DeepEP layout: an FP32 scale per 128) when
+    the experts run FP8; the combine stays BF16. BF16 experts dispatch BF16; Neuron (no such stack) does not."""
+    from perfmodel.catalog import workload_files
+    from perfmodel.catalog.calibration import calibration_for
+    from perfmodel.core.dtypes import DType
+    from perfmodel.core.scenario import Phase
+    from perfmodel.model import bindings as bd
+    from perfmodel.model import evaluate as ev
+    arch = workload_files.load_workload("mixtral-8x7b")
+    s = catalog.load_system("p5.48xlarge")
+    fp8, bf16 = (bd.Knobs(phase=Phase.DECODE, batch=64, context=1024, tp=1, da=8, ep=8, weights=d, compute=d)
+                 for d in (DType.FP8, DType.BF16))
+    cal = calibration_for(s)
+    assert bd.dispatch_bytes(fp8, cal) == pytest.approx(1 + 4 / 128)
+    assert bd.dispatch_bytes(bf16, cal) == pytest.approx(2.0)
+    assert bd.dispatch_bytes(fp8, cal.with_overrides({"moe_dispatch_fp8": 0})) == pytest.approx(2.0)
+    assert bd.dispatch_bytes(fp8, calibration_for(catalog.load_system("trn2.48xlarge"))) == pytest.approx(2.0)
+    ops, q, _, _ = ev.run(s, arch, fp8)
+    names = [op.name for op in ops]
+    dispatch, combine = (float(np.asarray(q["comm_bytes"][names.index(n)]).max()) for n in ("moe.dispatch", "moe.combine"))
+    assert dispatch / combine == pytest.approx((1 + 4 / 128) / 2.0)

@@ -41,6 +41,19 @@ def test_the_gap_follows_the_cells_mechanism():
 def test_overall_by_metric_and_backend_and_nothing_without_serving_cases():
     two = pd.concat([_cases(0.1, 0.1), _cases(0.3, 0.3, backend="sglang")])
     o = fidelity.overall(two)
-    assert set(o["backend"]) == {"all", "vllm", "sglang"} and o["cases"].sum() == 2 * len(two)
+    assert set(o["backend"]) == {"all", "vllm", "sglang"}
+    # each case counted once per view: by metric, by backend, by plan, by backend x plan
+    assert o["cases"].sum() == 4 * len(two) and set(o["plan"]) == {"all", fidelity.STATED}
     assert fidelity.sheets(two.drop(columns=["mode", "backend"])) == {}
     assert set(fidelity.sheets(two)) == {"fidelity_overall", "fidelity", "fidelity_cases"}
+
+
+def test_overall_splits_rows_whose_pools_a_rule_sized_from_rows_that_give_them():
+    stated = _cases(0.1, 0.1, mode="disagg")
+    sized = _cases(0.6, 0.6, mode="disagg", sized="decode workers sized (KV rule)").assign(
+        case_id=lambda d: "s" + d["case_id"])
+    o = fidelity.overall(pd.concat([stated, sized])).set_index(["metric", "backend", "plan"])
+    assert np.isclose(o.loc[("TPOT mean", "all", fidelity.STATED), "median_abs_error_frac"], 0.1)
+    assert np.isclose(o.loc[("TPOT mean", "all", fidelity.SIZED), "median_abs_error_frac"], 0.6)
+    assert o.loc[("TPOT mean", "all", fidelity.STATED), "verdict"] == "within target"
+    assert o.loc[("TPOT mean", "all", "all"), "cases"] == len(stated) // 2 + len(sized) // 2

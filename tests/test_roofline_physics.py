@@ -142,3 +142,26 @@ def test_sweep_equals_single_evaluations():
     df = evaluate_sweep(TRN2, LLAMA8, bd.Knobs(phase=Phase.DECODE, batch=batch, context=1024))
     for b, t in zip(batch, df["step_time_s"]):
         assert evaluate(TRN2, LLAMA8, Scenario(Phase.DECODE, batch=int(b), context=1024))["step_time_s"] == pytest.approx(t)
+
+
+def test_a_matmul_runs_at_its_operand_types_efficiency():
+    """FP8 matmuls reach a smaller share of their (doubled) peak than BF16 ones (the GEMM table: 73% vs
+    80%): each type's tensor time is FLOPs / (its rate x its efficiency), and a what-if on one type's
+    efficiency moves only that type."""
+    from perfmodel.catalog.calibration import calibration_for
+    from perfmodel.model import formulas as fm
+    from perfmodel.model import kernels
+    s = catalog.load_system("dgx-h100")
+    cal = calibration_for(s).with_overrides({"fp8_activation_quantize_passes": 0})
+    work = {"gemm": fm.matmul(8192, 8192, 8192)}
+    flop = 2 * 8192 ** 3
+
+    def tensor_s(dtype, c=cal):
+        return kernels.kernel_costs(s, work, compute=dtype, activations=dtype, cal=c).iloc[0]["tensor_busy_s"]
+
+    for dtype, eff in ((DType.BF16, "tensor_efficiency"), (DType.FP8, "fp8_tensor_efficiency")):
+        assert tensor_s(dtype) == pytest.approx(flop / (s.chip.tensor.rate(dtype) * cal[eff]), rel=1e-9)
+    slower = cal.with_overrides({"fp8_tensor_efficiency": cal["fp8_tensor_efficiency"] / 2})
+    assert tensor_s(DType.FP8, slower) == pytest.approx(2 * tensor_s(DType.FP8), rel=1e-9)
+    assert tensor_s(DType.BF16, slower) == pytest.approx(tensor_s(DType.BF16), rel=1e-12)
+    assert cal["fp8_tensor_efficiency"] < cal["tensor_efficiency"]

@@ -120,7 +120,10 @@ def test_gemm_prediction_is_tensor_bound_and_scales_with_peak():
     fp8 = vk.gemm_cost(catalog.load_system("dgx-h100"), 4096, 4096, 4096, DType.FP8)
     a100 = vk.gemm_cost(catalog.load_system("dgx-a100-80gb"), 4096, 4096, 4096, DType.BF16)
     assert h100["bound"] == "tensor" and fp8["bound"] == "tensor"
-    assert fp8["achieved_flop_per_s"] / h100["achieved_flop_per_s"] == pytest.approx(2.0, rel=0.05)
+    # twice the peak, at the lower efficiency FP8 matmuls reach (fp8_tensor_efficiency vs tensor_efficiency)
+    cal = calibration_for(catalog.load_system("dgx-h100"))
+    ratio = 2.0 * cal["fp8_tensor_efficiency"] / cal["tensor_efficiency"]
+    assert fp8["achieved_flop_per_s"] / h100["achieved_flop_per_s"] == pytest.approx(ratio, rel=0.05) and ratio < 2.0
     assert h100["achieved_flop_per_s"] / a100["achieved_flop_per_s"] == pytest.approx(989 / 312, rel=0.05)
 
 

@@ -72,6 +72,7 @@ BY_NAME: dict[str, Range] = {
                                      "1 fully"),
     "attention_query_block": TILE,
     "attention_transpose_on_tensor": SWITCH,
+    "moe_dispatch_fp8": SWITCH,
     "intranode_multistep_algorithms": SWITCH,
     "intranode_direct_max_ranks": Range(0, limits.MAX_CHIPS, "ranks of the direct all-to-all algorithm; 0: none",
                                         whole=True),

@@ -20,8 +20,8 @@ TITLES = {"cases": "validation cases (error = (predicted - measured) / measured)
           "by_phase": "by phase (target: median |error| <= 15%, p90 <= 40%)",
           "by_hardware_family": "by hardware family", "by_metric": "by metric", "by_family": "by family",
           "not_expressed": "cases the model cannot express yet",
-          "fidelity_overall": "fidelity by metric and backend (target: TPOT median <= 15%, p90 <= 40%; TTFT "
-                              "25%, 60%)",
+          "fidelity_overall": "fidelity by metric, backend and plan (as written, or pools sized by rule) (target: "
+                              "TPOT median <= 15%, p90 <= 40%; TTFT 25%, 60%)",
           "fidelity": "fidelity by system x backend x model x mode (gap: what the model lacks where it misses)",
           "fidelity_cases": "serving cases by backend, model and mode"}
 

@@ -86,7 +86,7 @@ Bhbm = _s("Bhbm", "BW_{hbm}", "HBM bandwidth", "B/s")
 Ssram = _s("Ssram", "M_{sram}", "on-chip SRAM per chip (SBUF / L2 + shared memory)", "B")
 
 # ---- calibration (named assumptions, hardware_specs/calibration/*.toml)
-eta_t = _s("eta_t", r"\eta_t", "sustained fraction of the tensor rate on large aligned matmuls")
+eta_t = _s("eta_t", r"\eta_t", "sustained fraction of the tensor rate on large aligned matmuls at the compute type")
 eta_m = _s("eta_m", r"\eta_m", "achievable fraction of HBM bandwidth")
 eta_v = _s("eta_v", r"\eta_v", "sustained fraction of vector/scalar/GpSimd element rates")
 mt = _s("mt", "m_t", "tensor tile along the token (M) dimension", "elem")

@@ -16,7 +16,7 @@ import pandas as pd
 
 from perfmodel.catalog.calibration import Calibration
 from perfmodel.core import symbols as S
-from perfmodel.core.dtypes import DType, bytes_per_element, is_microscaled
+from perfmodel.core.dtypes import DType, bytes_per_element, is_microscaled, payload_bits
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Optimizer, Phase, Scenario
 from perfmodel.core.workload import ModelArch
@@ -105,6 +105,16 @@ def tensor_rate(system: System, dtype) -> float:
     return chip.tensor.rate(d)
 
 
+def tensor_efficiency(cal: Calibration, d: DType) -> float:
+    """Sustained fraction of the tensor rate of matmuls whose operands are of type `d`: 8-bit
+    operands (fp8_tensor_efficiency) and 4- or 6-bit ones (fp4_tensor_efficiency) hide their loads and
+    epilogue behind a faster MMA less well than 16-bit ones (tensor_efficiency) do."""
+    bits = payload_bits(d)
+    if bits <= 6:
+        return cal["fp4_tensor_efficiency"]
+    return cal["fp8_tensor_efficiency"] if bits <= 8 else cal["tensor_efficiency"]
+
+
 def bf16_rate(system: System) -> float:
     rates = system.chip.tensor.flop_per_s
     for d in (DType.BF16, DType.FP16, DType.TF32, DType.FP32):
@@ -171,7 +181,7 @@ def hardware_values(system: System, cal: Calibration, compute) -> dict:
         S.Rg: chip.gpsimd.elems_per_s if chip.gpsimd else chip.vector.elems_per_s,
         S.Bhbm: chip.hbm_bandwidth_bytes_per_s,
         S.Ssram: _sram(system),
-        S.eta_t: cal["tensor_efficiency"], S.eta_m: cal["hbm_efficiency"], S.eta_v: cal["element_efficiency"],
+        S.eta_t: _dtype_map(compute, lambda d: tensor_efficiency(cal, d)), S.eta_m: cal["hbm_efficiency"], S.eta_v: cal["element_efficiency"],
         # faster data types pack a whole number of elements per contraction lane (FP8 2x, MX 4x)
         S.mt: cal["tile_m"], S.nt: cal["tile_n"], S.kt: cal["tile_k"] * np.maximum(1.0, np.round(rt / rb)),
         S.kb: cal["tile_k"], S.t_ovh: cal["op_overhead"],
@@ -218,6 +228,18 @@ def expert_values(system: System, cal: Calibration, kn: "Knobs") -> dict:
     return {S.bwe: _dtype_map(ew, bytes_per_element), fm.q_we: conv[fm.q_w]}
 
 
+FP8_DISPATCH_BYTES = 1.0 + 4.0 / 128  # FP8 with one FP32 scale per 128 elements (DeepEP's dispatch layout)
+
+
+def dispatch_bytes(kn: Knobs, cal: Calibration) -> np.ndarray:
+    """Bytes per element of the activations an MoE dispatch sends: FP8 (with its scales) where the family's
+    engines quantize before they send (moe_dispatch_fp8 = 1) and the experts compute in 8 bits or fewer
+    (they would quantize on arrival anyway), else the activation type. The combine returns BF16 outputs."""
+    ba = _dtype_map(kn.activations, bytes_per_element)
+    low = _dtype_map(kn.compute, lambda d: payload_bits(d) <= 8) > 0
+    return np.where(low & (cal["moe_dispatch_fp8"] > 0), np.minimum(ba, FP8_DISPATCH_BYTES), ba)
+
+
 def scenario_values(kn: Knobs, cal: Calibration) -> dict:
     phase = Phase(kn.phase)
     T = _arr(1.0) if phase == Phase.DECODE else _arr(kn.seq_len)
@@ -228,7 +250,7 @@ def scenario_values(kn: Knobs, cal: Calibration) -> dict:
     return {
         S.B: _arr(kn.batch), S.T: T, S.C0: _arr(kn.context), S.t: _arr(kn.tp), ops.da: _arr(kn.da),
         S.ep: _arr(kn.ep), S.cp: _arr(kn.cp), ops.nmb: _arr(kn.microbatches), S.u: _arr(u),
-        ops.i_a2a: np.where(_arr(kn.da) > 1, 1.0, 0.0), ops.i_ep: np.where(_arr(kn.ep) > 1, 1.0, 0.0),
+        ops.i_a2a: np.where(_arr(kn.da) > 1, 1.0, 0.0), ops.bdp: dispatch_bytes(kn, cal), ops.i_ep: np.where(_arr(kn.ep) > 1, 1.0, 0.0),
         S.bw: _dtype_map(kn.weights, bytes_per_element), S.bc: _dtype_map(kn.compute, bytes_per_element),
         S.ba: _dtype_map(kn.activations, bytes_per_element), S.bkv: _dtype_map(kn.kv_cache, bytes_per_element),
         ops.dp_: dp, ops.zs: np.where(zero >= 1, dp, 1.0), ops.bg: float(opt["gradients"]),

@@ -28,8 +28,8 @@ from perfmodel.core.workload import AttentionKind, ModelArch
 from perfmodel.model import formulas as fm
 from perfmodel.model.formulas import Work
 from perfmodel.model.graph_attention_variants import linear_attention_block, sparse_mla_core
-from perfmodel.model.ops import (TV, Comm, GraphKey, KV_dev, Ld, Lfa, Lm, Lsw, N_dev, N_rep, Op, OpKind, P, Pass, bg,
-                                 bo_r, bo_w, bwt, da, i_a2a, i_cp, i_ep, i_pp, i_sp, i_z0, i_z1, i_z2, i_z3, n_rep, nmb,
+from perfmodel.model.ops import (TV, Comm, GraphKey, KV_dev, Ld, Lfa, Lm, Lsw, N_dev, N_rep, Op, OpKind, P, Pass, bdp,
+                                 bg, bo_r, bo_w, bwt, da, i_a2a, i_cp, i_ep, i_pp, i_sp, i_z0, i_z1, i_z2, i_z3, n_rep, nmb,
                                  vpp, zs)
 from perfmodel.model.ops import forward_op as _op
 
@@ -188,7 +188,7 @@ def _moe_block(g: GraphKey) -> list[Op]:
     ops.append(_op("moe.router", "moe", OpKind.MATMUL, Lm, fm.matmul(N_dev, D, E, bias=g.router_bias), formula="matmul"))
     ops.append(_op("moe.topk", "moe", OpKind.ELEMENTWISE, Lm, fm.elementwise(N_dev * E, vector=4, exp=1, writes=0)))
     ops.append(_op("moe.dispatch", "moe", OpKind.COLLECTIVE, Lm, Work(),
-                   Comm(Collective.ALL_TO_ALL, i_a2a * N_dev * k * D * ba, "ep")))
+                   Comm(Collective.ALL_TO_ALL, i_a2a * N_dev * k * D * bdp, "ep")))
     ops += _grouped_experts(g)
     if g.shared_experts:
         ops += _mlp(N_dev, Fs / t, g, "moe.shared", "moe", Lm)

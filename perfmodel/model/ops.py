@@ -31,6 +31,7 @@ nmb = sp.Symbol("nmb", positive=True)  # micro-batches per step
 P = sp.Symbol("P", nonnegative=True)  # learned position embeddings (max_position_embeddings)
 TV = sp.Symbol("TV", nonnegative=True)  # token-type vocabulary (BERT)
 i_a2a = sp.Symbol("i_a2a", nonnegative=True)  # 1 when MoE tokens move by all-to-all (d_a > 1), else 0
+bdp = sp.Symbol("bdp", positive=True)  # bytes per element of a dispatched MoE activation (the engine's dispatch type)
 i_ep = sp.Symbol("i_ep", nonnegative=True)  # 1 when experts are split over expert-parallel ranks (e > 1)
 dp_ = sp.Symbol("dp", positive=True)  # data-parallel replicas (gradient traffic)
 zs = sp.Symbol("zs", positive=True)  # ZeRO shard count of optimizer state (dp for ZeRO>=1, else 1)

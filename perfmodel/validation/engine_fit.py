@@ -5,9 +5,10 @@ The fitted parameters (hardware_specs/serving/engines.toml, status "fitted") are
     step_cost          tau    host time per engine step beyond the GPU's (s): the median over the
                               engine's rows of measured TPOT - modelled TPOT (tau = 0)
     first_token_steps  kappa  engine steps between a prompt's prefill and its first token at the client
-    (_disagg: the same          (aggregated rows; _disagg: its disaggregated rows): the value that minimises
-     in disaggregated rows)     the median |log(predicted / measured)| TTFT of the engine's rows, with the
-                                fitted tau
+    (_disagg: the same          (aggregated rows; _disagg: its disaggregated rows): the fewest steps whose
+     in disaggregated rows)     median |log(predicted / measured)| TTFT over the engine's rows is within one
+                                standard error of the smallest (the one-standard-error rule: where the loss
+                                is flat the data do not identify a larger count), with the fitted tau
     prefill_utilization         (the protocol's) the median modelled utilization of the prefill pools of the
                                 disaggregated rows that give their prefill worker count: the rule that sizes
                                 the pools of the rows that do not
@@ -76,8 +77,14 @@ def _kappa(t: pd.DataFrame, values: dict, util: float, engine: str, key: str) ->
             for x in (k, k + 1.0))
         pred = a[None, :] + (GRID - k)[:, None] * (b - a)[None, :]
         with np.errstate(divide="ignore", invalid="ignore"):
-            loss = np.median(np.abs(np.log(np.maximum(pred, 1e-9) / t["ttft_meas"].to_numpy()[None, :])), axis=1)
-        k = float(GRID[int(np.argmin(loss))])
+            dev = np.abs(np.log(np.maximum(pred, 1e-9) / t["ttft_meas"].to_numpy()[None, :]))
+        loss = np.median(dev, axis=1)
+        best = int(np.argmin(loss))
+        # one-standard-error rule (Hastie et al., ESL 7.10): the fewest steps whose loss is within one
+        # standard error of the best (a median's: 1.2533 sd / sqrt(n)); where the loss is flat, the data
+        # do not identify a larger count
+        se = 1.2533 * np.std(dev[best]) / np.sqrt(dev.shape[1])
+        k = float(GRID[int(np.argmax(loss <= loss[best] + se))])
     return k
 
 

@@ -4,7 +4,11 @@ x mode, with the coverage and the modelling gap each weak cell names.
     table(df)     one row per (system, backend, workload, mode, metric): cases, predicted, coverage,
                   median and p90 |error|, the same without the fitted engine parameters, and for a cell
                   that misses its target (TPOT: median <= 15%, p90 <= 40%; TTFT: 25%, 60%) the gap
-    overall(df)   the same by metric, and by metric x backend
+    overall(df)   the same by metric, and by metric x backend; each also split by plan: the rows that give
+                  their pools' sizes ("as written") and the disaggregated rows whose pools a rule sized
+                  ("pools sized by rule": the InferenceX CSV exports, which give neither worker counts nor
+                  the attention-DP split; 53 of their runs also appear in the database dump with their
+                  real plans, which differ: attention-DP, the decode EP, 1-9 decode workers)
     sheets(df)    {"fidelity_overall", "fidelity", "fidelity_cases"} for the cases of serving families that
                   carry backend and mode (the InferenceX corpus); {} otherwise
 
@@ -24,7 +28,8 @@ KEYS = ["system", "backend", "workload", "mode", "metric"]
 # (condition on a cell's fields, gap); the first that holds names a weak cell's gap
 GAP_RULES = [
     (lambda c: c["metric"].eq("TPOT mean") & c["sized"].gt(0.5),
-     "decode workers not given: sized by the KV rule (fewest replicas holding C); deployments ran more"),
+     "decode workers not given (InferenceX CSV export: no worker counts, no attention-DP split): sized by the KV "
+     "rule (fewest replicas holding C); the export's runs also in the database dump ran 1-9 decode workers"),
     (lambda c: c["metric"].eq("TPOT mean") & c["backend"].eq("trtllm") & c["workload"].eq("deepseek-v3"),
      "speculative decoding (MTP) in the recipes, not in the rows nor modelled"),
     (lambda c: c["metric"].eq("TTFT mean") & c["mode"].eq("disagg"),
@@ -79,10 +84,24 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     return s.drop(columns=["sized"]).sort_values(KEYS, ignore_index=True)
 
 
+STATED, SIZED = "as written", "pools sized by rule"
+
+
+def _plan(df: pd.DataFrame) -> pd.Series:
+    """STATED when the row gives every pool's size; SIZED when a rule sized its pools (disaggregated rows
+    of the InferenceX CSV exports, which give neither worker count nor the attention-DP split)."""
+    sized = df["sized"].ne("") if "sized" in df else pd.Series(False, index=df.index)
+    return pd.Series(np.where(sized, SIZED, STATED), index=df.index)
+
+
 def overall(df: pd.DataFrame) -> pd.DataFrame:
-    by_metric = _grouped(df.assign(backend="all"), ["metric", "backend"])
-    by_backend = _grouped(df, ["metric", "backend"])
-    return pd.concat([by_metric, by_backend], ignore_index=True).drop(columns=["sized"])
+    """By metric, by metric x backend, and each again split by plan (as written / pools sized by rule)."""
+    d = df.assign(plan=_plan(df))
+    parts = [_grouped(d.assign(backend="all", plan="all"), ["metric", "backend", "plan"]),
+             _grouped(d.assign(plan="all"), ["metric", "backend", "plan"]),
+             _grouped(d.assign(backend="all"), ["metric", "backend", "plan"]),
+             _grouped(d, ["metric", "backend", "plan"])]
+    return pd.concat(parts, ignore_index=True).drop(columns=["sized"])
 
 
 def sheets(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
