@@ -2,7 +2,8 @@
 
 Per operator instance (symbols.py letters; rates whole-chip):
 
-    t_tensor = W_t / (R_t eta_t) + W_t16 / (R_b16 eta_t)         tensor engine (padded FLOPs)
+    t_tensor = W_t / (R_t eta_t) + W_t16 / (R_b16 eta_t)         tensor engine (padded FLOPs; eta_t is
+                                                                  the compute type's: bindings.tensor_efficiency)
     a        = W_v / (R_v eta_v),  b = W_s / (R_s eta_v)          vector / scalar own work
     t_vs     = max(a, b, (a r_v + b r_s + W_exp / eta_v) / (r_v + r_s))
                exp work is split between the engines that have an exp instruction (exp rates
