@@ -61,17 +61,17 @@ METRICS = {"ttft": ("TTFT mean", "prefill", "silicon_ttft_ms"), "tpot": ("TPOT m
 MODES = {"agg": Mode.AGGREGATED, "disagg": Mode.DISAGGREGATED}
 GAPS = {  # the mechanisms behind the misses on the development file (measured, not tuned away)
     "prefill": "TTFT is the closed loop's (a burst of C prompts, then waves, over each prefill server; the "
-               "engine's cap; fitted steps to the first token): median |error| 37% (vLLM 20%, TensorRT-LLM "
-               "38%, SGLang 57%), held out by model 46%. Left: prefill priced 1.7-5x below measured even at "
+               "engine's cap; fitted steps to the first token; figures: validate --show fidelity). Left: "
+               "prefill priced 1.7-5x below measured even at "
                "C <= 8 with 8k prompts (Llama-3.1-70B 1.7-2.5x, GPT-OSS 3-4x, DeepSeek 3-5x: MoE prefill "
                "GEMMs with few tokens per expert, MLA prefill, FP8 block-scaled kernels run below the roofline); "
                "SGLang's separate prefill batches (decode paused) and DeepSeek cold starts (DeepGEMM JIT: "
                "seconds at C = 4); disaggregated rows need 2-3x the aggregated steps to the first token "
                "(router, KV hand-off handshake), fitted separately",
-    "decode": "TPOT adds the engine's host time per step (fitted) and runs S = min(C, cap, KV pages) sequences: "
-              "median |error| 18%. Left: disagg rows without decode_num_workers take the fewest decode "
-              "replicas whose KV cache holds C (median +30-50%: the deployments that state their workers ran "
-              "their decode pools at 3-10% of KV capacity, for latency); speculative decoding (MTP, "
+    "decode": "TPOT adds the engine's host time per step (fitted) and runs S = min(C, cap, KV pages) sequences "
+              "(figures: validate --show fidelity, split by plan). Left: disagg rows of the CSV exports give "
+              "no worker counts and no attention-DP split: the fewest decode replicas whose KV cache holds C "
+              "(the same runs in the database dump ran 1-9 decode workers, with attention-DP); speculative decoding (MTP, "
               "TensorRT-LLM DeepSeek-R1 recipes) is neither in the rows nor modelled (measured below one "
               "step's weight reads)",
 }
