@@ -52,6 +52,38 @@ def test_a_rows_wait_does_not_depend_on_the_rows_beside_it():
     assert together[1] == pytest.approx(alone)
 
 
+def _queue(clients, first, waves=10, o=O, ratio=0.8, step=0.01):
+    c = np.atleast_1d(np.asarray(clients, dtype=float))
+    interleaved = step + c * T_F / (o - 1)  # the steady state's TPOT: each cycle's c prompts spread over its steps
+    return cl.prefill_queue(c, T_F, 0.0, interleaved, o, waves, ratio, step=step, prefill_first=first)
+
+
+def test_a_prefill_first_burst_by_hand():
+    # one wave of c prompts at once, equal lengths: prompt j's prefill ends at j t_f; nobody decodes until the
+    # burst is prefilled (c t_f), so request j waits (c - j) t_f beyond its first token: mean (c - 1) t_f / 2
+    c, o, step = 16, 100.0, 0.01
+    wait, tpot = _queue(c, True, waves=1, o=o, ratio=1.0, step=step)
+    assert wait[0] == pytest.approx(T_F * (c + 1) / 2)
+    assert tpot[0] == pytest.approx(step + T_F * (c - 1) / 2 / (o - 1))
+
+
+def test_one_client_decodes_alike_under_either_engine():
+    mixed, first = _queue(1, False), _queue(1, True)
+    assert first[0][0] == pytest.approx(mixed[0][0]) and first[1][0] == pytest.approx(0.01)
+
+
+def test_prefill_first_moves_the_same_work_from_tpot_to_ttft():
+    # short outputs: the spread of finishing times (0.2 O steps = 0.2 s) is shorter than a burst of prompts
+    # (1.6 s), so a prefill-first engine keeps its clients in step: every wave queues as a burst (long TTFT)
+    # and decodes undisturbed (short TPOT); a mixing engine spreads the clients out and carries the prefill
+    # in its decode steps. In step, the GPU's work per cycle is c prompts and O - 1 decode steps: requests/s
+    # is that bound's.
+    c, o, step = 16, 100.0, 0.01
+    (w_mix, t_mix), (w_first, t_first) = _queue(c, False, o=o), _queue(c, True, o=o)
+    assert w_first[0] > 3 * w_mix[0] and t_first[0] < 0.8 * t_mix[0]
+    assert c / (w_first[0] + (o - 1) * t_first[0]) == pytest.approx(c / (c * T_F + (o - 1) * step), rel=0.1)
+
+
 def test_queue_beyond_the_running_cap_by_hand():
     v = dict(t_d=0.01, tau=0.001, t_f=0.1, L_f=0.1, kappa=5.0, T_p=0.12, TPOT_gpu=0.012, O=900.0)
     first = 5 * 0.011 + 0.011 / 2 + 0.0 + 0.12

@@ -81,6 +81,7 @@ BY_NAME: dict[str, Range] = {
     # serving-engine profiles and benchmark protocols (catalog/serving_engines.py)
     "token_budget": Range(1, limits.MAX_SEQ_TOKENS, "tokens one engine step may schedule", whole=True),
     "max_running": Range(1, limits.MAX_BATCH, "sequences an engine runs at once", whole=True),
+    "prefill_first": SWITCH,
     "kv_memory_fraction": Range(0.0, 1.0, "the share of a GPU's memory an engine takes; 0 would hold nothing",
                                 lo_open=True),
     "waves": Range(1, 1e6, "a benchmark's requests over its concurrency: at least the first burst", whole=True),

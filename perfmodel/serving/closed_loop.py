@@ -23,6 +23,15 @@ profile, catalog/serving_engines.py, and a client protocol). Per replica (times 
                  Each wave is one vectorised max-plus scan over its arrivals a_j sorted:
                      f_j = P_j + max(f_prev, max_{i <= j} (a_i - P_{i-1})),  P_j = sum_{i <= j} p_i
                  (f_j the end of prompt j's prefill, f_prev the server's last end): no loop per row
+    prefill      how prefill and decode share the GPU (the profile's prefill_first):
+    first        0 (vLLM, TRT-LLM): prefill chunks ride in decode steps; a request decodes from its own
+                   prefill's end and TPOT is the steady state's (prefill interleaved)
+                 1 (SGLang): a prefill batch runs alone and first; decoding resumes only when no prompt
+                   waits, so request j decodes from the end B_j of its busy period and pauses for the
+                   W_j prefill work of its cycle outside that period (the other clients' next prompts):
+                     TPOT_j = t_s + (B_j - f_j + W_j) / (O_j - 1)
+                   a burst of prompts is prefilled before anyone decodes, clients finish together and
+                   the next wave is a burst again (longer TTFT, shorter TPOT, the same work)
     queue        T_q = (C - S) / S x (T_0 + (O - 1) TPOT)    closed loop: a waiting request is admitted when
                                               one of the S running finishes (each holds its slot T_0 + (O-1) TPOT)
     TTFT         agg: T_0 + T_q;  disagg: T_0 with t_s of the decode pool and L_f of the prefill pool
@@ -95,13 +104,31 @@ def running(concurrency, max_running, kv_slots, multiple=1) -> np.ndarray:
     return np.maximum(np.floor(s / m) * m, m)
 
 
+def _busy_periods(a: np.ndarray, ends: np.ndarray, cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For prompts in arrival order (rows x prompts): the end of the prefill server's busy period holding
+    each prompt (the server idles after prompt k when the next arrives after k ends), and the prefill work
+    of the wave outside that period (the other clients' prompts a prefill-first engine runs while this
+    request decodes)."""
+    n, c = ends.shape
+    k = np.broadcast_to(np.arange(c), (n, c))
+    idle = np.ones((n, c), dtype=bool)
+    idle[:, :-1] = a[:, 1:] > ends[:, :-1]
+    last = np.minimum.accumulate(np.where(idle, k, c - 1)[:, ::-1], axis=1)[:, ::-1]  # period's last prompt
+    first = np.maximum.accumulate(np.where(np.roll(idle, 1, axis=1) | (k == 0), k, 0), axis=1)  # its first
+    done = np.cumsum(cost, axis=1)
+    own = np.take_along_axis(done, last, axis=1) - np.take_along_axis(done - cost, first, axis=1)
+    return np.take_along_axis(ends, last, axis=1), done[:, -1:] - own
+
+
 def _waves(c: int, p: np.ndarray, cycle_fixed: np.ndarray, tpot: np.ndarray, o_nominal: np.ndarray,
-           waves: int, ratio: float) -> np.ndarray:
-    """Mean arrival-to-prefill-end time of rows that share the client count c (arrays over rows). The
-    lengths drawn depend on (SEED, c) only, so a row's result does not depend on the rows beside it."""
+           waves: int, ratio: float, step: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean arrival-to-prefill-end time and mean TPOT of rows that share the client count c (arrays over
+    rows). The lengths drawn depend on (SEED, c) only, so a row's result does not depend on the rows beside
+    it. Rows with `first` (a prefill-first engine) decode only when no prompt waits: a request's decode
+    starts when its busy period ends and pauses for the other clients' prompts of its cycle."""
     n = len(p)
     draws = np.random.default_rng([SEED, c]).uniform(ratio, 1.0, (waves, 2, c))
-    arrivals, free, total = np.zeros((n, c)), np.zeros(n), np.zeros(n)
+    arrivals, free, total, tpots = np.zeros((n, c)), np.zeros(n), np.zeros(n), np.zeros(n)
     mean = (1.0 + ratio) / 2.0
     for w in range(waves):  # W steps of arrays (rows x clients): the protocol's waves, not configurations
         order = np.argsort(arrivals, axis=1, kind="stable")
@@ -111,24 +138,42 @@ def _waves(c: int, p: np.ndarray, cycle_fixed: np.ndarray, tpot: np.ndarray, o_n
         ends = ends + np.maximum(free[:, None], np.maximum.accumulate(a - (ends - cost), axis=1))
         total += (ends - a).mean(axis=1)
         free = ends[:, -1]
+        outs = draws[w, 1][order] * o_nominal[:, None] - 1.0  # decode steps after the first token
+        period_end, others = _busy_periods(a, ends, cost)
+        # prefill-first: (busy period's rest + decode steps + the other prompts' prefills) / tokens
+        tpot_j = np.where(first[:, None], (period_end - ends + others) / np.maximum(outs, 1.0) + step[:, None],
+                          tpot[:, None])
+        tpots += tpot_j.mean(axis=1)
         back = np.empty_like(ends)
-        np.put_along_axis(back, order, ends, axis=1)  # prefill ends in client order
-        arrivals = back + cycle_fixed[:, None] + (draws[w, 1] * o_nominal[:, None] - 1.0) * tpot[:, None]
-    return total / waves
+        np.put_along_axis(back, order, ends + cycle_fixed[:, None] + outs * tpot_j, axis=1)  # next arrivals
+        arrivals = back
+    return total / waves, tpots / waves
 
 
-def prefill_wait(clients, t_f, after_prefill, tpot, o_mean, waves: int, ratio: float) -> np.ndarray:
-    """T_p per row (module doc): `clients` per prefill server, `after_prefill` the time from a prompt's
-    prefill end to its first decode step (pipeline stages, steps to the first token), o_mean the mean
-    output tokens. Rows with the same client count are one set of array operations."""
+def prefill_queue(clients, t_f, after_prefill, tpot, o_mean, waves: int, ratio: float, step=None,
+                  prefill_first=None) -> tuple[np.ndarray, np.ndarray]:
+    """(T_p, TPOT) per row (module doc): `clients` per prefill server, `after_prefill` the time from a
+    prompt's prefill end to its first decode step (pipeline stages, steps to the first token), `tpot` the
+    steady state's (prefill interleaved), o_mean the mean output tokens; rows with `prefill_first` (an
+    engine that runs prefill batches alone and first) take TPOT from the queue instead, with `step` the
+    pure decode step. Rows with the same client count are one set of array operations."""
     clients = np.asarray(clients, dtype=float)
-    args = [np.broadcast_to(np.asarray(v, dtype=float), clients.shape) for v in (t_f, after_prefill, tpot, o_mean)]
-    out = np.full(clients.shape, np.nan)
+    step = tpot if step is None else step
+    flag = np.zeros(clients.shape) if prefill_first is None else prefill_first
+    args = [np.broadcast_to(np.asarray(v, dtype=float), clients.shape)
+            for v in (t_f, after_prefill, tpot, o_mean, step, flag)]
+    wait, out = np.full(clients.shape, np.nan), np.full(clients.shape, np.nan)
     o_nominal = args[3] / ((1.0 + ratio) / 2.0)
     for c in np.unique(clients):  # one vectorised block per distinct client count
         sel = clients == c
-        out[sel] = _waves(int(c), args[0][sel], args[1][sel], args[2][sel], o_nominal[sel], int(waves), ratio)
-    return out
+        wait[sel], out[sel] = _waves(int(c), args[0][sel], args[1][sel], args[2][sel], o_nominal[sel], int(waves),
+                                     ratio, args[4][sel], args[5][sel] > 0)
+    return wait, out
+
+
+def prefill_wait(clients, t_f, after_prefill, tpot, o_mean, waves: int, ratio: float) -> np.ndarray:
+    """T_p per row of an engine that mixes prefill chunks into decode steps (prefill_queue)."""
+    return prefill_queue(clients, t_f, after_prefill, tpot, o_mean, waves, ratio)[0]
 
 
 def latex_table() -> pd.DataFrame:

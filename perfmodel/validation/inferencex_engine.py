@@ -89,11 +89,14 @@ def closed_loop(rows: pd.DataFrame, without_fits: bool = False, overrides: dict 
     clients = np.where(agg, np.ceil(rows["s_rep"] / rows["d_a_pre"]),
                        np.ceil(rows["total"] / (n_pre * rows["d_a_pre"])))
     after = rows["l_f"] - rows["t_f"] + kappa * step
-    wait = cl.prefill_wait(clients, rows["t_f"], after, tpot, rows["osl"], proto["waves"], proto["length_range_ratio"])
+    first = agg & (p["prefill_first"].to_numpy(float) > 0)  # aggregated: a disaggregated decode pool never prefills
+    wait, queued = cl.prefill_queue(clients, rows["t_f"], after, tpot, rows["osl"], proto["waves"],
+                                    proto["length_range_ratio"], step=step, prefill_first=first)
+    tpot = np.where(first, queued, tpot)
     common = dict(t_d=rows["t_d"], tau=p["step_cost"], t_f=rows["t_f"], L_f=rows["l_f"], kappa=kappa,
                   T_p=wait)
-    ttft_agg = cl.evaluate("ttft_agg", C=rows["c_rep"], S=rows["s_rep"], O=rows["osl"], TPOT_gpu=rows["tpot_gpu"],
-                           **common)
+    ttft_agg = cl.evaluate("ttft_agg", C=rows["c_rep"], S=rows["s_rep"], O=rows["osl"],
+                           TPOT_gpu=tpot - p["step_cost"].to_numpy(float), **common)
     ttft_dis = cl.evaluate("ttft_disagg", **common)
     return pd.DataFrame({"ttft_s": np.where(agg, ttft_agg, ttft_dis), "tpot_s": tpot, "n_pre": n_pre},
                         index=rows.index)
