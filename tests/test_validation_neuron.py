@@ -10,6 +10,7 @@ import pytest
 
 from perfmodel import catalog
 from perfmodel import validation as v
+from perfmodel.catalog import neuron_stacks
 from perfmodel.catalog.calibration import calibration_for
 from perfmodel.comm import collectives as co
 from perfmodel.core.dtypes import DType
@@ -115,10 +116,11 @@ def test_unfused_softmax_runs_every_score_through_the_vector_engine(trn1):
 # ---------------------------------------------------------------- ranks per chip (NeuronCores as ranks)
 
 
-def test_32_rank_group_runs_the_ring_on_trn1(trn1):
-    cal = calibration_for(trn1)
+def test_32_rank_group_runs_the_ring_under_the_sdk_2_18_runtime(trn1):
+    cal = neuron_stacks.stack("transformers-neuronx-2.18").calibration(calibration_for(trn1))
     ag = co.collective_cost(trn1, cal, "all-gather", 1024.0, 16, launch="host", ranks_per_chip=2)
-    assert ag.algorithm[()] in ("ring", "bidir-ring")  # the runtime's only intra-node choice above 16 ranks
+    assert ag.algorithm[()] in ("ring", "bidir-ring")  # that runtime's only intra-node choice above 16 ranks
+    assert cal.params["intranode_direct_max_ranks"].origin == "stack transformers-neuronx-2.18"
     assert float(ag.ranks) == 32
     steps = ag.latency_s[()] / cal["link_latency_node"]
     assert steps == pytest.approx(31)  # g r - 1 ring steps
@@ -139,12 +141,14 @@ def test_ranks_per_chip_never_makes_a_collective_faster(trn1):
     assert co.collective_time(trn1, cal, "all-reduce", 8192.0, 1) == 0
 
 
-def test_other_neuron_chips_keep_every_algorithm():
-    trn2 = catalog.load_system("trn2-ultraserver")
-    cal = calibration_for(trn2)
-    assert cal["intranode_direct_max_ranks"] == 0 and cal["intranode_multistep_algorithms"] == 1
-    cost = co.collective_cost(trn2, cal, "all-gather", 1024.0, 16)
-    assert cost.algorithm[()] not in ("ring", "bidir-ring")
+def test_the_runtime_rule_is_the_stacks_not_the_chips(trn1):
+    # today's runtime (the family default and the NxD Inference stack) offers every algorithm on every chip;
+    # only the SDK 2.18 stack's runtime ran the ring above 16 ranks
+    for system in (trn1, catalog.load_system("trn2-ultraserver")):
+        for cal in (calibration_for(system), neuron_stacks.stack("nxd-inference").calibration(calibration_for(system))):
+            assert cal["intranode_direct_max_ranks"] == 0 and cal["intranode_multistep_algorithms"] == 1
+            cost = co.collective_cost(system, cal, "all-gather", 1024.0, 16, ranks_per_chip=2)
+            assert cost.algorithm[()] not in ("ring", "bidir-ring")
 
 
 def test_int8_weights_are_cast_by_dma_not_vector_engine(trn1):

@@ -78,6 +78,10 @@ BY_NAME: dict[str, Range] = {
                                         whole=True),
     "moe_load_imbalance": Range(1.0, float(limits.MAX_EXPERTS), "busiest expert's tokens over the mean: 1 is even, "
                                 "at most E/k"),
+    # Neuron software-stack profiles (catalog/neuron_stacks.py)
+    "flash_attention": SWITCH,
+    "decode_spans_compiled_length": SWITCH,
+    "context_bucket_ratio": Range(1.0 / 64, 1.0, "context buckets as a share of the token buckets: at most all of them"),
     # serving-engine profiles and benchmark protocols (catalog/serving_engines.py)
     "token_budget": Range(1, limits.MAX_SEQ_TOKENS, "tokens one engine step may schedule", whole=True),
     "max_running": Range(1, limits.MAX_BATCH, "sequences an engine runs at once", whole=True),

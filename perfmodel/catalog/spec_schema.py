@@ -196,6 +196,7 @@ class ChipFile(BaseModel):
     description: str = ""
     base: str | None = None
     cores: Count | None = None
+    lnc: Count | None = None  # physical cores per logical NeuronCore by default (Neuron)
     peak: dict[DTypeName, Q("flop_rate")] = {}
     peak_sparse: dict[DTypeName, Q("flop_rate")] = {}
     tensor_engine: _TensorEngineRaw | None = None

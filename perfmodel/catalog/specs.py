@@ -120,7 +120,7 @@ def build_chip(chip: ChipFile, vals: dict[str, SpecValue], path: str, variant: s
     sram_total = get("memory.sram_total", False) or (sram_per_core * cores if sram_per_core else None)
     return Chip(
         name=chip.name, display_name=chip.display_name, vendor=chip.vendor, family=chip.family,
-        generation=chip.generation, cores=cores,
+        generation=chip.generation, cores=cores, lnc=int(get("lnc", False) or 1),
         peak_flop_per_s=MappingProxyType({DType(k.split(".")[-1]): pick(v) for k, v in vals.items()
                                           if k.startswith("peak.")}),
         peak_sparse_flop_per_s=MappingProxyType({DType(k.split(".")[-1]): pick(v) for k, v in vals.items()

@@ -32,7 +32,7 @@ parallelism plans (plan.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -116,20 +116,30 @@ def _unavailable(alg: str, ranks: np.ndarray, crosses: np.ndarray, cal: Calibrat
     return np.zeros(np.shape(ranks), dtype=bool)
 
 
+FLAT_RINGS = ("ring", "bidir-ring")
+
+
 def collective_cost(system: System, cal: Calibration, collective, nbytes, group, stride=1,
                     algorithm: str = "auto", launch: str = "in-graph", ranks_per_chip: int = 1) -> CollectiveCost:
     """Cost of one collective per configuration (arrays broadcast together); see module doc.
 
     ranks_per_chip r > 1: every chip of the group runs r ranks (one per NeuronCore, as the Neuron
     runtime counts them), an innermost dimension of r members (core_dim); a flat ring then has
-    g r - 1 steps. `nbytes` is per rank (a TP all-reduce's whole buffer on every rank)."""
+    g r - 1 steps, and the other algorithms share each chip's links among its r ranks. `nbytes` is per rank (a TP all-reduce's whole buffer on every rank)."""
     c = Collective(collective)
     n, g, s = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (nbytes, group, stride)))
     n, g, s = n.copy(), g.copy(), s.copy()
     r = int(ranks_per_chip)
     gds = place_group(topology_dims(system, cal), g, s)
+    shared = gds
     if r > 1:
-        gds = [GroupDim(core_dim(system, cal, r), np.full_like(g, float(r)), np.ones_like(g))] + gds
+        core = [GroupDim(core_dim(system, cal, r), np.full_like(g, float(r)), np.ones_like(g))]
+        # the r ranks of a chip share its links: where they all send at once (every algorithm but the flat
+        # ring, whose steps cross a chip boundary once per chip), each rank gets 1/r of a chip's rate
+        shared = core + [GroupDim(replace(gd.dim, rate_bytes_per_s=gd.dim.rate_bytes_per_s / r,
+                                          lone_rate_bytes_per_s=gd.dim.lone_rate_bytes_per_s / r), gd.m, gd.h)
+                         for gd in gds]
+        gds = core + gds
     ranks = g * r
     crosses = _outermost(gds, g.shape) if gds else np.full(g.shape, "none", dtype=object)
     p = cal["hierarchical_pipelining"]
@@ -142,7 +152,7 @@ def collective_cost(system: System, cal: Calibration, collective, nbytes, group,
         if not gds:
             cost = (np.zeros_like(n), np.zeros_like(n))
         else:
-            cost = algorithm_cost(c, alg, gds, n, p)
+            cost = algorithm_cost(c, alg, gds if alg in FLAT_RINGS else shared, n, p)
         if cost is None:
             inf = np.full_like(n, np.inf)
             per[alg] = (inf, inf, inf)

@@ -114,6 +114,12 @@ class Chip:
     collective_engines: int | None = None
     tdp_w: float | None = None
     projected: bool = False
+    lnc: int = 1  # physical cores per logical core by default (Neuron Logical NeuronCore configuration)
+
+    @property
+    def logical_cores(self) -> int:
+        """Cores the runtime schedules on (one rank each): physical cores / LNC."""
+        return max(1, self.cores // max(1, self.lnc))
 
     def supports(self, dtype: DType) -> bool:
         return DType(dtype) in self.tensor.flop_per_s

@@ -12,8 +12,9 @@ Mapping of rows to the model (stated once per family, never per row, nothing fit
       the two cores of one chip, but the 52.8 GB/s bus bandwidth of its 1 GiB all-reduce
       (NRN-CC-001) matches one NeuronLink per direction, not the chip's HBM; 'collective permute'
       = send/recv between pairs.
-    - The Trn1 runtime offers the ring inside an instance for groups above 16 ranks (calibration
-      intranode_direct_max_ranks / intranode_multistep_algorithms on trainium1), so the 32-rank
+    - The examples come from the Trn1 documentation of the SDK 2.18 era: their runtime's collective
+      rules are the 'transformers-neuronx-2.18' stack's (hardware_specs/stacks/neuron.toml: the ring
+      inside an instance for groups above 16 ranks), so the 32-rank
       all-gather (NRN-CC-004) is a 31-step ring. Known gap: it measures 151 us = host launch
       (55 us, NRN-CC-002) + 31 x 3.1 us, about twice the documented 1-2 us per ring hop
       (link_latency_node 1.5 us), which the in-graph collectives of the SDK 2.18 decode cases
@@ -47,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
+from perfmodel.catalog import neuron_stacks
 from perfmodel.catalog.calibration import calibration_for
 from perfmodel.comm import collectives as co
 from perfmodel.comm.algorithms import Collective
@@ -65,13 +67,14 @@ def _collective(text: str) -> Collective:
 
 
 def _predict(system_name: str, coll: Collective, size: float, chips: int, metric: str,
-             ranks_per_chip: int = 1, nvls: bool = True, launch: str = "host") -> tuple[float, str]:
+             ranks_per_chip: int = 1, nvls: bool = True, launch: str = "host", stack: str = "") -> tuple[float, str]:
     """(predicted value in the row's unit, algorithm) for one point: busbw GB/s or latency us.
     nvls=False: the run disabled in-switch reduction (NCCL_NVLS_ENABLE=0); launch 'host' for the
     C-API microbenchmarks, 'eager' for torch.distributed scripts timing one call at a time."""
     s = catalog.load_system(system_name)
     group, rpc = (2, 1) if coll == Collective.SEND_RECV else (chips, ranks_per_chip)
     cal = calibration_for(s) if nvls else calibration_for(s).with_overrides({"in_switch_reduction_efficiency": 0.0})
+    cal = neuron_stacks.stack(stack).calibration(cal) if stack else cal  # the runtime's collective algorithms
     # microbenchmarks (nccom-test, nccl-tests) launch every call from the host
     df = co.sweep(s, cal, coll, [size], [group], launch=launch, ranks_per_chip=rpc)
     r = df.iloc[0]
@@ -80,7 +83,7 @@ def _predict(system_name: str, coll: Collective, size: float, chips: int, metric
     return float(r["busbw_bytes_per_s"] / units.GB), r["algorithm"]
 
 
-def _points(rows: pd.DataFrame, system_of, chips_of, note_of, ranks_per_chip_of=lambda m: 1) -> pd.DataFrame:
+def _points(rows: pd.DataFrame, system_of, chips_of, note_of, ranks_per_chip_of=lambda m: 1, stack: str = "") -> pd.DataFrame:
     out = []
     for _, m in rows.iterrows():
         system = system_of(m)
@@ -102,7 +105,7 @@ def _points(rows: pd.DataFrame, system_of, chips_of, note_of, ranks_per_chip_of=
                 continue
             rpc = 1 if coll == Collective.SEND_RECV else ranks_per_chip_of(m)
             pred, alg = _predict(system, coll, size, chips, metric, rpc, nvls=not _nvls_disabled(m),
-                                 launch=_launch(m))
+                                 launch=_launch(m), stack=stack)
             where = ("pairs of chips" if coll == Collective.SEND_RECV
                      else f"{chips} chips" + (f" x {rpc} ranks" if rpc > 1 else ""))
             out.append(row(cid, m["hardware"], metric, val, pred, unit,
@@ -142,6 +145,9 @@ def _ranks(text: str) -> int:
 NEURON_HW = r"(?i)trn\d|inf\d|trainium|inferentia"
 
 
+NCCOM_STACK = "transformers-neuronx-2.18"  # the Trn1 docs' nccom-test examples: that era's runtime rules
+
+
 def neuron_hardware(rows: pd.DataFrame) -> pd.Series:
     """Rows measured on Trainium / Inferentia hardware (by the hardware text)."""
     return rows["hardware"].str.contains(NEURON_HW, regex=True)
@@ -167,7 +173,7 @@ def neuron_collectives(rows: pd.DataFrame) -> pd.DataFrame:
                                        "1-2 us per hop (link_latency_node 1.5 us); runtime version of the "
                                        "example not stated." if r > 16 else ""))
     return _points(rows, lambda m: "trn1.32xlarge", lambda m: max(1, _neuron_ranks(m) // 2) if _neuron_ranks(m) > 2
-                   else 2, note, lambda m: 2 if _neuron_ranks(m) > 2 else 1)
+                   else 2, note, lambda m: 2 if _neuron_ranks(m) > 2 else 1, stack=NCCOM_STACK)
 
 
 _NCCL_SYSTEMS = {"p5.48xlarge": "p5.48xlarge", "p4de": "p4d.24xlarge", "H200": "p5e.48xlarge"}

@@ -1,41 +1,49 @@
-"""Validation family: TTFT and per-token latency of served models (Neuron benchmark tables).
+"""Validation family: TTFT and per-token latency of served models (Neuron benchmark tables and tutorials).
 
-Cases with phase 'prefill' / 'decode' and metric 'TTFT P50' / 'TPOT P50' on an instance of the
-catalogue (hardware text starts with its name, e.g. 'trn1.32xlarge (...)'). The development
-cases are Transformers NeuronX 0.10 (Neuron SDK 2.18, April 2024) on trn1.32xlarge (TP32) and
-inf2.48xlarge (TP24). Each row maps to a scenario by rules of that software stack, stated once
-here and never per row (nothing is fitted to the rows):
+Cases with phase 'prefill' / 'decode' and a TTFT / TPOT metric (METRICS) on an instance of the catalogue
+(hardware text starts with its name, e.g. 'trn1.32xlarge (...)'). The development cases are Transformers
+NeuronX 0.10 (Neuron SDK 2.18, April 2024) on trn1.32xlarge (TP32) and inf2.48xlarge (TP24); the
+Trainium2 rows (reference/measured/neuron_trn2_vllm.csv) are the vLLM Neuron plugin on trn2.48xlarge.
+Each row maps to a scenario by the rules of its software stack, a profile of
+hardware_specs/stacks/neuron.toml named in the row's text (catalog/neuron_stacks.py), stated once and
+never per row (nothing is fitted to the rows):
 
-  ranks     TP counts NeuronCores, each a runtime rank: chips = TP / cores per chip (TP32 on
-            trn1 = 16 chips, TP24 on inf2 = 12), TP collectives run over TP ranks
-            (Knobs.ranks_per_chip = 2; collectives.collective_cost). The Trn1/Inf2 runtime of
-            that SDK offers only the ring inside an instance for groups above 16 ranks
-            (calibration intranode_direct_max_ranks / intranode_multistep_algorithms), so a
-            TP32 all-reduce is a 62-step ring.
+  stack     the profile the row's notes or source name ('Transformers NeuronX', 'vLLM Neuron plugin',
+            'NxDI', ...); a Neuron row naming none takes today's serving stack (nxd-inference), as a
+            scenario does, and its note says so.
+  ranks     TP counts logical NeuronCores, each a runtime rank: chips = TP / (cores / LNC), LNC as the
+            row states it ('LNC=2') else the chip's default (Trainium1 / Inferentia2 1, Trainium2 / 3
+            2): TP32 on trn1 = 16 chips, TP24 on inf2 = 12, TP16 on trn2 = 4. TP collectives run over
+            the ranks (Knobs.ranks_per_chip = cores / LNC; collectives.collective_cost) with the
+            stack's in-node algorithms (SDK 2.18's runtime ran the ring above 16 ranks: a TP32
+            all-reduce is a 62-step ring; today's offers Mesh and RDH).
   heads     attention heads are sharded whole over the TP ranks (utils.get_qkv_padding):
             query heads zero-padded to a multiple of the rank count (Llama-2-13b's 40 -> 64 on
             TP32, 48 on TP24; 32 -> 48 on TP24), GQA KV heads replicated to the rank count
             (8 -> 32 on TP32, 24 on TP24; GQA.REPLICATED_HEADS, the fallback whenever
             KV % TP != 0), MHA KV heads padded like the query heads (bindings.sharded_heads).
-  buckets   a model is compiled for n_positions = the row's 'compiled max seq len' (else
-            input + output); token-generation buckets are powers of two from 128 up to
-            n_positions, plus n_positions itself (bucket.token_sizes); decode attention
-            spans the whole bucket that holds the current length (masked): the P50 token
-            sits at position input + output/2, so TPOT P50 = one decode step with the KV
-            cache read over that bucket. Context-encoding buckets are half the token buckets
-            (bucket.context_sizes default); the prompt is padded to the smallest one that
-            holds it and the whole bucket is computed.
-  attention no flash attention: Transformers NeuronX 0.10 computes attention as plain HLO
+  buckets   a model is compiled for n_positions = the row's 'compiled max seq len' or 'max-model-len'
+            (else input + output); token-generation buckets are powers of two from 128 up to
+            n_positions, plus n_positions itself (bucket.token_sizes). Context-encoding buckets are
+            the token buckets x the stack's context_bucket_ratio (Transformers NeuronX: half); the
+            prompt is padded to the smallest one that holds it and the whole bucket is computed.
+            Decode attention spans the bucket holding the P50 token's position input + output/2
+            (Transformers NeuronX), or the whole compiled length where the stack's decode graph
+            reads it (decode_spans_compiled_length: the vLLM Neuron plugin's block table).
+  attention the stack's flash_attention: Transformers NeuronX 0.10 computes attention as plain HLO
             (scores materialised over the whole padded context; the mask select and hlo.softmax's
             max / subtract / sum / divide are materialised_softmax_vector_passes = 5 VectorE passes
-            and one exp over every element); its compiler flash-attention kernel for context
-            encoding arrived in 0.11 (Neuron 2.19, July 2024).
+            and one exp over every element); NxD Inference runs NKI flash attention.
+  host      the stack's step_host_latency joins every graph execution (TTFT and TPOT).
   dtypes    'weights int8' -> int8 weight storage (cast to BF16 by the DMA engines,
-            int8_weight_dequantize_passes); matmuls in BF16 ('model FP16' has the same bytes);
-            KV cache BF16.
+            int8_weight_dequantize_passes); otherwise BF16 weights (GPT-OSS's MXFP4 experts
+            dequantized to BF16 at load, as the Trainium2 rows state); matmuls in BF16; KV cache BF16.
   models    CodeLlama-13b uses the Llama-2-13b architecture (vocab 32,016 vs 32,000);
-            Mistral-7B-Instruct-v0.2 is mistral-7b without the sliding window (v0.2 dropped it).
+            Mistral-7B-Instruct-v0.2 is mistral-7b without the sliding window (v0.2 dropped it);
+            the -Instruct tunings are their base architectures.
   TTFT = the context-encoding step of the whole batch; TPOT = one decode step of the batch.
+  Not expressed: speculative decoding (EAGLE3 rows: its model is the serving issue's), prompts
+  whose length the row does not state.
 
 Rows on other hardware (GPUs) keep the generic mapping: TP over chips, heads as the model
 defines them, flash attention, decode at the mean context input + output/2.
@@ -85,7 +93,8 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
-from perfmodel.catalog import workload_files
+from perfmodel.catalog import neuron_stacks, workload_files
+from perfmodel.catalog.calibration import calibration_for
 from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Phase
 from perfmodel.model import bindings as bd
@@ -93,8 +102,11 @@ from perfmodel.model.evaluate import evaluate_sweep
 
 MODEL_MAP = {"Llama-3-8B": "llama-3-8b", "Llama-2-13b": "llama-2-13b", "CodeLlama-13b-hf": "llama-2-13b",
              "Mistral-7B-Instruct-v0.2": "mistral-7b", "Llama-2-7b": "llama-2-7b", "Llama-3-70B": "llama-3-70b",
-             "Llama-2-70b": "llama-2-70b"}
-METRICS = {"TTFT P50": Phase.PREFILL, "TPOT P50": Phase.DECODE}
+             "Llama-2-70b": "llama-2-70b", "Llama-3.1-8B-Instruct": "llama-3.1-8b",
+             "Llama-3.3-70B-Instruct": "llama-3.3-70b"}
+METRICS = {"TTFT P50": Phase.PREFILL, "TPOT P50": Phase.DECODE, "median TTFT": Phase.PREFILL,
+           "median TPOT": Phase.DECODE}
+SPECULATIVE = r"(?i)EAGLE|speculative|draft"  # rows the serving issue's speculative decoding will express
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 GAPS = {  # the short form of 'Known gaps' above, shown in reports when a phase misses
     "prefill": "context encoding reaches 5-17% of peak in these SDK 2.18 runs, with two regimes on the same "
@@ -105,7 +117,13 @@ GAPS = {  # the short form of 'Known gaps' above, shown in reports when a phase 
     "decode": "KV-cache reads of the SBH layout cost per position (DMA descriptors on 256 B-1 KiB rows), "
               "not only per byte",
 }
-MIN_TOKEN_BUCKET = 128  # transformers-neuronx bucket.token_sizes: power_of_two_bucket_sizes(128, n_positions)
+MIN_TOKEN_BUCKET = 128  # bucket.token_sizes: power_of_two_bucket_sizes(128, n_positions)
+
+
+def selects(rows: pd.DataFrame) -> pd.Series:
+    """The family's rows: a TTFT / TPOT metric, speculative-decoding variants included (listed, not predicted)."""
+    base = rows["metric"].str.replace(r"\s*\(.*\)$", "", regex=True).str.replace(" without prefix caching", "")
+    return base.isin(METRICS) & rows["phase"].isin(["prefill", "decode"])
 
 
 def system_name(hardware: str) -> str:
@@ -134,23 +152,40 @@ def tp_degree(parallelism: str) -> int:
     return int(m.group(1))
 
 
-def tp_chips(parallelism: str, system) -> int:
-    """'TP32 (NeuronCores)' on a 2-core chip -> 16 chips; 'TP8' on a GPU -> 8."""
-    n = tp_degree(parallelism)
-    return n // system.chip.cores if "core" in parallelism.lower() else n
-
-
-def ranks_per_chip(parallelism: str, system) -> int:
-    """Runtime ranks per chip of the TP group: one per NeuronCore when TP counts cores, else 1."""
-    return int(system.chip.cores) if "core" in parallelism.lower() else 1
-
-
 def neuron_stack(system) -> bool:
-    """Rows on Neuron hardware follow the Transformers NeuronX mapping (module doc)."""
+    """Neuron hardware: rows map by the rules of the software stack they name (module doc)."""
     return bool(system.chip.family.is_neuron)
 
 
-# ---------------------------------------------------------------- Transformers NeuronX buckets
+def stack_named(m) -> str:
+    """The Neuron software stack the row's text names ('' when it names none)."""
+    return neuron_stacks.named_in(f"{m.get('notes', '')} {m.get('source', '')} {m.get('hardware', '')}")
+
+
+def stack_of(m, system) -> neuron_stacks.Stack | None:
+    """The row's Neuron software stack: the one its text names, else today's serving stack (the scenario's
+    default, said in the row's note); None on other hardware."""
+    if not neuron_stack(system):
+        return None
+    return neuron_stacks.stack(stack_named(m) or neuron_stacks.SERVING_DEFAULT)
+
+
+def ranks_per_chip(parallelism: str, system) -> int:
+    """Runtime ranks per chip of the TP group: on Neuron one per logical core (cores / LNC, LNC as the row
+    states it, else the chip's default); elsewhere 1."""
+    if not neuron_stack(system):
+        return 1
+    hit = re.search(r"LNC\s*=\s*(\d+)", parallelism)
+    lnc = int(hit.group(1)) if hit else system.chip.lnc
+    return max(1, system.chip.cores // lnc)
+
+
+def tp_chips(parallelism: str, system) -> int:
+    """TP32 on a 2-core chip -> 16 chips; TP16 on Trainium2 at LNC=2 (4 logical cores) -> 4; 'TP8' on a GPU -> 8."""
+    return max(1, tp_degree(parallelism) // ranks_per_chip(parallelism, system))
+
+
+# ---------------------------------------------------------------- Neuron buckets
 
 
 def token_buckets(n_positions: int) -> list[int]:
@@ -162,9 +197,10 @@ def token_buckets(n_positions: int) -> list[int]:
     return out + [int(n_positions)]
 
 
-def context_buckets(n_positions: int) -> list[int]:
-    """bucket.context_sizes(None, token buckets): half of every token bucket."""
-    return [b // 2 for b in token_buckets(n_positions)]
+def context_buckets(n_positions: int, ratio: float = 0.5) -> list[int]:
+    """Context-encoding buckets: every token bucket x the stack's context_bucket_ratio (Transformers NeuronX's
+    bucket.context_sizes: half)."""
+    return sorted({max(1, int(b * ratio)) for b in token_buckets(n_positions)})
 
 
 def find_bucket(buckets: list[int], size: int) -> int:
@@ -173,32 +209,48 @@ def find_bucket(buckets: list[int], size: int) -> int:
 
 
 def n_positions(m) -> int:
-    """The compiled maximum sequence length of a row ('compiled max seq len N' in its notes),
-    else input + output."""
-    hit = re.search(r"compiled max seq len (\d+)", str(m.get("notes", "")))
+    """The compiled maximum sequence length of a row ('compiled max seq len N' or 'max-model-len N' in its
+    notes), else input + output."""
+    hit = re.search(r"(?:compiled max seq len|max-model-len) (\d+)", str(m.get("notes", "")))
     return int(hit.group(1)) if hit else int(float(m["input_len"])) + int(float(m["output_len"]))
 
 
-def decode_bucket(m) -> int:
-    """Bucket the P50 decode step attends over: the one holding position input + output/2."""
+def decode_bucket(m, stack=None) -> int:
+    """Span the P50 decode step attends over: the bucket holding position input + output/2, or the whole
+    compiled length where the stack's decode graph reads it."""
+    if stack is not None and stack["decode_spans_compiled_length"]:
+        return n_positions(m)
     i, o = int(float(m["input_len"])), int(float(m["output_len"]))
     return find_bucket(token_buckets(n_positions(m)), i + o // 2)
 
 
-def prefill_bucket(m) -> int:
+def prefill_bucket(m, stack=None) -> int:
     """Context-encoding length: the prompt padded to its context bucket."""
-    return find_bucket(context_buckets(n_positions(m)), int(float(m["input_len"])))
+    ratio = stack["context_bucket_ratio"] if stack is not None else 0.5
+    return find_bucket(context_buckets(n_positions(m), ratio), int(float(m["input_len"])))
 
 
-def knobs(system, m, phase: Phase, batch, seq_len, context, weights: str) -> bd.Knobs:
+def knobs(system, m, phase: Phase, batch, seq_len, context, weights: str, stack=None) -> bd.Knobs:
     """Scenario of one row group: the stack's mapping on Neuron hardware, the generic one elsewhere."""
     par = m["parallelism"]
     common = {"batch": batch, "tp": tp_chips(par, system), "weights": DType(weights), "compute": DType.BF16,
               "kv_cache": DType.BF16}
-    if neuron_stack(system):
+    if stack is not None:
         rpc = ranks_per_chip(par, system)
-        common.update(flash_attention=False, ranks_per_chip=rpc, head_shards=tp_chips(par, system) * rpc)
+        common.update(flash_attention=bool(stack["flash_attention"]), ranks_per_chip=rpc,
+                      head_shards=tp_chips(par, system) * rpc)
     return bd.Knobs(phase=phase, seq_len=seq_len, context=context, **common)
+
+
+def calibration(system, stack=None):
+    """The chip's calibration with the stack's runtime rules (collective algorithms) in place."""
+    cal = calibration_for(system)
+    return stack.calibration(cal) if stack is not None else cal
+
+
+def host_latency(stack) -> float:
+    """Host time per graph execution (s): the stack's step_host_latency, 0 off Neuron."""
+    return stack["step_host_latency"] if stack is not None else 0.0
 
 
 def weight_type(dtype_text: str) -> str:
@@ -207,6 +259,9 @@ def weight_type(dtype_text: str) -> str:
 
 def expressible(m, units: tuple[str, ...] = tuple(TIME_UNITS)) -> str:
     """Why a serving case cannot be expressed ('' when it can)."""
+    if re.search(SPECULATIVE, f"{m['metric']} {m['model']}"):
+        return ("speculative decoding (a draft model or MTP heads) is not modelled yet: the serving issue's "
+                "speculative-decoding model will express this row")
     if not system_name(m["hardware"]):
         return f"hardware {m['hardware']!r} does not start with a catalogue system name"
     if not workload_name(m["model"]):
@@ -215,68 +270,84 @@ def expressible(m, units: tuple[str, ...] = tuple(TIME_UNITS)) -> str:
         return f"unit {m['unit']!r} is not one of {', '.join(units)}"
     if not re.match(r"\s*TP\d+", m["parallelism"]):
         return f"parallelism {m['parallelism']!r} is not 'TP<n>'"
-    for col in ("batch", "input_len", "output_len"):
-        if not re.fullmatch(r"\d+(\.0+)?", m[col].strip()):
-            return f"{col} {m[col]!r} is not a whole number"
+    bad = [f"{col} {m[col]!r} is not a whole number" for col in ("batch", "input_len", "output_len")
+           if not re.fullmatch(r"\d+(\.0+)?", m[col].strip())]
+    if bad:
+        return "; ".join(bad)
     system = catalog.load_system(system_name(m["hardware"]))
-    if neuron_stack(system) and int(float(m["input_len"])) > max(context_buckets(n_positions(m))):
+    if not neuron_stack(system):
+        return ""
+    stack = stack_of(m, system)
+    rpc = ranks_per_chip(m["parallelism"], system)
+    if tp_degree(m["parallelism"]) % rpc:
+        return f"{m['parallelism']}: not a whole number of chips at {rpc} logical cores per chip"
+    largest = max(context_buckets(n_positions(m), stack["context_bucket_ratio"]))
+    if int(float(m["input_len"])) > largest:
         return (f"prompt of {m['input_len']} tokens is longer than the largest context-encoding bucket "
-                f"({max(context_buckets(n_positions(m)))}): the rest would be encoded token by token, not modelled")
+                f"({largest}): the rest would be encoded token by token, not modelled")
     return ""
 
 
 def predict_latency(rows: pd.DataFrame) -> pd.DataFrame:
-    """Predicted TTFT / TPOT for measurement rows (one sweep per system x model x phase x weights)."""
-    rows = rows[rows["metric"].isin(METRICS)].copy()
-    rows["weights"] = rows["dtype"].map(weight_type)
+    """Predicted TTFT / TPOT for measurement rows (one sweep per system x model x phase x weights x stack)."""
+    rows = rows.assign(weights=rows["dtype"].map(weight_type),
+                       phase_of=rows["metric"].str.replace(" without prefix caching", "").map(METRICS))
+    rows["stack"] = [(lambda st: st.name if st else "")(stack_of(m, catalog.load_system(system_name(m["hardware"]))))
+                     for _, m in rows.iterrows()]
     out = []
-    for (hw, model, metric, weights), grp in rows.groupby(["hardware", "model", "metric", "weights"], sort=False):
+    for (hw, model, phase, weights, _), grp in rows.groupby(["hardware", "model", "phase_of", "weights", "stack"],
+                                                           sort=False):
         system = catalog.load_system(system_name(hw))
         arch = arch_of(model)
-        phase = METRICS[metric]
         first = grp.iloc[0]
+        stack = stack_of(first, system)
         batch = grp["batch"].astype(float).astype(int).to_numpy()
         inp = grp["input_len"].astype(float).astype(int).to_numpy()
         outl = grp["output_len"].astype(float).astype(int).to_numpy()
-        neuron = neuron_stack(system)
         if phase == Phase.PREFILL:
-            seq = np.array([prefill_bucket(m) for _, m in grp.iterrows()]) if neuron else inp
-            kn = knobs(system, first, phase, batch, seq, 0, weights)
+            seq = np.array([prefill_bucket(m, stack) for _, m in grp.iterrows()]) if stack else inp
+            kn = knobs(system, first, phase, batch, seq, 0, weights, stack)
             span = seq
         else:
-            ctx = np.array([decode_bucket(m) for _, m in grp.iterrows()]) if neuron else inp + outl // 2
-            kn = knobs(system, first, phase, batch, 1, ctx, weights)
+            ctx = np.array([decode_bucket(m, stack) for _, m in grp.iterrows()]) if stack else inp + outl // 2
+            kn = knobs(system, first, phase, batch, 1, ctx, weights, stack)
             span = ctx
-        res = evaluate_sweep(system, arch, kn)
+        res = evaluate_sweep(system, arch, kn, calibration(system, stack))
         scale = grp["unit"].map(TIME_UNITS).to_numpy()
         heads = bd.sharded_heads(arch.num_attention_heads, arch.num_key_value_heads, kn.head_shards)
-        g = grp.assign(predicted=res["step_time_s"].to_numpy() / scale, system=system.name, tp_chips=kn.tp,
+        step = res["step_time_s"].to_numpy() + host_latency(stack)
+        g = grp.assign(predicted=step / scale, system=system.name, tp_chips=kn.tp,
                        ranks=kn.tp * kn.ranks_per_chip, heads=int(heads[0]), kv_heads=int(heads[1]), span=span,
-                       neuron=neuron, bound_share_comm=(res["comm_time_s"] / res["step_time_s"]).to_numpy(),
-                       measured=grp["value"].astype(float))
+                       neuron=stack is not None, stack_name=[
+                           (stack.name if stack_named(m) else f"{stack.name} (no stack named in the row: today's "
+                            "default)") if stack else "" for _, m in grp.iterrows()],
+                       spans_all=bool(stack["decode_spans_compiled_length"]) if stack else False,
+                       flash=bool(stack["flash_attention"]) if stack else True,
+                       bound_share_comm=res["comm_time_s"].to_numpy() / step, measured=grp["value"].astype(float))
         out.append(g)
     df = pd.concat(out, ignore_index=True)
     df["error_frac"] = (df["predicted"] - df["measured"]) / df["measured"]
-    what = np.where(df["metric"].eq("TTFT P50"), "context bucket ", "decode over bucket ")
+    prefill = df["phase_of"].eq(Phase.PREFILL)
+    what = np.where(prefill, "context bucket ", np.where(df["spans_all"], "decode over the compiled length ",
+                                                          "decode over bucket "))
     df["note"] = np.where(
         df["neuron"],
-        "TP " + df["ranks"].astype(str) + " NeuronCores on " + df["tp_chips"].astype(str) + " chips, heads "
-        + df["heads"].astype(str) + " (KV " + df["kv_heads"].astype(str) + ") after sharding, " + what
-        + df["span"].astype(str) + ", no flash attention; comm share "
-        + (100 * df["bound_share_comm"]).round(0).astype(int).astype(str) + "%"
-        + "; known gap (module doc): " + np.where(df["metric"].eq("TTFT P50"), GAPS["prefill"], GAPS["decode"]),
+        df["stack_name"] + ": TP " + df["ranks"].astype(str) + " logical NeuronCores on " + df["tp_chips"].astype(str)
+        + " chips, heads " + df["heads"].astype(str) + " (KV " + df["kv_heads"].astype(str) + ") after sharding, "
+        + what + df["span"].astype(str) + np.where(df["flash"], ", flash attention", ", no flash attention")
+        + "; comm share " + (100 * df["bound_share_comm"]).round(0).astype(int).astype(str) + "%"
+        + np.where(df["stack_name"].str.startswith("transformers-neuronx"),
+                   "; known gap (module doc): " + np.where(prefill, GAPS["prefill"], GAPS["decode"]), ""),
         "TP " + df["tp_chips"].astype(str) + " chips; comm share "
         + (100 * df["bound_share_comm"]).round(0).astype(int).astype(str) + "%")
     return df[["case_id", "system", "model", "metric", "batch", "input_len", "output_len", "weights", "tp_chips",
                "measured", "predicted", "unit", "error_frac", "note"]]
 
 
-
-
 def _register() -> None:
     from perfmodel.validation.harness import register_validation, unexpressed
 
-    @register_validation("neuron-latency", selects=lambda r: r["metric"].isin(METRICS), gaps=GAPS)
+    @register_validation("neuron-latency", selects=selects, gaps=GAPS)
     def neuron_latency(rows: pd.DataFrame) -> pd.DataFrame:
         """TTFT / TPOT cases: one vectorised sweep per system x model x phase x weight type."""
         why = rows.apply(expressible, axis=1)

@@ -1,0 +1,119 @@
+"""Neuron software-stack profiles: hardware_specs/stacks/neuron.toml.
+
+    [stacks.<name>]                      description, names (the words a row's text uses for the stack)
+    [stacks.<name>.params.<param>]       value, kind, status, reason, source (+ fit for "fitted")
+
+A stack profile holds the rules of one Neuron software line that decide how a model runs on Neuron
+hardware (STACK_PARAMS): flash_attention (1: NKI flash attention; 0: scores materialised), the bucket
+rules (context_bucket_ratio: context-encoding buckets as a share of the token buckets;
+decode_spans_compiled_length: 1 when a decode step reads the KV cache over the whole compiled length),
+the runtime's in-node collective algorithms (intranode_direct_max_ranks, intranode_multistep_algorithms:
+these replace the calibration parameters of the same names while the stack is in use) and the host time
+per graph execution (step_host_latency). The stack is chosen by the scenario or by a row's text
+(`named_in`), never by the chip family.
+
+Every parameter carries status and source like the serving-engine profiles (serving_engines.Setting),
+parsed and range-checked as calibration parameters are.
+
+Does not: compute anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Literal, Mapping
+
+from pydantic import BaseModel
+
+from perfmodel.catalog.calibration import Calibration, parameter_value
+from perfmodel.catalog.files import catalog_root, did_you_mean, read_toml
+from perfmodel.catalog.serving_engines import Setting, _Param
+from perfmodel.catalog.spec_schema import STRICT, CatalogError, validate_file
+
+STACK_PARAMS = ("flash_attention", "context_bucket_ratio", "decode_spans_compiled_length",
+                "intranode_direct_max_ranks", "intranode_multistep_algorithms", "step_host_latency")
+CALIBRATION_PARAMS = ("intranode_direct_max_ranks", "intranode_multistep_algorithms")
+SERVING_DEFAULT = "nxd-inference"  # today's Neuron serving stack: what a scenario gets unless it names one
+
+
+class _Stack(BaseModel):
+    model_config = STRICT
+    description: str = ""
+    names: list[str]
+    params: dict[str, _Param]
+
+
+class _File(BaseModel):
+    model_config = STRICT
+    schema_version: Literal[1]
+    stacks: dict[str, _Stack]
+
+
+@dataclass(frozen=True)
+class Stack:
+    """One Neuron software stack: its rules as Settings, and the words that name it."""
+
+    name: str
+    description: str
+    names: tuple[str, ...]
+    params: Mapping[str, Setting]
+
+    def __getitem__(self, name: str) -> float:
+        return self.params[name].value
+
+    def calibration(self, cal: Calibration) -> Calibration:
+        """`cal` with this stack's runtime rules in place of the family file's (provenance: the stack)."""
+        new = dict(cal.params)
+        for key in CALIBRATION_PARAMS:
+            s = self.params[key]
+            new[key] = dataclasses.replace(new[key], value=s.value, raw=s.raw, status=s.status, reason=s.reason,
+                                           source=s.source, origin=f"stack {self.name}")
+        return dataclasses.replace(cal, params=MappingProxyType(new))
+
+    def frame_rows(self) -> list[dict]:
+        return [{"stack": self.name, "parameter": s.name, "value": s.value, "as_written": s.raw, "status": s.status,
+                 "reason": s.reason, "source": s.source, "fit": s.fit} for s in self.params.values()]
+
+
+def _stack(path: str, name: str, table: _Stack) -> Stack:
+    missing = [p for p in STACK_PARAMS if p not in table.params]
+    extra = [p for p in table.params if p not in STACK_PARAMS]
+    if missing or extra:
+        what = "; ".join(x for x in (f"missing {', '.join(missing)}" if missing else "",
+                                     f"unknown {', '.join(extra)}" if extra else "") if x)
+        raise CatalogError(f"{path}: stacks.{name}.params: {what} (allowed: {', '.join(STACK_PARAMS)})")
+    if not table.names:
+        raise CatalogError(f"{path}: stacks.{name}.names: give at least one word a row's text uses for the stack")
+    out = {}
+    for key, p in table.params.items():
+        where = f"{path}: stacks.{name}.params.{key}"
+        if p.status == "fitted" and not p.fit:
+            raise CatalogError(f"{where}: a fitted value needs 'fit' (data, cross-validation, command)")
+        out[key] = Setting(key, parameter_value(p.value, p.kind, where, key), str(p.value), p.kind, p.status,
+                           p.reason, p.source, p.fit)
+    return Stack(name, table.description, tuple(table.names), MappingProxyType(out))
+
+
+@lru_cache(maxsize=4)
+def stacks(path: str = "") -> dict[str, Stack]:
+    path = path or str(catalog_root() / "hardware_specs" / "stacks" / "neuron.toml")
+    f = validate_file(_File, read_toml(Path(path)), path, None)
+    return {n: _stack(path, n, t) for n, t in f.stacks.items()}
+
+
+def stack(name: str) -> Stack:
+    known = stacks()
+    if name not in known:
+        raise CatalogError(f"unknown Neuron software stack {name!r}{did_you_mean(name, known)} "
+                           f"(known: {', '.join(known)})")
+    return known[name]
+
+
+def named_in(text: str) -> str:
+    """The stack a row's text names ('' when none): the first profile one of whose names it contains."""
+    low = str(text).lower()
+    return next((n for n, s in stacks().items() if any(w.lower() in low for w in s.names)), "")

@@ -1,0 +1,93 @@
+"""Neuron software-stack profiles and logical NeuronCores (issue 17): the stack a row names decides its rules,
+never the chip family; TP counts logical cores (cores / LNC); a chip's ranks share its links."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfmodel import catalog
+from perfmodel import validation as v
+from perfmodel.catalog import neuron_stacks
+from perfmodel.catalog.calibration import calibration_for
+from perfmodel.catalog.spec_schema import CatalogError
+from perfmodel.comm import collectives as co
+from perfmodel.validation import inference as inf
+
+TRN2_ROWS = "../shared/reference/measured/neuron_trn2_vllm.csv"
+
+
+def test_every_stack_rule_carries_its_source_and_reason():
+    stacks = neuron_stacks.stacks()
+    assert {"transformers-neuronx-2.18", "nxd-inference"} <= set(stacks)
+    for st in stacks.values():
+        assert set(st.params) == set(neuron_stacks.STACK_PARAMS)
+        for s in st.params.values():
+            assert s.source.strip() and s.reason.strip() and s.status in ("assumed", "measured", "fitted")
+
+
+def test_a_rows_text_names_its_stack():
+    assert neuron_stacks.named_in("Transformers NeuronX, Neuron SDK 2.18.0") == "transformers-neuronx-2.18"
+    assert neuron_stacks.named_in("vLLM Neuron plugin, Neuron SDK 2.31+") == "nxd-inference"
+    assert neuron_stacks.named_in("NxDI + vLLM, seq-len 8192") == "nxd-inference"
+    assert neuron_stacks.named_in("nccl-tests on p5") == ""
+
+
+def test_the_stack_replaces_the_runtime_rules_with_its_own_provenance():
+    cal = calibration_for(catalog.load_system("trn2.48xlarge"))
+    old = neuron_stacks.stack("transformers-neuronx-2.18").calibration(cal)
+    assert cal["intranode_direct_max_ranks"] == 0 and old["intranode_direct_max_ranks"] == 16
+    assert old.params["intranode_multistep_algorithms"].origin == "stack transformers-neuronx-2.18"
+    assert old["op_overhead"] == cal["op_overhead"]  # only the runtime's rules move
+
+
+def test_a_stack_file_missing_a_rule_is_one_clear_error(tmp_path):
+    text = (catalog.catalog_root() / "hardware_specs" / "stacks" / "neuron.toml").read_text()
+    start = text.index('[stacks.nxd-inference.params.step_host_latency]')
+    bad = tmp_path / "neuron.toml"
+    bad.write_text(text[:start])
+    with pytest.raises(CatalogError, match=r"stacks\.nxd-inference\.params: missing step_host_latency"):
+        neuron_stacks.stacks(str(bad))
+
+
+@pytest.mark.parametrize("system, parallelism, chips, ranks", [
+    ("trn1.32xlarge", "TP32 (NeuronCores)", 16, 2),   # NeuronCore-v2: LNC 1, 2 cores per chip
+    ("inf2.48xlarge", "TP24 (NeuronCores)", 12, 2),
+    ("trn2.48xlarge", "TP16 (LNC=2)", 4, 4),          # 8 physical cores, LNC=2 by default: 4 logical
+    ("trn2.48xlarge", "TP64 (LNC=2)", 16, 4),
+    ("trn2.48xlarge", "TP8 (LNC=2 default)", 2, 4),
+    ("trn2.48xlarge", "TP16 (LNC=1)", 2, 8),          # LNC=1 exposes all 8 cores
+    ("p5.48xlarge", "TP8", 8, 1),                     # GPUs: TP counts chips
+])
+def test_tp_counts_logical_neuron_cores(system, parallelism, chips, ranks):
+    s = catalog.load_system(system)
+    assert inf.tp_chips(parallelism, s) == chips and inf.ranks_per_chip(parallelism, s) == ranks
+
+
+def test_a_chips_ranks_never_make_a_collective_faster():
+    # r ranks on a chip share its links (every algorithm but the flat ring): a TP group over the same chips
+    # counted in more ranks moves the same bytes over the same links, plus the on-chip step
+    trn2 = catalog.load_system("trn2.48xlarge")
+    cal = calibration_for(trn2)
+    sizes = np.array([1024.0, 65536.0, 4 * 2.0 ** 20, 2.0 ** 30])
+    for g in (2, 4, 16):
+        one = co.collective_time(trn2, cal, "all-reduce", sizes, g)
+        four = co.collective_time(trn2, cal, "all-reduce", sizes, g, ranks_per_chip=4)
+        assert np.all(four >= one - 1e-12)
+
+
+@pytest.fixture(scope="module")
+def trn2_rows() -> pd.DataFrame:
+    return v.run_cases(catalog.catalog_root() / TRN2_ROWS).set_index("case_id")
+
+
+def test_the_nine_trainium2_rows_are_read_as_they_are(trn2_rows):
+    assert len(trn2_rows) == 9
+    predicted = trn2_rows[trn2_rows["predicted"].notna()]
+    assert set(predicted.index) == {f"VNRN-TRN2-0{i}" for i in (1, 2, 3, 5, 6, 7)}
+    for cid in ("VNRN-TRN2-04", "VNRN-TRN2-08"):  # EAGLE3: listed until speculative decoding is modelled
+        assert "speculative decoding" in trn2_rows.at[cid, "reason"]
+    assert "input_len" in trn2_rows.at["VNRN-TRN2-09", "reason"]  # 'HumanEval prompts (short; not stated)'
+    note = trn2_rows.at["VNRN-TRN2-01", "note"]
+    assert "nxd-inference" in note and "16 logical NeuronCores on 4 chips" in note and "compiled length 768" in note
