@@ -15,7 +15,7 @@ from perfmodel.catalog.spec_schema import CatalogError
 from perfmodel.comm import collectives as co
 from perfmodel.validation import inference as inf
 
-TRN2_ROWS = "../shared/reference/measured/neuron_trn2_vllm.csv"
+TRN2_ROWS = "reference/neuron_trn2_vllm.csv"
 
 
 def test_every_stack_rule_carries_its_source_and_reason():
@@ -91,3 +91,51 @@ def test_the_nine_trainium2_rows_are_read_as_they_are(trn2_rows):
     assert "input_len" in trn2_rows.at["VNRN-TRN2-09", "reason"]  # 'HumanEval prompts (short; not stated)'
     note = trn2_rows.at["VNRN-TRN2-01", "note"]
     assert "nxd-inference" in note and "16 logical NeuronCores on 4 chips" in note and "compiled length 768" in note
+
+
+def test_the_graph_cost_fit_recovers_a_known_value_and_holds_what_the_rows_do_not_identify():
+    from perfmodel.validation import neuron_fit as nf
+    # rows whose device step is b and that run n operator instances: measured = b + n v_true
+    n = np.array([400.0, 500.0, 450.0, 380.0])
+    base = np.array([3e-3, 4e-3, 2e-3, 5e-3])
+    t = pd.DataFrame({"stack": "s", "model": ["a", "b", "c", "d"], "base": base, "ops": n,
+                      "measured": base + n * 8e-6})
+    assert nf.fit(t)["s"] == pytest.approx(8e-6, abs=0.02e-6)
+    assert nf.errors(t, {"s": 8e-6}).abs().max() < 1e-3
+    # no row needs a graph cost: the smallest value is kept
+    flat = t.assign(measured=base)
+    assert nf.fit(flat)["s"] == 0.0
+    # held out by model: each model predicted by the others' value (exact data: exact everywhere)
+    assert nf.cross_validate(t).abs().max() < 1e-3
+
+
+def test_the_trainium2_decode_rows_carry_the_stacks_graph_cost(trn2_rows):
+    st = neuron_stacks.stack("nxd-inference")
+    assert st.params["op_overhead"].status == "fitted" and "neuron_fit" in st.params["op_overhead"].fit
+    with neuron_stacks.using({"nxd-inference": st.with_overrides({"op_overhead": "0 us"})}):
+        bare = v.run_cases(catalog.catalog_root() / TRN2_ROWS).set_index("case_id")
+    for cid in ("VNRN-TRN2-01", "VNRN-TRN2-05"):
+        assert trn2_rows.at[cid, "predicted"] > bare.at[cid, "predicted"]
+
+
+def test_the_readme_evidence_table_states_the_files_values():
+    """README's Neuron evidence table: each row's value and status are the family file's (or the named stack's)."""
+    from perfmodel.catalog.calibration import parameter_value
+    from perfmodel.core import units
+
+    readme = (catalog.catalog_root() / "README.md").read_text()
+    block = readme.split("<!-- neuron-evidence:begin -->")[1].split("<!-- neuron-evidence:end -->")[0]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in block.strip().splitlines()[2:]]
+    cal = calibration_for(catalog.load_system("trn2.48xlarge"))  # no Trainium2 override of these parameters
+    assert len(rows) >= 12
+    for name, scope, value, status, evidence, span in rows:
+        if scope.startswith("stack "):
+            p = neuron_stacks.stack(scope.removeprefix("stack ")).params[name]
+        else:
+            p = cal.params[name]
+        assert parameter_value(value, p.kind, name) == pytest.approx(p.value), name
+        assert status == p.status and evidence, name
+        lo, hi = (parameter_value(x if p.kind != "time" else f"{x} us", p.kind, name)
+                  for x in span.removesuffix(" us").split("-"))
+        assert lo <= p.value <= hi, f"{name}: {value} outside its stated range {span}"
+        assert units.parse(value, p.kind) >= 0

@@ -7,9 +7,11 @@ A stack profile holds the rules of one Neuron software line that decide how a mo
 hardware (STACK_PARAMS): flash_attention (1: NKI flash attention; 0: scores materialised), the bucket
 rules (context_bucket_ratio: context-encoding buckets as a share of the token buckets;
 decode_spans_compiled_length: 1 when a decode step reads the KV cache over the whole compiled length),
-the runtime's in-node collective algorithms (intranode_direct_max_ranks, intranode_multistep_algorithms:
-these replace the calibration parameters of the same names while the stack is in use) and the host time
-per graph execution (step_host_latency). The stack is chosen by the scenario or by a row's text
+the runtime's in-node collective algorithms (intranode_direct_max_ranks, intranode_multistep_algorithms),
+the fixed cost of each operator instance in its compiled graphs (op_overhead: instruction issue, semaphore
+waits between engines, DMA descriptor set-up, the engines' ramp after idle) - these three replace the
+calibration parameters of the same names while the stack is in use - and the host time per graph
+execution (step_host_latency). The stack is chosen by the scenario or by a row's text
 (`named_in`), never by the chip family.
 
 Every parameter carries status and source like the serving-engine profiles (serving_engines.Setting),
@@ -20,12 +22,13 @@ Does not: compute anything.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal, Mapping
+from typing import Iterator, Literal, Mapping
 
 from pydantic import BaseModel
 
@@ -35,8 +38,8 @@ from perfmodel.catalog.serving_engines import Setting, _Param
 from perfmodel.catalog.spec_schema import STRICT, CatalogError, validate_file
 
 STACK_PARAMS = ("flash_attention", "context_bucket_ratio", "decode_spans_compiled_length",
-                "intranode_direct_max_ranks", "intranode_multistep_algorithms", "step_host_latency")
-CALIBRATION_PARAMS = ("intranode_direct_max_ranks", "intranode_multistep_algorithms")
+                "intranode_direct_max_ranks", "intranode_multistep_algorithms", "op_overhead", "step_host_latency")
+CALIBRATION_PARAMS = ("intranode_direct_max_ranks", "intranode_multistep_algorithms", "op_overhead")
 SERVING_DEFAULT = "nxd-inference"  # today's Neuron serving stack: what a scenario gets unless it names one
 
 
@@ -64,6 +67,18 @@ class Stack:
 
     def __getitem__(self, name: str) -> float:
         return self.params[name].value
+
+    def with_overrides(self, overrides: Mapping[str, float | str]) -> "Stack":
+        """Copy with user-set values (numbers, or strings with units for times), range-checked."""
+        new = dict(self.params)
+        for key, v in overrides.items():
+            if key not in new:
+                raise KeyError(f"{self.name}: unknown parameter {key!r}{did_you_mean(key, new)} "
+                               f"(known: {', '.join(new)})")
+            val = parameter_value(v, new[key].kind, f"{self.name} override {key}", key)
+            new[key] = dataclasses.replace(new[key], value=val, raw=str(v), status="assumed",
+                                           reason=f"user override (was {new[key].raw})", source="user override")
+        return dataclasses.replace(self, params=MappingProxyType(new))
 
     def calibration(self, cal: Calibration) -> Calibration:
         """`cal` with this stack's runtime rules in place of the family file's (provenance: the stack)."""
@@ -99,10 +114,29 @@ def _stack(path: str, name: str, table: _Stack) -> Stack:
 
 
 @lru_cache(maxsize=4)
-def stacks(path: str = "") -> dict[str, Stack]:
+def _load(path: str) -> dict[str, Stack]:
     path = path or str(catalog_root() / "hardware_specs" / "stacks" / "neuron.toml")
     f = validate_file(_File, read_toml(Path(path)), path, None)
     return {n: _stack(path, n, t) for n, t in f.stacks.items()}
+
+
+_ACTIVE: dict[str, Stack] = {}  # stacks replaced for the duration of a `using` block
+
+
+@contextlib.contextmanager
+def using(replaced: Mapping[str, Stack]) -> Iterator[None]:
+    """Inside the block, stack(name) and stacks() return these profiles (e.g. with_overrides copies)."""
+    saved = dict(_ACTIVE)
+    _ACTIVE.update(replaced)
+    try:
+        yield
+    finally:
+        _ACTIVE.clear()
+        _ACTIVE.update(saved)
+
+
+def stacks(path: str = "") -> dict[str, Stack]:
+    return {**_load(path), **({} if path else _ACTIVE)}
 
 
 def stack(name: str) -> Stack:

@@ -3,7 +3,7 @@
 Cases with phase 'prefill' / 'decode' and a TTFT / TPOT metric (METRICS) on an instance of the catalogue
 (hardware text starts with its name, e.g. 'trn1.32xlarge (...)'). The development cases are Transformers
 NeuronX 0.10 (Neuron SDK 2.18, April 2024) on trn1.32xlarge (TP32) and inf2.48xlarge (TP24); the
-Trainium2 rows (reference/measured/neuron_trn2_vllm.csv) are the vLLM Neuron plugin on trn2.48xlarge.
+Trainium2 rows (reference/neuron_trn2_vllm.csv) are the vLLM Neuron plugin on trn2.48xlarge.
 Each row maps to a scenario by the rules of its software stack, a profile of
 hardware_specs/stacks/neuron.toml named in the row's text (catalog/neuron_stacks.py), stated once and
 never per row (nothing is fitted to the rows):
