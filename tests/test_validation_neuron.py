@@ -46,6 +46,8 @@ def nrn() -> pd.DataFrame:
     (64, 8, 24, (72, 24)),  # Llama-3-70B on TP24
     (32, 32, 32, (32, 32)),  # divisible MHA: unchanged
     (64, 8, 8, (64, 8)),  # KV == ranks: unchanged
+    (64, 8, 4, (64, 8)),  # KV heads divide over the ranks: two whole KV heads per rank, no replication
+    (32, 8, 2, (32, 8)),
     (32, 8, 0, (32, 8)),  # no sharding rule
 ])
 def test_sharded_heads_follow_transformers_neuronx(H, KV, n, want):

@@ -271,7 +271,8 @@ def sharded_heads(H, KV, shards) -> tuple[np.ndarray, np.ndarray]:
       H_p  = n ceil(H / n)                      zero-padded query heads (every rank holds H_p / n)
       MHA (KV = H):  KV_p = H_p
       GQA: KV_p = KV r,  r = n / KV  if KV < n, n % KV = 0 and (H % n = 0 or (H_p - H) % KV = 0 and H_p > H)
-                         r = 1       if H_p / n = H / KV (one KV head per rank already)
+                         r = 1       if KV % n = 0 (whole KV heads per rank) or H_p / n = H / KV (one KV head
+                                     per rank already)
                          r = H / KV  otherwise (full replication, as MHA);  KV_p = max(KV_p, n)
                    (KV_p = H_p when the replication reaches H)
     Padded heads cost what real heads cost (their weights, K/V cache and work are all there).
@@ -282,7 +283,8 @@ def sharded_heads(H, KV, shards) -> tuple[np.ndarray, np.ndarray]:
     Hp = nn * np.ceil(H / nn)
     mha = KV == H
     partial = (KV < nn) & (np.mod(nn, KV) == 0) & ((np.mod(H, nn) == 0) | ((np.mod(Hp - H, KV) == 0) & (Hp > H)))
-    ratio = np.where(partial, nn / KV, np.where(Hp / nn == H / KV, 1.0, H / KV))
+    even = (KV >= nn) & (np.mod(KV, nn) == 0)
+    ratio = np.where(partial, nn / KV, np.where(even | (Hp / nn == H / KV), 1.0, H / KV))
     kv = np.maximum(KV * ratio, nn)
     kv = np.where(kv == H, Hp, kv)
     KVp = np.where(mha, Hp, kv)
