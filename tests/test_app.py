@@ -86,9 +86,9 @@ def test_roofline_page_and_what_if_knob():
     assert at.query_params["s.hbm_bandwidth"] == "+50%"
     assert any("What-if: spec.hbm_bandwidth=+50%" in i.value for i in at.info)
     # the scenario knobs move it too
-    at.sidebar.number_input(key="batch").set_value(128)
+    at.sidebar.number_input(key="batch").set_value(64)  # 128 would not fit: Trainium2's 16 ranks hold 2 copies of the KV heads
     rerun(at)
-    assert metric(at, "Tokens/s per chip") > 0 and at.query_params["batch"] == "128"
+    assert metric(at, "Tokens/s per chip") > 0 and at.query_params["batch"] == "64"
     assert [b.label for b in at.get("download_button")][:2] == ["PNG", "SVG"]
 
 

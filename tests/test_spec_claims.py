@@ -184,3 +184,21 @@ def test_trn4_system_is_projected():
     assert s.projected and s.chip.projected
     own = {k: v for k, v in s.provenance.items() if not k.startswith("chip.")}
     assert own and all(v.status.value == "projected" for v in own.values())
+
+
+def test_the_readme_claims_table_is_what_the_model_gives_today(rows):
+    """README's claims block is `perfmodel claims --format md`: its rows of the spec claims computed here are what the
+    model gives today (a change that moves a claim must move the README; the modelled rows are re-run by hand with
+    the same command, a whole claims run being too slow for the suite)."""
+    import pandas as pd
+
+    from perfmodel.report import export
+    from perfmodel.report.compare import CLAIM_COLUMNS, claims_display
+
+    df = pd.DataFrame([r.as_dict() for r in rows.values()], columns=list(CLAIM_COLUMNS))
+    df["within"] = df["within"].astype(bool)
+    want = set(export.to_markdown(claims_display(df), scale=False).strip().splitlines())
+    readme = (catalog.catalog_root() / "README.md").read_text()
+    block = readme.split("<!-- claims:begin -->")[1].split("<!-- claims:end -->")[0].strip().splitlines()
+    ours = {line for line in block if line.split("|")[1].strip() in rows}
+    assert ours == want - set(block[:2]) and len(ours) == len(rows)

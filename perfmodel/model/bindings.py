@@ -9,6 +9,7 @@ Does not: evaluate formulas (evaluate.py) or read files.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,9 +54,14 @@ class Knobs:
     moe_imbalance: object = None
     optimizer: Optimizer = Optimizer.ADAM_MIXED
     # Software ranks: 0 = heads split over `tp` devices as the model defines them; n > 0 = the
-    # attention heads are sharded whole over n ranks (sharded_heads: padded / replicated to n)
-    head_shards: object = 0
-    ranks_per_chip: object = 1  # ranks of a TP group on one chip (Neuron runtimes: one per NeuronCore)
+    # attention heads are sharded whole over n ranks (sharded_heads: padded / replicated to n);
+    # None = the system's (on_system: tp x ranks_per_chip on Neuron, 0 elsewhere)
+    head_shards: object = None
+    # ranks of a TP group on one chip; None = the system's (Neuron runtimes: one per logical NeuronCore)
+    ranks_per_chip: object = None
+    # True: the software pads query heads up to a multiple of the ranks (Transformers NeuronX), so the TP
+    # degree need not divide the heads; False: it must (feasibility's tp_heads / tp_kv_heads rules)
+    pad_heads: object = False
 
     @classmethod
     def of(cls, s: Scenario) -> "Knobs":
@@ -66,6 +72,19 @@ class Knobs:
                    expert_weights=q.experts, moe_imbalance=s.moe_imbalance, optimizer=s.optimizer,
                    pp_virtual=p.pp_virtual if p.pp_schedule == "interleaved" else 1,
                    flash_attention=s.flash_attention, sequence_parallel=p.sequence_parallel)
+
+
+def on_system(system: System, kn: Knobs) -> Knobs:
+    """`kn` with the runtime ranks it leaves open (None) set for `system`: a Neuron runtime runs one rank per
+    logical NeuronCore (chip.logical_cores = cores / LNC: 4 on Trainium2 / Trainium3, 2 on Trainium1) and
+    shards the attention heads whole over the t r ranks of a TP group (NxD Inference's GQA replication);
+    other systems run one rank per chip with heads split as the model defines them."""
+    if kn.ranks_per_chip is not None and kn.head_shards is not None:
+        return kn
+    neuron = system.chip.family.is_neuron
+    r = (system.chip.logical_cores if neuron else 1) if kn.ranks_per_chip is None else kn.ranks_per_chip
+    h = (_arr(kn.tp) * r if neuron else 0) if kn.head_shards is None else kn.head_shards
+    return dataclasses.replace(kn, ranks_per_chip=r, head_shards=h)
 
 
 def _arr(x) -> np.ndarray:

@@ -154,7 +154,7 @@ def _comm_rows(system: System, cal: Calibration, ops, comm_bytes: list, kn: bd.K
         nbytes = comm_bytes[i]
         if op.comm.collective == Collective.ALL_TO_ALL and op.comm.group == "ep":
             nbytes = nbytes * np.asarray(u, dtype=float)
-        rpc = int(kn.ranks_per_chip) if op.comm.group == "tp" else 1
+        rpc = int(bd.on_system(system, kn).ranks_per_chip) if op.comm.group == "tp" else 1
         if fields == ("time_s",):
             out[i] = collectives.collective_time(system, cal, op.comm.collective, nbytes, size, stride,
                                                  ranks_per_chip=rpc, cache=cache)
@@ -191,6 +191,7 @@ def run_rows(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | N
              recompute: Recompute = Recompute.NONE, overlap: Overlap = Overlap.PIPELINED) -> OpRows:
     """Evaluate all operators, per-operator arrays at their own shapes (the sweep path)."""
     cal = cal or calibration_for(system)
+    kn = bd.on_system(system, kn)
     compiled = compile_graph(GraphKey.of(arch), Phase(kn.phase), Recompute(recompute), Overlap(overlap))
     values = bd.bind(system, arch, cal, kn)
     rows, shape = compiled.rows(values)
@@ -319,7 +320,7 @@ def evaluate(system: System, arch: ModelArch, scenario: Scenario, cal: Calibrati
     """Evaluate one scenario: per-operator costs and a one-row summary."""
     scenario.validate()
     cal = cal or calibration_for(system)
-    kn = bd.Knobs.of(scenario)
+    kn = bd.on_system(system, bd.Knobs.of(scenario))
     ops, q, comm, values = run(system, arch, kn, cal, scenario.recompute, overlap)
     summ = summarize(system, arch, kn, ops, q, comm, values)
     feas = feasibility.feasibility(system, arch, kn, cal, scenario.recompute)

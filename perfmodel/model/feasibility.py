@@ -22,8 +22,9 @@ training plans); commands refuse an invalid plan and show a non-fitting one only
     context_max   C_0 + T_new <= P                             the model's positions (max_position_embeddings)
 
 (H attention heads, K KV heads, L layers, E experts, P max positions, T_new the tokens this step
-adds: T for prefill and training, 1 for decode.) Where the heads are sharded by the runtime
-(head_shards > 0: padded or replicated to the shard count) the two head rules do not apply.
+adds: T for prefill and training, 1 for decode.) Where the software pads the query heads to
+its ranks (pad_heads: Transformers NeuronX) the two head rules do not apply; a Neuron runtime's rank
+sharding (KV heads replicated up to the ranks, bindings.on_system) keeps them on the chips' TP degree.
 Tensor parallelism beyond the scale-up domain is not a broken rule: engines run it (TP16 over two
 8-GPU nodes is measured in the InferenceX corpus) and its all-reduces are priced over the
 scale-out tier; `advisories` says so beside the result.
@@ -76,9 +77,9 @@ def _rules(system: System, arch: ModelArch, phase: Phase) -> tuple[Rule, ...]:
         Rule("counts", lambda v: functools.reduce(np.logical_or, [v[k] < 1 for k in COUNT_FIELDS], v["context"] < 0),
              lambda s: "batch, sequence, context and every parallel degree must be whole numbers >= 1 "
                        "(context >= 0)"),
-        Rule("tp_heads", lambda v: (v["head_shards"] == 0) & (np.mod(H, v["tp"]) != 0),
+        Rule("tp_heads", lambda v: (v["pad_heads"] == 0) & (np.mod(H, v["tp"]) != 0),
              lambda s: f"{s['tp']} does not divide the {H} attention heads of {arch.name}"),
-        Rule("tp_kv_heads", lambda v: (v["head_shards"] == 0) & (np.mod(K, v["tp"]) != 0)
+        Rule("tp_kv_heads", lambda v: (v["pad_heads"] == 0) & (np.mod(K, v["tp"]) != 0)
              & (np.mod(v["tp"], K) != 0),
              lambda s: f"{s['tp']} is neither a divisor nor a multiple of the {K} KV heads of {arch.name}"),
         Rule("pp_layers", lambda v: v["pp"] > L,
@@ -147,7 +148,7 @@ class Feasibility:
 
 
 def _values(kn: bd.Knobs) -> dict[str, np.ndarray]:
-    names = COUNT_FIELDS + ("context", "pp_virtual", "head_shards")
+    names = COUNT_FIELDS + ("context", "pp_virtual", "head_shards", "pad_heads")
     return {k: _f(getattr(kn, k)) for k in names}
 
 
@@ -161,7 +162,7 @@ def _shown(raw: dict[str, np.ndarray]) -> dict[str, object]:
 
 def check_rules(system: System, arch: ModelArch, kn: bd.Knobs) -> tuple[np.ndarray, np.ndarray]:
     """(valid, reasons) of the configurations in `kn`, broadcast together."""
-    v = _values(kn)
+    v = _values(bd.on_system(system, kn))
     rules = _rules(system, arch, Phase(kn.phase))
     with np.errstate(divide="ignore", invalid="ignore"):
         broken = [np.asarray(r.broken(v), dtype=bool) for r in rules]

@@ -135,15 +135,21 @@ def activation_bytes_per_token_layer(arch: ModelArch, tp, ep, ba: float, moe_imb
     return ba * (dense + (1 - frac_moe) * dense_mlp + frac_moe * moe)
 
 
-def kv_bytes_per_token_layer(arch: ModelArch, tp, bkv: float) -> np.ndarray:
+def kv_bytes_per_token_layer(arch: ModelArch, tp, bkv: float, head_shards=0) -> np.ndarray:
     """KV-cache bytes per token per layer on one device (a softmax-attention layer: Gated DeltaNet layers
     hold no per-token cache). MLA's latent (and a sparse-attention indexer's keys) sit whole on every
-    tensor-parallel rank."""
+    tensor-parallel rank. head_shards n > 0: KV heads as sharded whole over n ranks (bindings.sharded_heads:
+    replicated so that every rank holds one), spread over the tp devices."""
     if arch.attention == AttentionKind.MLA:
         index_keys = arch.index_head_dim * av.INDEX_KEY_BYTES if arch.sparse_attention else 0.0
         return np.asarray((arch.kv_lora_rank + arch.qk_rope_head_dim) * bkv + index_keys, dtype=float) * np.ones_like(
             np.asarray(tp, dtype=float))
-    kv_dev = np.maximum(arch.num_key_value_heads / np.asarray(tp, dtype=float), 1.0)
+    tp = np.asarray(tp, dtype=float)
+    kv_dev = np.maximum(arch.num_key_value_heads / tp, 1.0)
+    n = np.asarray(head_shards, dtype=float)
+    if np.any(n > 0):
+        kv = bd.sharded_heads(arch.num_attention_heads, arch.num_key_value_heads, n)[1]
+        kv_dev = np.where(n > 0, kv / tp, kv_dev)
     return 2 * kv_dev * arch.head_dim * bkv
 
 
@@ -184,6 +190,7 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
               recompute: Recompute = Recompute.NONE, flash_attention: bool = True,
               sequence_parallel: bool = False) -> Footprint:
     """Per-device memory for the configuration(s) in `kn` (fields may be arrays)."""
+    kn = bd.on_system(system, kn)
     cal = cal or calibration_for(system)
     phase = Phase(kn.phase)
     f = lambda x: np.asarray(x, dtype=float)  # noqa: E731
@@ -222,7 +229,7 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
     else:
         length = C0 + (1 if phase == Phase.DECODE else T)
         comp["kv_cache"] = (B / da) * kv_tokens_per_sequence(arch, length) / cp / pp * bd.stage_stretch(arch, pp) \
-            * kv_bytes_per_token_layer(arch, tp, bkv)
+            * kv_bytes_per_token_layer(arch, tp, bkv, kn.head_shards)
         if arch.num_linear_layers:  # each sequence's fixed recurrent state (not split over context ranks)
             comp["kv_cache"] = comp["kv_cache"] + (B / da) / pp * bd.stage_stretch(arch, pp) \
                 * recurrent_state_bytes_per_sequence(arch, tp, ba)
