@@ -22,19 +22,18 @@ Does not: compute anything.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Iterator, Literal, Mapping
+from typing import Literal, Mapping
 
 from pydantic import BaseModel
 
-from perfmodel.catalog.calibration import Calibration, parameter_value
+from perfmodel.catalog.calibration import Calibration
 from perfmodel.catalog.files import catalog_root, did_you_mean, read_toml
-from perfmodel.catalog.serving_engines import Setting, _Param
+from perfmodel.catalog.serving_engines import Profile, _Param, _profile, replacing
 from perfmodel.catalog.spec_schema import STRICT, CatalogError, validate_file
 
 STACK_PARAMS = ("flash_attention", "context_bucket_ratio", "decode_spans_compiled_length",
@@ -57,28 +56,11 @@ class _File(BaseModel):
 
 
 @dataclass(frozen=True)
-class Stack:
-    """One Neuron software stack: its rules as Settings, and the words that name it."""
+class Stack(Profile):
+    """One Neuron software stack: its rules as Settings (a serving_engines.Profile: values, overrides), and
+    the words that name it."""
 
-    name: str
-    description: str
-    names: tuple[str, ...]
-    params: Mapping[str, Setting]
-
-    def __getitem__(self, name: str) -> float:
-        return self.params[name].value
-
-    def with_overrides(self, overrides: Mapping[str, float | str]) -> "Stack":
-        """Copy with user-set values (numbers, or strings with units for times), range-checked."""
-        new = dict(self.params)
-        for key, v in overrides.items():
-            if key not in new:
-                raise KeyError(f"{self.name}: unknown parameter {key!r}{did_you_mean(key, new)} "
-                               f"(known: {', '.join(new)})")
-            val = parameter_value(v, new[key].kind, f"{self.name} override {key}", key)
-            new[key] = dataclasses.replace(new[key], value=val, raw=str(v), status="assumed",
-                                           reason=f"user override (was {new[key].raw})", source="user override")
-        return dataclasses.replace(self, params=MappingProxyType(new))
+    names: tuple[str, ...] = ()
 
     def calibration(self, cal: Calibration) -> Calibration:
         """`cal` with this stack's runtime rules in place of the family file's (provenance: the stack)."""
@@ -89,28 +71,12 @@ class Stack:
                                            source=s.source, origin=f"stack {self.name}")
         return dataclasses.replace(cal, params=MappingProxyType(new))
 
-    def frame_rows(self) -> list[dict]:
-        return [{"stack": self.name, "parameter": s.name, "value": s.value, "as_written": s.raw, "status": s.status,
-                 "reason": s.reason, "source": s.source, "fit": s.fit} for s in self.params.values()]
-
 
 def _stack(path: str, name: str, table: _Stack) -> Stack:
-    missing = [p for p in STACK_PARAMS if p not in table.params]
-    extra = [p for p in table.params if p not in STACK_PARAMS]
-    if missing or extra:
-        what = "; ".join(x for x in (f"missing {', '.join(missing)}" if missing else "",
-                                     f"unknown {', '.join(extra)}" if extra else "") if x)
-        raise CatalogError(f"{path}: stacks.{name}.params: {what} (allowed: {', '.join(STACK_PARAMS)})")
     if not table.names:
         raise CatalogError(f"{path}: stacks.{name}.names: give at least one word a row's text uses for the stack")
-    out = {}
-    for key, p in table.params.items():
-        where = f"{path}: stacks.{name}.params.{key}"
-        if p.status == "fitted" and not p.fit:
-            raise CatalogError(f"{where}: a fitted value needs 'fit' (data, cross-validation, command)")
-        out[key] = Setting(key, parameter_value(p.value, p.kind, where, key), str(p.value), p.kind, p.status,
-                           p.reason, p.source, p.fit)
-    return Stack(name, table.description, tuple(table.names), MappingProxyType(out))
+    prof = _profile(path, "stacks", name, table, STACK_PARAMS)  # the engine profiles' checks and parsing
+    return Stack(name, table.description, prof.params, tuple(table.names))
 
 
 @lru_cache(maxsize=4)
@@ -123,16 +89,9 @@ def _load(path: str) -> dict[str, Stack]:
 _ACTIVE: dict[str, Stack] = {}  # stacks replaced for the duration of a `using` block
 
 
-@contextlib.contextmanager
-def using(replaced: Mapping[str, Stack]) -> Iterator[None]:
+def using(replaced: Mapping[str, Stack]):
     """Inside the block, stack(name) and stacks() return these profiles (e.g. with_overrides copies)."""
-    saved = dict(_ACTIVE)
-    _ACTIVE.update(replaced)
-    try:
-        yield
-    finally:
-        _ACTIVE.clear()
-        _ACTIVE.update(saved)
+    return replacing(_ACTIVE, replaced)
 
 
 def stacks(path: str = "") -> dict[str, Stack]:

@@ -136,15 +136,20 @@ _ACTIVE: dict[str, Profile] = {}  # profiles replaced for the duration of a `usi
 
 
 @contextlib.contextmanager
-def using(profiles: Mapping[str, Profile]) -> Iterator[None]:
-    """Inside the block, engine(name) and engines() return these profiles (e.g. with_overrides copies)."""
-    saved = dict(_ACTIVE)
-    _ACTIVE.update(profiles)
+def replacing(active: dict, replaced: Mapping) -> Iterator[None]:
+    """Inside the block, the registry `active` also holds `replaced`; what it held before comes back after."""
+    saved = dict(active)
+    active.update(replaced)
     try:
         yield
     finally:
-        _ACTIVE.clear()
-        _ACTIVE.update(saved)
+        active.clear()
+        active.update(saved)
+
+
+def using(profiles: Mapping[str, Profile]):
+    """Inside the block, engine(name) and engines() return these profiles (e.g. with_overrides copies)."""
+    return replacing(_ACTIVE, profiles)
 
 
 def engines(path: str = "") -> dict[str, Profile]:
