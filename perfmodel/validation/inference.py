@@ -108,7 +108,7 @@ METRICS = {"TTFT P50": Phase.PREFILL, "TPOT P50": Phase.DECODE, "median TTFT": P
            "median TPOT": Phase.DECODE}
 SPECULATIVE = r"(?i)EAGLE|speculative|draft"  # rows the serving issue's speculative decoding will express
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
-GAPS = {  # the short form of 'Known gaps' above, shown in reports when a phase misses
+TNX_GAPS = {  # the short form of 'Known gaps' above (Transformers NeuronX rows)
     "prefill": "context encoding reaches 5-17% of peak in these SDK 2.18 runs, with two regimes on the same "
                "instance and software line; the table omits the compile flags (-O1 in that era's samples) and "
                "bucket lists that would explain them, and a 128-token prompt costs 0.2-0.6 ms per layer beyond "
@@ -116,6 +116,13 @@ GAPS = {  # the short form of 'Known gaps' above, shown in reports when a phase 
                "matches the model and the attention (S^2) term is 1.3-8.7x the model's",
     "decode": "KV-cache reads of the SBH layout cost per position (DMA descriptors on 256 B-1 KiB rows), "
               "not only per byte",
+}
+GAPS = {  # shown in reports when a phase misses, per stack
+    "prefill": f"Transformers NeuronX (SDK 2.18): {TNX_GAPS['prefill']}; vLLM Neuron plugin (Trainium2): context "
+               "encoding 2x the model's for Llama-3.1-8B and 8x for GPT-OSS-120B's MoE (252 ms for 512 tokens), "
+               "unprofiled",
+    "decode": f"Transformers NeuronX (SDK 2.18): {TNX_GAPS['decode']}; vLLM Neuron plugin (Trainium2): a per-step "
+              "cost its two illustrative rows cannot place (per operator, per layer or on the host)",
 }
 MIN_TOKEN_BUCKET = 128  # bucket.token_sizes: power_of_two_bucket_sizes(128, n_positions)
 
@@ -337,7 +344,7 @@ def predict_latency(rows: pd.DataFrame) -> pd.DataFrame:
         + what + df["span"].astype(str) + np.where(df["flash"], ", flash attention", ", no flash attention")
         + "; comm share " + (100 * df["bound_share_comm"]).round(0).astype(int).astype(str) + "%"
         + np.where(df["stack_name"].str.startswith("transformers-neuronx"),
-                   "; known gap (module doc): " + np.where(prefill, GAPS["prefill"], GAPS["decode"]), ""),
+                   "; known gap (module doc): " + np.where(prefill, TNX_GAPS["prefill"], TNX_GAPS["decode"]), ""),
         "TP " + df["tp_chips"].astype(str) + " chips; comm share "
         + (100 * df["bound_share_comm"]).round(0).astype(int).astype(str) + "%")
     return df[["case_id", "system", "model", "metric", "batch", "input_len", "output_len", "weights", "tp_chips",
