@@ -125,7 +125,8 @@ def collective_cost(system: System, cal: Calibration, collective, nbytes, group,
 
     ranks_per_chip r > 1: every chip of the group runs r ranks (one per NeuronCore, as the Neuron
     runtime counts them), an innermost dimension of r members (core_dim); a flat ring then has
-    g r - 1 steps, and the other algorithms share each chip's links among its r ranks. `nbytes` is per rank (a TP all-reduce's whole buffer on every rank)."""
+    g r - 1 steps, and the other algorithms share each chip's links among its r ranks. `nbytes` is per rank
+    (a TP all-reduce's whole buffer on every rank)."""
     c = Collective(collective)
     n, g, s = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (nbytes, group, stride)))
     n, g, s = n.copy(), g.copy(), s.copy()

@@ -78,10 +78,11 @@ def on_system(system: System, kn: Knobs) -> Knobs:
     """`kn` with the runtime ranks it leaves open (None) set for `system`: a Neuron runtime runs one rank per
     logical NeuronCore (chip.logical_cores = cores / LNC: 4 on Trainium2 / Trainium3, 2 on Trainium1) and
     shards the attention heads whole over the t r ranks of a TP group (NxD Inference's GQA replication);
-    other systems run one rank per chip with heads split as the model defines them."""
+    other systems, and training (whose plans count chips: the seed's Trainium1 runs spread data parallelism
+    over the cores), run one rank per chip with heads split as the model defines them."""
     if kn.ranks_per_chip is not None and kn.head_shards is not None:
         return kn
-    neuron = system.chip.family.is_neuron
+    neuron = system.chip.family.is_neuron and Phase(kn.phase) != Phase.TRAIN
     r = (system.chip.logical_cores if neuron else 1) if kn.ranks_per_chip is None else kn.ranks_per_chip
     h = (_arr(kn.tp) * r if neuron else 0) if kn.head_shards is None else kn.head_shards
     return dataclasses.replace(kn, ranks_per_chip=r, head_shards=h)

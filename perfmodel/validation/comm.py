@@ -83,7 +83,8 @@ def _predict(system_name: str, coll: Collective, size: float, chips: int, metric
     return float(r["busbw_bytes_per_s"] / units.GB), r["algorithm"]
 
 
-def _points(rows: pd.DataFrame, system_of, chips_of, note_of, ranks_per_chip_of=lambda m: 1, stack: str = "") -> pd.DataFrame:
+def _points(rows: pd.DataFrame, system_of, chips_of, note_of, ranks_per_chip_of=lambda m: 1,
+            stack: str = "") -> pd.DataFrame:
     out = []
     for _, m in rows.iterrows():
         system = system_of(m)

@@ -11,8 +11,9 @@ A decode step is linear in op_overhead: step(v) = step(0) + n v, with n the oper
 (roofline: every instance pays it once), so two evaluations per row give every value's prediction,
 and the stack's fitted value is the smallest (on a 0.01 us grid) whose median |log(predicted / measured)| over
 the stack's rows is within one standard error of the smallest (engine_fit's one-standard-error rule: where
-the loss is flat the rows do not identify a larger cost): a median, not least squares, so a few rows off for reasons outside this term (the
-bucket-growth gap of the Transformers NeuronX rows, inference.py) do not move it.
+the loss is flat the rows do not identify a larger cost): a median, not least squares, so a few rows off for
+reasons outside this term (the bucket-growth gap of the Transformers NeuronX rows, inference.py) do not move
+it.
 
 Cross-validation leaves one model out at a time (all its rows, on every instance): the value is fitted on
 the stack's other models and predicts the held-out model's rows.
