@@ -138,4 +138,16 @@ def test_the_readme_evidence_table_states_the_files_values():
         lo, hi = (parameter_value(x if p.kind != "time" else f"{x} us", p.kind, name)
                   for x in span.removesuffix(" us").split("-"))
         assert lo <= p.value <= hi, f"{name}: {value} outside its stated range {span}"
+        if not scope.startswith("stack "):  # the family file states the same range (report and provenance show it)
+            assert (p.low, p.high) == (pytest.approx(lo), pytest.approx(hi)), name
         assert units.parse(value, p.kind) >= 0
+
+
+def test_a_range_that_does_not_hold_its_value_is_one_clear_error(tmp_path):
+    from perfmodel.catalog.calibration import load_calibration_file
+
+    text = (catalog.catalog_root() / "hardware_specs" / "calibration" / "neuron.toml").read_text()
+    bad = tmp_path / "neuron.toml"
+    bad.write_text(text.replace("range = [0.6, 0.95]", "range = [0.95, 0.99]", 1))
+    with pytest.raises(CatalogError, match=r"params\.tensor_efficiency\.range: .* does not hold its value 0\.9"):
+        load_calibration_file(bad)

@@ -77,3 +77,18 @@ def test_errors(inputs):
     calls = iter([1.0, np.nan, 2.0])
     df = sensitivity.elasticities(lambda inp: next(calls), inputs, p)
     assert np.isnan(df["elasticity"].iloc[0]) and "not finite" in df["note"].iloc[0]
+
+
+def test_assumptions_are_evaluated_over_the_range_their_evidence_leaves(inputs):
+    def fn(inp):
+        s, c = inp["trn2"]
+        return s.chip.hbm_bandwidth_bytes_per_s ** -1 * c["hbm_efficiency"] ** 2
+
+    df = sensitivity.elasticities(fn, inputs, ranges=True).set_index("parameter")
+    cal = inputs["trn2"][1]
+    lo, hi = cal.params["hbm_efficiency"].low, cal.params["hbm_efficiency"].high  # stated in neuron.toml
+    base = df.at["hbm_efficiency", "result"]
+    assert df.at["hbm_efficiency", "result_at_range_low"] == pytest.approx(base * (lo / 0.85) ** 2)
+    assert df.at["hbm_efficiency", "result_at_range_high"] == pytest.approx(base * (hi / 0.85) ** 2)
+    assert np.isnan(df.at["hbm_bandwidth", "result_at_range_low"])  # a published spec value: no range stated
+    assert "range_low" not in sensitivity.elasticities(fn, inputs).columns  # off unless asked: claims stay as fast

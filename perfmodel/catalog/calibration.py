@@ -61,6 +61,7 @@ class _Param(BaseModel):
     status: Literal["assumed", "measured"]
     reason: str
     source: str = ""
+    range: list[str | int | float] = []  # [low, high]: the values the evidence leaves open (assumed values)
 
 
 class _ChipOverrides(BaseModel):
@@ -92,6 +93,12 @@ class Param:
     reason: str
     source: str
     origin: str  # file (and chip override) it came from, or "user override"
+    low: float | None = None  # the range the evidence leaves open (SI), where the file states one
+    high: float | None = None
+
+    @property
+    def range_text(self) -> str:
+        return "" if self.low is None else f"{_as_written(self.low, self.kind)} - {_as_written(self.high, self.kind)}"
 
 
 @dataclass(frozen=True)
@@ -130,7 +137,7 @@ class Calibration:
 
     def frame_rows(self) -> list[dict]:
         return [{"parameter": p.name, "value": p.value, "as_written": p.raw, "status": p.status, "reason": p.reason,
-                 "source": p.source, "origin": p.origin} for p in self.params.values()]
+                 "source": p.source, "origin": p.origin, "range": p.range_text} for p in self.params.values()]
 
 
 def parameter_value(v, kind: str, where: str, name: str | None = None) -> float:
@@ -166,7 +173,8 @@ def load_calibration_file(path: Path) -> CalibrationFile:
             if not p.reason.strip():
                 raise CatalogError(f"{path}: field {scope}.{name}.reason: every assumption needs its reason")
             if p.kind != "flag":
-                parameter_value(p.value, p.kind, f"{path}: field {scope}.{name}.value", name)
+                v = parameter_value(p.value, p.kind, f"{path}: field {scope}.{name}.value", name)
+                _range(p, v, f"{path}: field {scope}.{name}")
     for chip, o in cal.chips.items():
         for name, p in o.params.items():
             if name not in cal.params:
@@ -215,9 +223,22 @@ def _resolved(fam: str, root: Path, chip: str) -> Mapping[str, Param]:
             src, origin = overrides.params[name], f"{path} [chips.{chip_name}]"
         val = 1.0 if src.value is True else 0.0 if src.value is False else parameter_value(src.value, src.kind,
                                                                                   f"{path}: {name}", name)
+        low, high = _range(src, val, f"{path}: field {'chips.' + chip_name + '.' if src is not p else ''}params.{name}")
         params[name] = Param(name=name, value=val, raw=str(src.value), kind=src.kind, status=src.status,
-                             reason=src.reason, source=src.source, origin=origin)
+                             reason=src.reason, source=src.source, origin=origin, low=low, high=high)
     return MappingProxyType(params)
+
+
+def _range(p: _Param, value: float, where: str) -> tuple[float | None, float | None]:
+    """(low, high) SI of a parameter's stated range, checked: two values of its kind around its value."""
+    if not p.range:
+        return None, None
+    if len(p.range) != 2:
+        raise CatalogError(f"{where}.range: give [low, high], got {p.range!r}")
+    low, high = (parameter_value(v, p.kind, f"{where}.range") for v in p.range)
+    if not low <= value <= high:
+        raise CatalogError(f"{where}.range: {p.range!r} does not hold its value {p.value!r} (low <= value <= high)")
+    return low, high
 
 
 def clear_cache() -> None:

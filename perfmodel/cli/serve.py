@@ -370,7 +370,8 @@ def cmd_sensitivity(args) -> int:
             return float(df[args.metric].iloc[0])
 
         with progress_bar("perturbing every parameter", not args.no_progress) as cb:
-            df = sensitivity.elasticities(fn, {"system": (system, cal)}, rel_step=args.rel_step, progress=cb)
+            df = sensitivity.elasticities(fn, {"system": (system, cal)}, rel_step=args.rel_step, progress=cb,
+                                          ranges=True)
         title = f"Sensitivity of {args.metric}: {system.name}, {arch.name}"
         name = export.config_name([("", "sensitivity"), ("", system.name), ("", args.metric)])
     if args.top:

@@ -117,7 +117,7 @@ def sensitivity_frame(ld: Loaded, opts: wi.ScenarioOptions, column: str = "step_
         s, c = inputs[ld.system.name]
         return evaluate.evaluate(s, ld.arch, sc, c)[column]
 
-    return se.elasticities(fn, {ld.system.name: (ld.system, ld.cal)}, rel_step=rel_step)
+    return se.elasticities(fn, {ld.system.name: (ld.system, ld.cal)}, rel_step=rel_step, ranges=True)
 
 
 FRONTIER_Y = {"mw": "output_tokens_per_s_per_mw", "chip": "output_tokens_per_s_per_chip",

@@ -164,7 +164,8 @@ def provenance_frame(system: System, scenario: Scenario | None = None, cal: Cali
             rows.append({"system": system.name, "group": "calibration", "field": r["parameter"],
                          "value_as_written": r["as_written"], "si_value": r["value"], "si_unit": "",
                          "status": r["status"], "uncertain": r["status"] != "measured",
-                         "source": r["source"] or r["origin"], "note": r["reason"]})
+                         "source": r["source"] or r["origin"],
+                         "note": r["reason"] + (f" Range the evidence leaves: {r['range']}." if r["range"] else "")})
     cols = ["system", "group", "field", "value_as_written", "si_value", "si_unit", "status", "uncertain", "source",
             "note"]
     return pd.DataFrame(rows, columns=cols)

@@ -161,10 +161,22 @@ def si_string(value: float, kind: str) -> float | str:
     return float(value) if not unit else f"{float(value)!r} {unit}"
 
 
+def _stated_range(inputs: Inputs, p: Param) -> tuple[float, float] | None:
+    """(low, high) SI the calibration file states for an assumption (the range the evidence leaves), or None."""
+    if p.kind != "calibration":
+        return None
+    c = inputs[p.key.split("+")[0]][1].params[p.name]
+    return None if c.low is None or not p.value else (c.low, c.high)
+
+
 def elasticities(fn: Callable[[Inputs], float | Mapping[str, float]], inputs: Inputs,
                  params: list[Param] | None = None, rel_step: float = 0.05,
-                 progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
+                 progress: Callable[[int, int], None] | None = None, ranges: bool = False) -> pd.DataFrame:
     """Elasticity of fn(inputs) to each parameter (module doc), ranked by |elasticity| (rank 1 first).
+
+    ranges=True also evaluates each assumption at both ends of the range its calibration file states
+    (result_at_range_low / _high: what the result spans over what the evidence leaves open; NaN where no
+    range is stated), two more evaluations per such parameter.
 
     fn may return one float or a mapping of named results (one evaluation serves them all; the
     frame then has a `result_name` column and ranks within each result). Raises ValueError if a
@@ -188,12 +200,19 @@ def elasticities(fn: Callable[[Inputs], float | Mapping[str, float]], inputs: In
     denom = np.log((1 + rel_step) / (1 - rel_step))
     for i, p in enumerate(params):
         lo, hi = call(perturb(inputs, p, 1 - rel_step)), call(perturb(inputs, p, 1 + rel_step))
+        span = _stated_range(inputs, p) if ranges else None
+        at = [call(perturb(inputs, p, end / p.value)) for end in span] if span else None
         for k in base:
             ok = all(np.isfinite(x) and x > 0 for x in (lo[k], hi[k]))
-            rows.append({"result_name": k, "input": p.key, "parameter": p.name, "kind": p.kind, "status": p.status,
-                         "value": p.value, "result": base[k], "result_minus": lo[k], "result_plus": hi[k],
-                         "elasticity": np.log(hi[k] / lo[k]) / denom if ok else np.nan,
-                         "note": "" if ok else "result not finite / positive under perturbation"})
+            row = {"result_name": k, "input": p.key, "parameter": p.name, "kind": p.kind, "status": p.status,
+                   "value": p.value, "result": base[k], "result_minus": lo[k], "result_plus": hi[k],
+                   "elasticity": np.log(hi[k] / lo[k]) / denom if ok else np.nan,
+                   "note": "" if ok else "result not finite / positive under perturbation"}
+            if ranges:
+                row.update(range_low=span[0] if span else np.nan, range_high=span[1] if span else np.nan,
+                           result_at_range_low=at[0][k] if at else np.nan,
+                           result_at_range_high=at[1][k] if at else np.nan)
+            rows.append(row)
         if progress:
             progress(i + 1, len(params))
     df = pd.DataFrame(rows)
