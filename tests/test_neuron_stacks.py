@@ -151,3 +151,28 @@ def test_a_range_that_does_not_hold_its_value_is_one_clear_error(tmp_path):
     bad.write_text(text.replace("range = [0.6, 0.95]", "range = [0.95, 0.99]", 1))
     with pytest.raises(CatalogError, match=r"params\.tensor_efficiency\.range: .* does not hold its value 0\.9"):
         load_calibration_file(bad)
+
+
+def test_a_scenario_names_its_neuron_stack_as_its_engine():
+    from perfmodel.catalog import workload_files
+    from perfmodel.serving.steady_state import Grid, Mix, ServingOptions, serve
+
+    trn2 = catalog.load_system("trn2.48xlarge")
+    arch = workload_files.load_workload("llama-3.1-8b")
+    grid, mix = Grid.of(tp=[2], concurrency=[8]), Mix(1024, 512)
+    bare = serve(trn2, arch, grid, mix).iloc[0]
+    nxd = serve(trn2, arch, grid, mix, ServingOptions(engine="nxd-inference")).iloc[0]
+    st = neuron_stacks.stack("nxd-inference")
+    # its graphs' fixed cost per operator (7.62 vs the family's 2 us) and its decode over the whole length
+    assert nxd["decode_step_s"] > bare["decode_step_s"]
+    with neuron_stacks.using({"nxd-inference": st.with_overrides({"op_overhead": "2 us",
+                                                                   "decode_spans_compiled_length": 0})}):
+        same = serve(trn2, arch, grid, mix, ServingOptions(engine="nxd-inference")).iloc[0]
+    assert same["decode_step_s"] == pytest.approx(bare["decode_step_s"])  # nothing else differs
+    old = serve(trn2, arch, grid, mix, ServingOptions(engine="transformers-neuronx-2.18")).iloc[0]
+    assert old["prefill_step_s"] > bare["prefill_step_s"]  # no flash attention: scores through HBM
+    with pytest.raises(ValueError, match="is a Neuron software stack; p5.48xlarge is not a Neuron system"):
+        serve(catalog.load_system("p5.48xlarge"), arch, Grid.of(tp=[1], concurrency=[8]), mix,
+              ServingOptions(engine="nxd-inference"))
+    with pytest.raises(ValueError, match="unknown serving engine 'nxdi'.*Neuron software stacks: .*nxd-inference"):
+        ServingOptions(engine="nxdi").validate()

@@ -85,7 +85,9 @@ def _plan_args(p: argparse.ArgumentParser, many: bool) -> None:
                    help="prefill chunk tokens (chunked mode)")
     g.add_argument("--engine", default="", metavar="NAME",
                    help="serving engine around the GPU: vllm, trtllm or sglang (hardware_specs/serving/engines.toml: "
-                        "host time per step, steps to the first token, KV allotment, running cap); default: the GPU alone")
+                        "host time per step, steps to the first token, KV allotment, running cap); on Neuron, a "
+                        "software stack: nxd-inference or transformers-neuronx-2.18 (hardware_specs/stacks/neuron.toml: "
+                        "its graphs' fixed costs, collectives, attention, decode span); default: the accelerator alone")
     if many:
         g.add_argument("--dtypes", nargs="+", type=dtype_arg, metavar="TYPE",
                        help="compute types to sweep (default: bf16 fp8 mxfp8 mxfp4 where supported)")

@@ -50,14 +50,16 @@ Does not: price power or money (power.py, cost.py) or choose plans (search.py).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, fields
 from enum import Enum
 
 import numpy as np
 import pandas as pd
 
-from perfmodel.catalog import serving_engines
+from perfmodel.catalog import neuron_stacks, serving_engines
 from perfmodel.catalog.calibration import Calibration, calibration_for
+from perfmodel.catalog.files import did_you_mean
 from perfmodel.comm import collectives
 from perfmodel.comm.algorithms import Collective
 from perfmodel.core.dtypes import DType, bytes_per_element
@@ -104,7 +106,11 @@ class ServingOptions:
     mode: aggregated | chunked | disaggregated; chunk_tokens: prefill chunk (chunked mode);
     kv_reserve: "peak" (KV for I + O tokens per sequence) or "mean" (I + O/2);
     engine: a serving-engine profile (catalog/serving_engines.py: "vllm", "trtllm", "sglang") whose host
-    time per step, steps to the first token, KV allotment and running cap apply; "" = the GPU alone.
+    time per step, steps to the first token, KV allotment and running cap apply; or, on Neuron hardware, a
+    software stack (catalog/neuron_stacks.py: "nxd-inference", "transformers-neuronx-2.18") whose rules
+    apply: its graphs' fixed cost per operator and collective algorithms, flash attention or not, decode
+    reading the whole compiled length (I + O), its host time per step (its prefill buckets are not applied:
+    a scenario states no compiled lengths); "" = the accelerator alone (Neuron: the family file's values).
     """
 
     mode: Mode = Mode.AGGREGATED
@@ -114,8 +120,11 @@ class ServingOptions:
 
     def validate(self) -> None:
         Mode(self.mode)
-        if self.engine:
-            serving_engines.engine(self.engine)  # one line naming the known engines
+        if self.engine and self.engine not in neuron_stacks.stacks():
+            gpu, neuron = list(serving_engines.engines()), list(neuron_stacks.stacks())
+            if self.engine not in gpu:
+                raise ValueError(f"unknown serving engine {self.engine!r}{did_you_mean(self.engine, gpu + neuron)} "
+                                 f"(serving engines: {', '.join(gpu)}; Neuron software stacks: {', '.join(neuron)})")
         if self.kv_reserve not in ("peak", "mean"):
             raise ValueError(f"serving option kv_reserve: 'peak' or 'mean', got {self.kv_reserve!r}")
         if not isinstance(self.chunk_tokens, (int, np.integer)) or self.chunk_tokens < 1:
@@ -267,6 +276,18 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
     if arch.encoder_only:
         raise ValueError(f"{arch.name} is an encoder-only model: it has no decode phase to serve")
     cal = cal or calibration_for(system)
+    stack = neuron_stacks.stacks().get(options.engine) if options.engine else None
+    if stack is not None:
+        if not system.chip.family.is_neuron:
+            raise ValueError(f"serving option engine: {options.engine!r} is a Neuron software stack; {system.name} "
+                             "is not a Neuron system (GPU engines: " + ", ".join(serving_engines.engines()) + ")")
+        cal = stack.calibration(cal)
+    flash = bool(stack["flash_attention"]) if stack is not None else True
+
+    def knobs(g: Grid, phase: Phase, batch, seq_len, context) -> bd.Knobs:
+        kn = g.knobs(phase, batch, seq_len, context)
+        return kn if flash else dataclasses.replace(kn, flash_attention=False)
+
     mode = Mode(options.mode)
     I, O = float(mix.input_tokens), float(mix.output_tokens)
     C, p, da = grid.concurrency, grid.pp, grid.da
@@ -274,7 +295,8 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
         raise ValueError("grid field concurrency: must be a multiple of pp and at least da in every configuration "
                          "(p micro-batches of C/p sequences, >= 1 sequence per attention-DP rank)")
     # ---- decode: one sweep over the whole grid
-    dec = sweep(system, arch, grid.knobs(Phase.DECODE, C / p, 1, I + O // 2), cal)
+    spans_all = stack is not None and stack["decode_spans_compiled_length"]  # the block table over the whole length
+    dec = sweep(system, arch, knobs(grid, Phase.DECODE, C / p, 1, I + O if spans_all else I + O // 2), cal)
     t_d = dec["step_time_s"].to_numpy() + _p2p_s(system, cal, grid, C / p / da, arch.hidden_size)
     busy_d = _busy(dec)
     # ---- prefill: one sweep over the distinct plans
@@ -283,17 +305,18 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
     if mode == Mode.CHUNKED:
         k = float(min(options.chunk_tokens, mix.input_tokens))
         n_chunks = float(np.ceil(I / k))
-        pre = sweep(system, arch, g1.knobs(Phase.PREFILL, g1.da, k, (n_chunks - 1) * k / 2), cal)
+        pre = sweep(system, arch, knobs(g1, Phase.PREFILL, g1.da, k, (n_chunks - 1) * k / 2), cal)
     else:
         k, n_chunks = I, 1.0
-        pre = sweep(system, arch, g1.knobs(Phase.PREFILL, g1.da, I, 0), cal)
+        pre = sweep(system, arch, knobs(g1, Phase.PREFILL, g1.da, I, 0), cal)
     t_f = (pre["step_time_s"].to_numpy() + _p2p_s(system, cal, g1, k, arch.hidden_size))[inv]
     busy_f = {e: v[inv] for e, v in _busy(pre).items()}
     occ_f = n_chunks * t_f / da  # prefill stage-time per request
     lat_f = p * t_f  # one chunk (or the whole prefill) through all stages
     # ---- combine
-    prof = serving_engines.engine(options.engine) if options.engine else None
-    step = p * t_d + (prof["step_cost"] if prof else 0.0)  # an engine's host time joins every step
+    prof = serving_engines.engine(options.engine) if options.engine and stack is None else None
+    host = prof["step_cost"] if prof else stack["step_host_latency"] if stack is not None else 0.0
+    step = p * t_d + host  # an engine's (or a stack's) host time joins every step
     chips = grid.replica_chips
     if mode == Mode.DISAGGREGATED:
         tpot = step

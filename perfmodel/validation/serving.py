@@ -42,11 +42,11 @@ from perfmodel.validation.inference import (arch_of, calibration, expressible, h
 
 METRIC = "output token throughput (whole instance)"
 SERVED = "output_throughput"  # vLLM bench serve's output throughput (tokens/s over the run), B streams
+_TTFT, _TPOT = "TTFT P50", "TPOT P50"
 
 
 def selects(rows: pd.DataFrame) -> pd.Series:
     return rows["metric"].eq(METRIC) | rows["metric"].str.startswith(SERVED)
-_TTFT, _TPOT = "TTFT P50", "TPOT P50"
 
 
 def bucket_counts(m, stack=None) -> list[tuple[int, int]]:
