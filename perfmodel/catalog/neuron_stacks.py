@@ -39,7 +39,7 @@ from perfmodel.catalog.spec_schema import STRICT, CatalogError, validate_file
 STACK_PARAMS = ("flash_attention", "context_bucket_ratio", "decode_spans_compiled_length",
                 "intranode_direct_max_ranks", "intranode_multistep_algorithms", "op_overhead", "step_host_latency")
 CALIBRATION_PARAMS = ("intranode_direct_max_ranks", "intranode_multistep_algorithms", "op_overhead")
-SERVING_DEFAULT = "nxd-inference"  # today's Neuron serving stack: what a scenario gets unless it names one
+SERVING_DEFAULT = "nxd-inference"  # today's Neuron serving stack: what a measurement row naming none ran
 
 
 class _Stack(BaseModel):

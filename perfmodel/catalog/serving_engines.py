@@ -15,7 +15,8 @@ concurrency) and length_range_ratio (lengths drawn from [ratio x L, L]).
 Every parameter carries status and source: "assumed" (an engine's documented default) or "fitted"
 (to measured serving, with the fit's data and its cross-validation grouped by model in `fit`).
 Values are parsed and range-checked as calibration parameters are (calibration.parameter_value,
-param_ranges.py). Users override any value: `engine(name).with_overrides({...})`, active inside `using({name: profile})`.
+param_ranges.py). Users override any value: `engine(name).with_overrides({...})`, active inside
+`using({name: profile})`.
 
 Does not: compute anything.
 """

@@ -201,7 +201,8 @@ def hardware_values(system: System, cal: Calibration, compute) -> dict:
         S.Rg: chip.gpsimd.elems_per_s if chip.gpsimd else chip.vector.elems_per_s,
         S.Bhbm: chip.hbm_bandwidth_bytes_per_s,
         S.Ssram: _sram(system),
-        S.eta_t: _dtype_map(compute, lambda d: tensor_efficiency(cal, d)), S.eta_m: cal["hbm_efficiency"], S.eta_v: cal["element_efficiency"],
+        S.eta_t: _dtype_map(compute, lambda d: tensor_efficiency(cal, d)), S.eta_m: cal["hbm_efficiency"],
+        S.eta_v: cal["element_efficiency"],
         # faster data types pack a whole number of elements per contraction lane (FP8 2x, MX 4x)
         S.mt: cal["tile_m"], S.nt: cal["tile_n"], S.kt: cal["tile_k"] * np.maximum(1.0, np.round(rt / rb)),
         S.kb: cal["tile_k"], S.t_ovh: cal["op_overhead"],
@@ -270,7 +271,8 @@ def scenario_values(kn: Knobs, cal: Calibration) -> dict:
     return {
         S.B: _arr(kn.batch), S.T: T, S.C0: _arr(kn.context), S.t: _arr(kn.tp), ops.da: _arr(kn.da),
         S.ep: _arr(kn.ep), S.cp: _arr(kn.cp), ops.nmb: _arr(kn.microbatches), S.u: _arr(u),
-        ops.i_a2a: np.where(_arr(kn.da) > 1, 1.0, 0.0), ops.bdp: dispatch_bytes(kn, cal), ops.i_ep: np.where(_arr(kn.ep) > 1, 1.0, 0.0),
+        ops.i_a2a: np.where(_arr(kn.da) > 1, 1.0, 0.0), ops.bdp: dispatch_bytes(kn, cal),
+        ops.i_ep: np.where(_arr(kn.ep) > 1, 1.0, 0.0),
         S.bw: _dtype_map(kn.weights, bytes_per_element), S.bc: _dtype_map(kn.compute, bytes_per_element),
         S.ba: _dtype_map(kn.activations, bytes_per_element), S.bkv: _dtype_map(kn.kv_cache, bytes_per_element),
         ops.dp_: dp, ops.zs: np.where(zero >= 1, dp, 1.0), ops.bg: float(opt["gradients"]),

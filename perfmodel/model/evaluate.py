@@ -139,6 +139,7 @@ def _comm_rows(system: System, cal: Calibration, ops, comm_bytes: list, kn: bd.K
     (one per NeuronCore where the runtime counts cores as ranks: collectives.collective_cost).
     fields: the collective_cost fields to add up (default its time; attribution asks for the latency)."""
     out = [np.zeros(())] * len(ops)
+    tp_ranks = int(bd.on_system(system, kn).ranks_per_chip)  # once per evaluation (idempotent on resolved knobs)
     u = cal["moe_load_imbalance"] if kn.moe_imbalance is None else kn.moe_imbalance
     groups, cache = {}, {}  # per group (size, stride), and their codes, shared by the group's collectives
     for i, op in enumerate(ops):
@@ -154,7 +155,7 @@ def _comm_rows(system: System, cal: Calibration, ops, comm_bytes: list, kn: bd.K
         nbytes = comm_bytes[i]
         if op.comm.collective == Collective.ALL_TO_ALL and op.comm.group == "ep":
             nbytes = nbytes * np.asarray(u, dtype=float)
-        rpc = int(bd.on_system(system, kn).ranks_per_chip) if op.comm.group == "tp" else 1
+        rpc = tp_ranks if op.comm.group == "tp" else 1
         if fields == ("time_s",):
             out[i] = collectives.collective_time(system, cal, op.comm.collective, nbytes, size, stride,
                                                  ranks_per_chip=rpc, cache=cache)

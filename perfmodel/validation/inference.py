@@ -177,6 +177,12 @@ def stack_of(m, system) -> neuron_stacks.Stack | None:
     return neuron_stacks.stack(stack_named(m) or neuron_stacks.SERVING_DEFAULT)
 
 
+def stack_names(rows: pd.DataFrame) -> list[str]:
+    """Each row's stack name ('' off Neuron): the key rows are grouped by before one sweep per group."""
+    return [(lambda st: st.name if st else "")(stack_of(m, catalog.load_system(system_name(m["hardware"]))))
+            for _, m in rows.iterrows()]
+
+
 def ranks_per_chip(parallelism: str, system) -> int:
     """Runtime ranks per chip of the TP group: on Neuron one per logical core (cores / LNC, LNC as the row
     states it, else the chip's default); elsewhere 1."""
@@ -299,8 +305,7 @@ def predict_latency(rows: pd.DataFrame) -> pd.DataFrame:
     """Predicted TTFT / TPOT for measurement rows (one sweep per system x model x phase x weights x stack)."""
     rows = rows.assign(weights=rows["dtype"].map(weight_type),
                        phase_of=rows["metric"].str.replace(" without prefix caching", "").map(METRICS))
-    rows["stack"] = [(lambda st: st.name if st else "")(stack_of(m, catalog.load_system(system_name(m["hardware"]))))
-                     for _, m in rows.iterrows()]
+    rows["stack"] = stack_names(rows)
     out = []
     for (hw, model, phase, weights, _), grp in rows.groupby(["hardware", "model", "phase_of", "weights", "stack"],
                                                            sort=False):

@@ -65,14 +65,14 @@ GAPS = {  # the mechanisms behind the misses on the development file (measured, 
                "prefill priced 1.7-5x below measured even at "
                "C <= 8 with 8k prompts (Llama-3.1-70B 1.7-2.5x, GPT-OSS 3-4x, DeepSeek 3-5x: MoE prefill "
                "GEMMs with few tokens per expert, MLA prefill, FP8 block-scaled kernels run below the roofline); "
-               "SGLang's separate prefill batches (decode paused) and DeepSeek cold starts (DeepGEMM JIT: "
-               "seconds at C = 4); disaggregated rows need 2-3x the aggregated steps to the first token "
+               "DeepSeek cold starts (DeepGEMM JIT: seconds at C = 4); SGLang's prefill-first bursts (modelled: "
+               "engine profile prefill_first) last as long as its clients stay in step; disaggregated rows need 2-3x the aggregated steps to the first token "
                "(router, KV hand-off handshake), fitted separately",
     "decode": "TPOT adds the engine's host time per step (fitted) and runs S = min(C, cap, KV pages) sequences "
               "(figures: validate --show fidelity, split by plan). Left: disagg rows of the CSV exports give "
               "no worker counts and no attention-DP split: the fewest decode replicas whose KV cache holds C "
-              "(the same runs in the database dump ran 1-9 decode workers, with attention-DP); speculative decoding (MTP, "
-              "TensorRT-LLM DeepSeek-R1 recipes) is neither in the rows nor modelled (measured below one "
+              "(the same runs in the database dump ran 1-9 decode workers, with attention-DP); speculative "
+              "decoding (MTP, TensorRT-LLM DeepSeek-R1 recipes) is neither in the rows nor modelled (measured below one "
               "step's weight reads)",
 }
 

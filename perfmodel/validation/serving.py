@@ -38,7 +38,8 @@ from perfmodel.core.scenario import Phase
 from perfmodel.model.evaluate import evaluate_sweep
 from perfmodel.validation.harness import measurements, register_validation, unexpressed
 from perfmodel.validation.inference import (arch_of, calibration, expressible, host_latency, knobs, n_positions,
-                                            prefill_bucket, stack_of, system_name, token_buckets, weight_type)
+                                            prefill_bucket, stack_names, stack_of, system_name, token_buckets,
+                                            weight_type)
 
 METRIC = "output token throughput (whole instance)"
 SERVED = "output_throughput"  # vLLM bench serve's output throughput (tokens/s over the run), B streams
@@ -71,8 +72,7 @@ def predict_throughput(rows: pd.DataFrame) -> pd.DataFrame:
     every (row, bucket) pair) per system x model x weight type, vectorised over the rows."""
     out = []
     rows = rows.assign(weights=rows["dtype"].map(weight_type))
-    rows["stack"] = [(lambda st: st.name if st else "")(stack_of(m, catalog.load_system(system_name(m["hardware"]))))
-                     for _, m in rows.iterrows()]
+    rows["stack"] = stack_names(rows)
     for (hw, model, weights, _), grp in rows.groupby(["hardware", "model", "weights", "stack"], sort=False):
         system = catalog.load_system(system_name(hw))
         arch = arch_of(model)
