@@ -67,5 +67,15 @@ def test_c4(rows):
         assert r.modelled <= 100.0 + 1e-9 and not r.within and "step time" in r.note
     for case in ("bert_ph1", "bert_ph2", "gpt3_6.7b"):
         r = rows[f"C4.{case}.throughput_1node"]
-        assert "implies MFU" in r.note
+        assert "implies MFU" in r.note and "torch-neuronx-2022" in r.note
         assert r.modelled > r.quoted  # 2022 software reached less than the modelled kernels
+        assert "p4d.24xlarge" in r.note  # the evidence that names the gap: the same talk's A100 comparison
+
+
+def test_c4_names_its_gap_with_the_talks_own_a100_measurement():
+    # seed 004: Trn1 1.5x faster than p4d on BERT-Large phase 1, i.e. ~1,900 seq/s on 8 A100; perfmodel, with the
+    # A100 efficiencies measured on today's kernels, is further above that than it is above Trainium1's 2,846:
+    # the gap belongs to 2022's software, not to an assumed Trainium efficiency
+    over_a100 = comm.c4_p4d_bert_ph1() / (comm.C4_CASES[0][7] / comm.C4_P4D_SPEEDUP)
+    trn1 = comm.c4_numbers()["bert_ph1"].iloc[0]["sequences_per_s"] / comm.C4_CASES[0][7]
+    assert over_a100 > trn1 > 1.5

@@ -20,9 +20,9 @@ TRN2_ROWS = "reference/neuron_trn2_vllm.csv"
 
 def test_every_stack_rule_carries_its_source_and_reason():
     stacks = neuron_stacks.stacks()
-    assert {"transformers-neuronx-2.18", "nxd-inference"} <= set(stacks)
+    assert {"transformers-neuronx-2.18", "nxd-inference", "torch-neuronx-2022", "nxd-training"} <= set(stacks)
     for st in stacks.values():
-        assert set(st.params) == set(neuron_stacks.STACK_PARAMS)
+        assert set(st.params) == set(neuron_stacks.ROLES[st.role])
         for s in st.params.values():
             assert s.source.strip() and s.reason.strip() and s.status in ("assumed", "measured", "fitted")
 
@@ -32,6 +32,9 @@ def test_a_rows_text_names_its_stack():
     assert neuron_stacks.named_in("vLLM Neuron plugin, Neuron SDK 2.31+") == "nxd-inference"
     assert neuron_stacks.named_in("NxDI + vLLM, seq-len 8192") == "nxd-inference"
     assert neuron_stacks.named_in("nccl-tests on p5") == ""
+    # a training stack is named by training rows only; a serving row never takes one
+    assert neuron_stacks.named_in("torch-neuronx 1.13, PyTorch/XLA", "training") == "torch-neuronx-2022"
+    assert neuron_stacks.named_in("torch-neuronx 1.13, PyTorch/XLA") == ""
 
 
 def test_the_stack_replaces_the_runtime_rules_with_its_own_provenance():
@@ -176,3 +179,35 @@ def test_a_scenario_names_its_neuron_stack_as_its_engine():
               ServingOptions(engine="nxd-inference"))
     with pytest.raises(ValueError, match="unknown serving engine 'nxdi'.*Neuron software stacks: .*nxd-inference"):
         ServingOptions(engine="nxdi").validate()
+
+
+def test_a_training_scenario_names_its_neuron_stack():
+    from perfmodel import training
+    from perfmodel.catalog import whatif, workload_files
+    from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Scenario
+    from perfmodel.serving.steady_state import ServingOptions
+
+    trn1 = catalog.load_system("trn1.32xlarge")
+    bert = workload_files.load_workload("bert-large")
+    sc = Scenario(phase=Phase.TRAIN, batch=4, seq_len=512, parallel=Parallelism(dp=16, microbatches=8),
+                  optimizer=Optimizer.ADAM_BF16_SR)
+    old = training.train(trn1, bert, sc, 1, stack="torch-neuronx-2022")
+    new = training.train(trn1, bert, sc, 1, stack="nxd-training")
+    # 2022's PyTorch/XLA attention stores the scores: slower and more memory than NxD Training's flash kernels
+    assert not old["flash_attention"] and new["flash_attention"] and old["stack"] == "torch-neuronx-2022"
+    assert old["step_time_s"] > new["step_time_s"]
+    assert old.check.footprint.total_bytes > new.check.footprint.total_bytes
+    # the stack's graph cost replaces the file's, a user's --set wins over the stack
+    cal = calibration_for(trn1)
+    user = whatif.apply_calibration(cal, [whatif.split_assignment("op_overhead=20 us")])
+    _, under = training.with_stack(trn1, sc, user, "torch-neuronx-2022")
+    assert under["op_overhead"] == pytest.approx(20e-6)
+    assert training.with_stack(trn1, sc, cal, "nxd-training")[1].params["op_overhead"].origin == "stack nxd-training"
+    # one line each: a serving stack, a GPU system, and a training stack as a serving engine
+    with pytest.raises(ValueError, match="'nxd-inference' is a Neuron serving stack, not a training one"):
+        training.train(trn1, bert, sc, 1, stack="nxd-inference")
+    with pytest.raises(ValueError, match="p4d.24xlarge is not a Neuron system"):
+        p4d_plan = sc.replace(parallel=Parallelism(dp=8, microbatches=8))
+        training.train(catalog.load_system("p4d.24xlarge"), bert, p4d_plan, 1, stack="nxd-training")
+    with pytest.raises(ValueError, match="'nxd-training' is a Neuron training stack"):
+        ServingOptions(engine="nxd-training").validate()

@@ -1,6 +1,7 @@
 """Neuron software-stack profiles: hardware_specs/stacks/neuron.toml.
 
-    [stacks.<name>]                      description, names (the words a row's text uses for the stack)
+    [stacks.<name>]                      description, role ("serving" | "training"), names (the words a row's
+                                         text uses for the stack)
     [stacks.<name>.params.<param>]       value, kind, status, reason, source (+ fit for "fitted")
 
 A stack profile holds the rules of one Neuron software line that decide how a model runs on Neuron
@@ -11,8 +12,9 @@ the runtime's in-node collective algorithms (intranode_direct_max_ranks, intrano
 the fixed cost of each operator instance in its compiled graphs (op_overhead: instruction issue, semaphore
 waits between engines, DMA descriptor set-up, the engines' ramp after idle) - these three replace the
 calibration parameters of the same names while the stack is in use - and the host time per graph
-execution (step_host_latency). The stack is chosen by the scenario or by a row's text
-(`named_in`), never by the chip family.
+execution (step_host_latency). A serving stack states all of them; a training stack (role "training": its
+graphs are whole training steps, no buckets, no per-token host loop) states TRAINING_PARAMS. The stack is
+chosen by the scenario or by a row's text (`named_in`), never by the chip family.
 
 Every parameter carries status and source like the serving-engine profiles (serving_engines.Setting),
 parsed and range-checked as calibration parameters are.
@@ -38,6 +40,8 @@ from perfmodel.catalog.spec_schema import STRICT, CatalogError, validate_file
 
 STACK_PARAMS = ("flash_attention", "context_bucket_ratio", "decode_spans_compiled_length",
                 "intranode_direct_max_ranks", "intranode_multistep_algorithms", "op_overhead", "step_host_latency")
+TRAINING_PARAMS = ("flash_attention", "intranode_direct_max_ranks", "intranode_multistep_algorithms", "op_overhead")
+ROLES = {"serving": STACK_PARAMS, "training": TRAINING_PARAMS}
 CALIBRATION_PARAMS = ("intranode_direct_max_ranks", "intranode_multistep_algorithms", "op_overhead")
 SERVING_DEFAULT = "nxd-inference"  # today's Neuron serving stack: what a measurement row naming none ran
 
@@ -45,6 +49,7 @@ SERVING_DEFAULT = "nxd-inference"  # today's Neuron serving stack: what a measur
 class _Stack(BaseModel):
     model_config = STRICT
     description: str = ""
+    role: Literal["serving", "training"] = "serving"
     names: list[str]
     params: dict[str, _Param]
 
@@ -61,11 +66,15 @@ class Stack(Profile):
     the words that name it."""
 
     names: tuple[str, ...] = ()
+    role: str = "serving"
 
     def calibration(self, cal: Calibration) -> Calibration:
-        """`cal` with this stack's runtime rules in place of the family file's (provenance: the stack)."""
+        """`cal` with this stack's runtime rules in place of the family file's (provenance: the stack); a user's
+        override (--set) stays: what the user states wins over the stack, as over the file."""
         new = dict(cal.params)
         for key in CALIBRATION_PARAMS:
+            if new[key].origin == "user override":
+                continue
             s = self.params[key]
             new[key] = dataclasses.replace(new[key], value=s.value, raw=s.raw, status=s.status, reason=s.reason,
                                            source=s.source, origin=f"stack {self.name}")
@@ -75,8 +84,8 @@ class Stack(Profile):
 def _stack(path: str, name: str, table: _Stack) -> Stack:
     if not table.names:
         raise CatalogError(f"{path}: stacks.{name}.names: give at least one word a row's text uses for the stack")
-    prof = _profile(path, "stacks", name, table, STACK_PARAMS)  # the engine profiles' checks and parsing
-    return Stack(name, table.description, prof.params, tuple(table.names))
+    prof = _profile(path, "stacks", name, table, ROLES[table.role])  # the engine profiles' checks and parsing
+    return Stack(name, table.description, prof.params, tuple(table.names), table.role)
 
 
 @lru_cache(maxsize=4)
@@ -94,8 +103,10 @@ def using(replaced: Mapping[str, Stack]):
     return replacing(_ACTIVE, replaced)
 
 
-def stacks(path: str = "") -> dict[str, Stack]:
-    return {**_load(path), **({} if path else _ACTIVE)}
+def stacks(path: str = "", role: str = "") -> dict[str, Stack]:
+    """Every profile (or those of one role: "serving", "training")."""
+    out = {**_load(path), **({} if path else _ACTIVE)}
+    return {n: s for n, s in out.items() if s.role == role} if role else out
 
 
 def stack(name: str) -> Stack:
@@ -106,7 +117,19 @@ def stack(name: str) -> Stack:
     return known[name]
 
 
-def named_in(text: str) -> str:
-    """The stack a row's text names ('' when none): the first profile one of whose names it contains."""
+def named_in(text: str, role: str = "serving") -> str:
+    """The stack of `role` a row's text names ('' when none): the first profile one of whose names it contains."""
     low = str(text).lower()
-    return next((n for n, s in stacks().items() if any(w.lower() in low for w in s.names)), "")
+    return next((n for n, s in stacks(role=role).items() if any(w.lower() in low for w in s.names)), "")
+
+
+def for_system(name: str, role: str, system) -> Stack:
+    """The stack `name` for a `role` scenario on `system`; ValueError (one line) when it is another role's or the
+    system is not a Neuron one."""
+    st = stack(name)
+    if st.role != role:
+        mine = ", ".join(stacks(role=role))
+        raise ValueError(f"{name!r} is a Neuron {st.role} stack, not a {role} one ({role} stacks: {mine})")
+    if not system.chip.family.is_neuron:
+        raise ValueError(f"{name!r} is a Neuron software stack; {system.name} is not a Neuron system")
+    return st

@@ -87,6 +87,10 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--virtual", type=count(1, "MAX_LAYERS"), default=1, metavar="V",
                    help="virtual stages (interleaved)")
     p.add_argument("--sequence-parallel", action="store_true")
+    p.add_argument("--stack", default="", metavar="NAME",
+                   help="Neuron training stack (hardware_specs/stacks/neuron.toml: nxd-training, torch-neuronx-2022): "
+                        "its attention kernels, collective rules and graph cost per operator; default: the family "
+                        "file's values")
     p.add_argument("--show", default="summary",
                    choices=("summary", "comm", "comm-ops", "timeline", "placement", "scaling"),
                    help="what to print (scaling: 1..nodes in powers of two at this per-node plan)")
@@ -191,9 +195,9 @@ def cmd_train(args) -> int:
     if args.show == "scaling":
         per_node = sc.replace(parallel=dataclasses.replace(sc.parallel, dp=sc.parallel.dp // args.nodes))
         nodes = [2 ** k for k in range(args.nodes.bit_length()) if 2 ** k <= args.nodes]
-        df = training.scaling(s, arch, per_node, nodes, cal)
+        df = training.scaling(s, arch, per_node, nodes, cal, args.stack)
     else:
-        r = training.train(s, arch, sc, args.nodes, cal)
+        r = training.train(s, arch, sc, args.nodes, cal, args.stack)
         banner = refuse_or_banner(r.check.rule_errors, r.check.fit_error, args.allow_oversubscribed)
         title = with_banner(title, banner, args.format, "train")
         df = {"summary": r.summary, "comm": r.comm, "comm-ops": r.comm_ops, "timeline": r.timeline,

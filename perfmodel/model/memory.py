@@ -245,9 +245,9 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
                      params_per_device=np.broadcast_to(P_dev, shape), notes=tuple(notes))
 
 
-def footprint_for(system: System, arch: ModelArch, scenario: Scenario, cal: Calibration | None = None,
-                  flash_attention: bool = True) -> Footprint:
-    return footprint(system, arch, bd.Knobs.of(scenario), cal, scenario.recompute, flash_attention,
+def footprint_for(system: System, arch: ModelArch, scenario: Scenario, cal: Calibration | None = None) -> Footprint:
+    """The footprint of one scenario (its attention kernels decide whether scores are stored for the backward)."""
+    return footprint(system, arch, bd.Knobs.of(scenario), cal, scenario.recompute, scenario.flash_attention,
                      scenario.parallel.sequence_parallel)
 
 

@@ -120,8 +120,11 @@ class ServingOptions:
 
     def validate(self) -> None:
         Mode(self.mode)
-        if self.engine and self.engine not in neuron_stacks.stacks():
-            gpu, neuron = list(serving_engines.engines()), list(neuron_stacks.stacks())
+        if self.engine and self.engine not in neuron_stacks.stacks(role="serving"):
+            gpu, neuron = list(serving_engines.engines()), list(neuron_stacks.stacks(role="serving"))
+            if self.engine in neuron_stacks.stacks():
+                raise ValueError(f"serving option engine: {self.engine!r} is a Neuron training stack (perfmodel train "
+                                 f"--stack); serving stacks: {', '.join(neuron)}")
             if self.engine not in gpu:
                 raise ValueError(f"unknown serving engine {self.engine!r}{did_you_mean(self.engine, gpu + neuron)} "
                                  f"(serving engines: {', '.join(gpu)}; Neuron software stacks: {', '.join(neuron)})")
@@ -276,7 +279,7 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
     if arch.encoder_only:
         raise ValueError(f"{arch.name} is an encoder-only model: it has no decode phase to serve")
     cal = cal or calibration_for(system)
-    stack = neuron_stacks.stacks().get(options.engine) if options.engine else None
+    stack = neuron_stacks.stacks(role="serving").get(options.engine) if options.engine else None
     if stack is not None:
         if not system.chip.family.is_neuron:
             raise ValueError(f"serving option engine: {options.engine!r} is a Neuron software stack; {system.name} "

@@ -8,7 +8,7 @@ Must not import: serving, sweep, claims, validation, report, cli.
 
 from perfmodel.training.weak_scaling import scaling
 from perfmodel.training.step import (DTYPE_FIELDS, SCHEDULES, TrainResult, bubble_fraction, comm_frame, comm_ops_frame,
-                                     step_arrays, timeline_frame, train)
+                                     step_arrays, timeline_frame, train, with_stack)
 
 __all__ = ["DTYPE_FIELDS", "SCHEDULES", "TrainResult", "bubble_fraction", "comm_frame", "comm_ops_frame", "scaling",
-           "step_arrays", "timeline_frame", "train"]
+           "step_arrays", "timeline_frame", "train", "with_stack"]

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from perfmodel.catalog import neuron_stacks
 from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.comm import collectives as co
 from perfmodel.comm.algorithms import Collective
@@ -233,17 +234,29 @@ def comm_ops_frame(s: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def with_stack(system: System, scenario: Scenario, cal: Calibration, stack: str) -> tuple[Scenario, Calibration]:
+    """`scenario` and `cal` under a Neuron training stack (catalog/neuron_stacks.py, role "training"): its attention
+    kernels decide flash attention, its collective rules and graph cost per operator replace the family file's.
+    No stack: both as given. ValueError (one line) for a serving stack or a system that is not Neuron."""
+    if not stack:
+        return scenario, cal
+    st = neuron_stacks.for_system(stack, "training", system)
+    return scenario.replace(flash_attention=bool(st["flash_attention"])), st.calibration(cal)
+
+
 def train(system: System, arch: ModelArch, scenario: Scenario, nodes: int | None = None,
-          cal: Calibration | None = None) -> TrainResult:
-    """Model one training step of `scenario` (phase train; batch = micro-batch per replica)."""
-    cal = cal or calibration_for(system)
+          cal: Calibration | None = None, stack: str = "") -> TrainResult:
+    """Model one training step of `scenario` (phase train; batch = micro-batch per replica), under the Neuron
+    training stack `stack` when one is named (with_stack)."""
+    scenario, cal = with_stack(system, scenario, cal or calibration_for(system), stack)
     scenario.validate()
     p = scenario.parallel
     chk = pl.check(system, arch, scenario, nodes, cal=cal)
     kn = pl.knobs_for(scenario)
     raw = step_arrays(system, arch, kn, cal, scenario.recompute, p.pp_schedule, p.pp_virtual, p.sequence_parallel)
     s = _scalar(raw)
-    row = {**ev.scenario_columns(system, arch, scenario), "nodes": nodes if nodes else p.chips / system.node.chips,
+    row = {**ev.scenario_columns(system, arch, scenario), "stack": stack,
+           "nodes": nodes if nodes else p.chips / system.node.chips,
            "pp_schedule": p.pp_schedule, "pp_virtual": p.pp_virtual, **s,
            "fits": chk.footprint is not None and bool(np.ravel(chk.footprint.fits)[0]),
            "plan_ok": chk.ok}

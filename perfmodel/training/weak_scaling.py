@@ -16,16 +16,18 @@ from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Scenario
 from perfmodel.core.workload import ModelArch
 from perfmodel.model import plan as pl
-from perfmodel.training.step import step_arrays
+from perfmodel.training.step import step_arrays, with_stack
 
 
-def scaling(system: System, arch: ModelArch, scenario: Scenario, nodes, cal: Calibration | None = None) -> pd.DataFrame:
-    """Weak scaling: the scenario's plan is per node; dp grows with the node count (vectorised).
+def scaling(system: System, arch: ModelArch, scenario: Scenario, nodes, cal: Calibration | None = None,
+            stack: str = "") -> pd.DataFrame:
+    """Weak scaling: the scenario's plan is per node; dp grows with the node count (vectorised), under the Neuron
+    training stack `stack` when one is named (step.with_stack).
 
     Returns one row per node count with tokens/s, sequences/s, step time, exposed comm and
     scaling_efficiency = tokens/s(N) / (N tokens/s(1 node)).
     """
-    cal = cal or calibration_for(system)
+    scenario, cal = with_stack(system, scenario, cal or calibration_for(system), stack)
     p = scenario.parallel
     n = np.asarray(nodes, dtype=float)
     base = pl.knobs_for(scenario)
@@ -37,7 +39,8 @@ def scaling(system: System, arch: ModelArch, scenario: Scenario, nodes, cal: Cal
     kn = dataclasses.replace(base, dp=p.dp * allnodes)
     s = step_arrays(system, arch, kn, cal, scenario.recompute, p.pp_schedule, p.pp_virtual, p.sequence_parallel)
     tps = s["tokens_per_s"]
-    df = pd.DataFrame({"system": system.name, "workload": arch.name, "nodes": n, "chips": s["chips"][1:],
+    df = pd.DataFrame({"system": system.name, "workload": arch.name, "stack": stack, "nodes": n,
+                       "chips": s["chips"][1:],
                        "dp": p.dp * n, "global_batch": s["global_batch"][1:], "step_time_s": s["step_time_s"][1:],
                        "tokens_per_s": tps[1:], "sequences_per_s": s["sequences_per_s"][1:],
                        "dp_comm_s": s["dp_comm_s"][1:], "dp_comm_exposed_s": s["dp_comm_exposed_s"][1:],
