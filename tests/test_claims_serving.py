@@ -32,7 +32,7 @@ def test_every_row_is_computed(rows):
 
 def test_power_caveat_and_range_in_s1(rows):
     note = rows["S1"].note
-    assert "NOT published" in note and "690-1000 W" in note and "Range the estimates allow" in note
+    assert "NOT published" in note and "552-1000 W" in note and "Range the estimates allow" in note
 
 
 def test_misses_name_a_driver_and_a_value(rows):

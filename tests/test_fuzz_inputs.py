@@ -352,7 +352,7 @@ def test_command_line_options(capsys, argv, must):
 _CAL_BAD = [("hbm_efficiency", "1.7"), ("tensor_efficiency", "0"), ("pue", "0.5"), ("power_idle_frac", "2"),
             ("op_overhead", "-1 us"), ("op_overhead", "2 h"), ("tile_m", "0"), ("tile_n", "1.5"),
             ("collective_fixed_latency", "inf"), ("runtime_reserved_memory", "1e99 GB"),
-            ("node_overhead_power", "1e99 W"), ("comm_overlap_frac", "1.5"), ("link_efficiency_node", "x2"),
+            ("node_other_power", "1e99 W"), ("comm_overlap_frac", "1.5"), ("link_efficiency_node", "x2"),
             ("hbm_efficiency", "nan"), ("element_efficiency", "-0.1")]
 _CAL_CMDS = [MEM, SERVE, TRAIN, [*COLL, "--size", "1MiB"], SENS]
 _SPEC_BAD = [("hbm_bandwidth", "xinf"), ("hbm_bandwidth", "10**10**7 GB/s"), ("hbm_bandwidth", "1e99 TB/s"),

@@ -73,6 +73,7 @@ BY_NAME: dict[str, Range] = {
     "attention_query_block": TILE,
     "attention_transpose_on_tensor": SWITCH,
     "moe_dispatch_fp8": SWITCH,
+    "power_basis_all_in": SWITCH,
     "intranode_multistep_algorithms": SWITCH,
     "intranode_direct_max_ranks": Range(0, limits.MAX_CHIPS, "ranks of the direct all-to-all algorithm; 0: none",
                                         whole=True),

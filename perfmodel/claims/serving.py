@@ -106,7 +106,7 @@ def base_inputs() -> dict:
 
 SITE_PARAMS = ("pue",)  # the site: shared by both systems (elasticity 0 when perturbed together)
 POWER_PARAMS = ("tdp", "power_idle_frac", "power_weight_tensor", "power_weight_memory", "power_weight_vector",
-                "power_weight_comm", "node_overhead_power", "scaleup_switch_power_per_chip", "pue",
+                "power_weight_comm", "node_other_power", "cooling_conversion_frac", "scaleup_switch_power_per_chip", "pue",
                 "tdp_estimate_band", "assumed_tdp")
 PRICE_PARAMS = {"assumed_price_per_chip_hour"}
 
@@ -291,7 +291,8 @@ def s1_tokens_per_mw() -> list[ClaimResult]:
                  f"Trn3 per-chip throughput at this interactivity would have to be {perf:.1f}x the modelled value. "
                  f"AWS's own figures point the same way: 3x throughput per chip for GPT-OSS (S27, S45) together "
                  f"with 5x tokens per MW imply a Trainium3 chip (with its share of the server) drawing ~0.6x a "
-                 f"Trainium2's, against a >= 1 kW-class part (S24) vs ~500 W (S22); the two published ratios can "
+                 f"Trainium2's, against 1.4x (690 W derived from AWS's own 40% efficiency statement, S25, up to "
+                 f"the >= 1 kW remark, S24) vs ~500 W (S22); the two published ratios can "
                  f"only both hold at an operating point where Trn2 is far less efficient than on its frontier. "
                  f"Performance driver: {_driver_solve('s1', q, POWER_PARAMS)}.")
     return [_row("S1", "GPT-OSS 120B serving: Trn3 UltraServer 5x output tokens per MW vs Trn2 UltraServer, at "

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pandas and the model are imported inside the functions (sta
     import pandas as pd
 
 SET_HELP = ("what-if override, repeatable: a spec value (hbm_bandwidth, tensor_rate, link_bandwidth, tdp, price, "
-            "...) or a calibration parameter (hbm_efficiency, power_idle_frac, pue, node_overhead_power, ...); VALUE "
+            "...) or a calibration parameter (hbm_efficiency, power_idle_frac, pue, node_other_power, ...); VALUE "
             "sets ('6 TB/s', '0.8', '690 W') or scales ('x1.5', '+50%%'). 'perfmodel knobs --hardware NAME' lists them")
 SUMMARY_COLS = ("system", "mode", "engine", "tp", "da", "ep", "pp", "concurrency", "compute_dtype", "expert_weights_dtype",
                 "tokens_per_s_per_user", "ttft_s", "time_per_output_token_s", "e2e_latency_s",
@@ -62,6 +62,9 @@ def _common(p: argparse.ArgumentParser, hardware_many: bool = False) -> None:
                    help="chip power override in W (Trainium power is not published)")
     g.add_argument("--price", type=positive(1e6), metavar="USD",
                    help="node (instance) price per hour: reserved / negotiated")
+    g.add_argument("--power-basis", choices=("modelled", "all-in"), default="modelled",
+                   help="power of every chip: modelled from its engine activity (default) or all-in, provisioned at "
+                        "TDP with the node and switch shares and PUE (InferenceX's tokens per all-in MW)")
     g.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=SET_HELP)
     g.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
@@ -172,6 +175,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 # ---------------------------------------------------------------- helpers
 
 
+def _overrides(args) -> list[str]:
+    """--set assignments, plus the power basis (calibration switch power_basis_all_in) when all-in is asked."""
+    return list(args.overrides) + (["power_basis_all_in=1"] if args.power_basis == "all-in" else [])
+
+
 def _load(name: str, workload: str, overrides: list[str], variant: str = "nominal"):
     from perfmodel import catalog
     from perfmodel.catalog import whatif as wi
@@ -189,7 +197,8 @@ def _load(name: str, workload: str, overrides: list[str], variant: str = "nomina
 def _caption(df: pd.DataFrame) -> str:
     parts = []
     if "power_caveat" in df:
-        parts += [f"POWER: {c}" for c in df["power_caveat"].dropna().unique()]
+        basis = ", ".join(df["power_basis"].dropna().unique()) if "power_basis" in df else "modelled"
+        parts += [f"POWER ({basis} basis): {c}" for c in df["power_caveat"].dropna().unique()]
     if "price_note" in df:
         parts += [f"PRICE: {c}" for c in df["price_note"].dropna().unique()]
     return "\n".join(parts)
@@ -218,7 +227,7 @@ def cmd_serve(args) -> int:
     from perfmodel.serving import cost, search
     from perfmodel.serving.steady_state import Grid, Mix
 
-    system, arch, cal = _load(args.hardware, args.workload, args.overrides, args.variant)
+    system, arch, cal = _load(args.hardware, args.workload, _overrides(args), args.variant)
     ew = args.expert_dtype or (arch.expert_weight_dtype.value if arch.expert_weight_dtype else None)
     grid = Grid.of(tp=args.tp, da=args.da, ep=args.ep, pp=args.pp, concurrency=args.concurrency, compute=args.dtype,
                    expert_weights=ew)
@@ -281,7 +290,7 @@ def cmd_pareto(args) -> int:
                                      dtypes=args.dtypes).items() if v}
     modes = args.mode if isinstance(args.mode, list) else [args.mode]
     for name in args.hardware:
-        system, arch, cal = _load(name, args.workload, args.overrides, args.variant)
+        system, arch, cal = _load(name, args.workload, _overrides(args), args.variant)
         price = cost.price_for(system, cal, args.price)
         grid = search.plan_grid(system, arch, **grid_kw)
         if args.ep:
@@ -355,7 +364,7 @@ def cmd_sensitivity(args) -> int:
         title = f"Sensitivity of claim {args.claim} (Trn3 / Trn2 ratio)"
         name = f"sensitivity_{args.claim}"
     else:
-        system, arch, cal = _load(args.hardware, args.workload, args.overrides, args.variant)
+        system, arch, cal = _load(args.hardware, args.workload, _overrides(args), args.variant)
         ew = args.expert_dtype or (arch.expert_weight_dtype.value if arch.expert_weight_dtype else None)
         grid = Grid.of(tp=args.tp, da=args.da, ep=args.ep, pp=args.pp, concurrency=args.concurrency[0],
                        compute=args.dtype, expert_weights=ew)

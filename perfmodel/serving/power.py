@@ -8,16 +8,23 @@
     facility       P_fac = PUE x P_IT                                                        [W]
     tokens per MW  = output tokens/s / (P_fac / 1e6)                          [tokens/s per MW]
 
-P_tdp comes from the chip spec sheet (`power.tdp`); f_idle, w_e, P_node, P_switch and PUE are
-calibration parameters (hardware_specs/calibration/<family>.toml; every one overridable). A
-system whose spec sheet gives node or scale-up power (DGX-basis GPU nodes, GB200 NVL72 rack)
-takes P_node from it: (published system power - chips x TDP) / nodes.
+Two power bases, the same sum of the same components for every system (`components`), chosen by the
+calibration switch `power_basis_all_in` (CLI --power-basis modelled|all-in; shown as `power_basis` in
+every output that uses power):
+    modelled   the chip draws P_chip above (engine activity of the configuration)
+    all-in     provisioned: every chip at its TDP (a = 1), the InferenceX kind of figure (all-in kW per
+               accelerator = (TDP + node share + switch share) x PUE, whatever the load)
+
+P_tdp comes from the chip spec sheet (`power.tdp`); f_idle, w_e, P_switch and PUE are calibration
+parameters (hardware_specs/calibration/<family>.toml; every one overridable); P_node is built up from the
+node's host facts (vCPUs, host memory, scale-out Gbps) with the same constants for every vendor
+(`_node_overhead`); a published system power is shown beside it as a check (`components`).
 
 Trainium power is barely published (hardware_facts.md section 8): AWS gives no watt figure for
 any Trainium chip. Every result here carries `caveat(system)`, and `tdp_cases` gives the range
-the estimates allow: the lowest and highest recorded value (e.g. Trainium3 690 W derived vs
-1000 W implied), or nominal x (1 -/+ `tdp_estimate_band`) for an estimate without recorded
-alternatives (Trainium2 ~500 W).
+the estimates allow: the lowest and highest of the recorded values and, for an estimate, of nominal x
+(1 -/+ `tdp_estimate_band`) (Trainium3: 690 W derived from AWS's efficiency statement, itself +-20% with
+the Trainium2 estimate it scales, up to the 1,000 W remark: 552-1000 W; Trainium2 ~500 W: 400-600 W).
 
 Does not: compute performance (steady_state.py) or money (cost.py).
 """
@@ -36,6 +43,7 @@ from perfmodel.core import units
 from perfmodel.core.hardware import System
 
 CASES = ("low", "nominal", "high")
+BASES = ("modelled", "all-in")
 WEIGHT_GROUPS = ("tensor", "memory", "vector", "comm")
 W_PER_MW = units.MW
 
@@ -67,6 +75,10 @@ def tdp_cases(system: System, cal: Calibration | None = None) -> dict[str, TdpCa
     if sv.alternatives:
         vals = [(chip.tdp_w, f"{sv.raw} ({status}, {sv.source})")] + [
             (a.si, f"{a.raw} (alternative '{a.label or a.source}', {a.source})") for a in sv.alternatives]
+        if sv.status.is_uncertain:  # an estimate is itself uncertain by the band, beside the recorded alternatives
+            band = cal["tdp_estimate_band"]
+            vals += [(chip.tdp_w * (1 - band), f"{sv.raw} - {band:.0%} (estimate band)"),
+                     (chip.tdp_w * (1 + band), f"{sv.raw} + {band:.0%} (estimate band)")]
         lo, hi = min(vals), max(vals)
         return {"low": TdpCase(lo[0], status, lo[1]), "nominal": nominal, "high": TdpCase(hi[0], status, hi[1])}
     if sv.status.is_uncertain:
@@ -77,20 +89,41 @@ def tdp_cases(system: System, cal: Calibration | None = None) -> dict[str, TdpCa
     return {c: nominal for c in CASES}
 
 
+BUILD_UP = ("host_power_per_vcpu", "host_memory_power_per_gib", "network_power_per_gbps", "node_other_power",
+            "cooling_conversion_frac")
+
+
 def _node_overhead(system: System, cal: Calibration, tdp_w: float) -> tuple[float, str]:
-    """Non-chip power per node (W) and where it comes from."""
-    sv_node, sv_up = system.provenance.get("node.power"), system.provenance.get("scaleup.power")
+    """Non-accelerator power per node (W), built up the same way for every vendor, and how:
+
+        P_host = vCPUs x c_cpu + host GiB x c_mem + scale-out Gbps x c_net + P_other
+        P_node = P_host (1 + f) + f x chips x (TDP + P_switch)        f = cooling_conversion_frac
+
+    (fans and power conversion scale with the node's provisioned IT power). A published node or rack power is a
+    check on the sum (components()), not its source: GPUs and Trainium get the same kind of number."""
+    n = system.node
+    missing = [f for f, v in (("node.vcpus", n.vcpus), ("node.host_memory", n.host_memory_bytes)) if v is None]
+    if missing:
+        raise ValueError(f"{system.name}: {', '.join(missing)} not in its spec sheet; the power build-up needs the "
+                         "host's vCPUs and memory (state them, status estimated if they are)")
+    gbps = (n.efa_bandwidth_bytes_per_s or 0.0) * 8 / units.GB  # bytes/s -> Gbit/s
+    host = (n.vcpus * cal["host_power_per_vcpu"] + n.host_memory_bytes / units.GiB * cal["host_memory_power_per_gib"]
+            + gbps * cal["network_power_per_gbps"] + cal["node_other_power"])
+    f = cal["cooling_conversion_frac"]
+    w = host * (1 + f) + f * n.chips * (tdp_w + cal["scaleup_switch_power_per_chip"])
+    net = f"{gbps:g} Gbps scale-out" if gbps else "no scale-out network recorded (0 W)"
+    basis = (f"build-up: {n.vcpus} vCPU, {n.host_memory_bytes / units.GiB:g} GiB host memory, {net}, other; "
+             f"x (1 + {f:g}) and {f:g} x chips' TDP for fans and conversion")
+    return w, basis
+
+
+def published_node_power_w(system: System) -> float:
+    """The node's share of a published (or estimated) maximum system power [W]; NaN when none is recorded."""
     if system.node.power_w:
-        w = system.node.power_w - system.node.chips * tdp_w
-        basis = f"node power {sv_node.raw if sv_node else system.node.power_w} - chips x TDP"
-        if w > 0:
-            return w, basis
+        return float(system.node.power_w)
     if system.scaleup_power_w:
-        w = (system.scaleup_power_w - system.scaleup_chips * tdp_w) / system.scaleup_nodes
-        basis = f"(scale-up power {sv_up.raw if sv_up else system.scaleup_power_w} - chips x TDP) / nodes"
-        if w > 0:
-            return w, basis
-    return cal["node_overhead_power"], "calibration node_overhead_power (assumed)"
+        return float(system.scaleup_power_w) / system.scaleup_nodes
+    return float("nan")
 
 
 @dataclass(frozen=True)
@@ -109,6 +142,7 @@ class PowerModel:
     switch_w_per_chip: float
     pue: float
     notes: tuple[str, ...] = field(default_factory=tuple)
+    basis: str = "modelled"  # BASES: the chip's draw from its activity, or provisioned at its TDP
 
     @property
     def idle_w(self) -> float:
@@ -123,8 +157,9 @@ class PowerModel:
         return np.asarray(a, dtype=float)
 
     def chip_w(self, act: Mapping[str, np.ndarray]) -> np.ndarray:
-        """P_chip = P_idle + (P_tdp - P_idle) a   [W]."""
-        return self.idle_w + (self.tdp_w - self.idle_w) * self.activity(act)
+        """P_chip = P_idle + (P_tdp - P_idle) a   [W]; all-in basis: a = 1 (provisioned at TDP)."""
+        a = self.activity(act)
+        return self.idle_w + (self.tdp_w - self.idle_w) * (np.ones_like(a) if self.basis == "all-in" else a)
 
     def it_w(self, chip_w, active_chips, total_chips, nodes) -> np.ndarray:
         """P_IT of a deployment: active chips at chip_w, the rest idle, node and fabric overhead [W]."""
@@ -158,7 +193,40 @@ def power_model(system: System, cal: Calibration | None = None, case: str = "nom
     return PowerModel(system=system.name, case=case, tdp_w=tc.watts, tdp_status=tc.status, tdp_note=tc.note,
                       idle_frac=cal["power_idle_frac"], weights=MappingProxyType(weights), node_overhead_w=node_w,
                       node_overhead_basis=basis, switch_w_per_chip=cal["scaleup_switch_power_per_chip"],
-                      pue=cal["pue"], notes=(caveat(system, cal),))
+                      pue=cal["pue"], notes=(caveat(system, cal),), basis=basis_of(cal))
+
+
+def basis_of(cal: Calibration) -> str:
+    """The power basis the calibration selects (power_basis_all_in: 0 modelled, 1 all-in)."""
+    return BASES[int(cal["power_basis_all_in"])]
+
+
+def all_in_w_per_chip(system: System, cal: Calibration | None = None, case: str = "nominal") -> float:
+    """Provisioned (all-in) power per accelerator at the facility meter [W]:
+    PUE x (TDP + node share + scale-up switch share), the quantity InferenceX calls all-in kW per GPU."""
+    pm = power_model(system, cal, case)
+    return pm.pue * (pm.tdp_w + pm.node_overhead_w / system.node.chips + pm.switch_w_per_chip)
+
+
+def components(system: System, cal: Calibration | None = None, case: str = "nominal") -> pd.DataFrame:
+    """The power sum of one system, per chip, component by component, each with the status and source of its
+    value (the same components for every vendor): chip, node share (host CPUs, memory, NICs, fans, conversion
+    loss), scale-up switch share, and the facility factor PUE."""
+    cal = cal or calibration_for(system)
+    pm = power_model(system, cal, case)
+    node_status = "assumed"  # the build-up's constants are assumptions (BUILD_UP), the node facts are the sheet's
+    per_node = system.node.chips
+    chip_note = "TDP (provisioned)" if pm.basis == "all-in" else "idle + (TDP - idle) x activity; at most TDP"
+    rows = [("chip", pm.tdp_w, "W per chip", pm.tdp_status, f"{pm.tdp_note}; {chip_note}"),
+            ("node share", pm.node_overhead_w / per_node, "W per chip", node_status,
+             f"{pm.node_overhead_basis}, over {per_node} chips"),
+            ("scale-up switch share", pm.switch_w_per_chip, "W per chip",
+             cal.params["scaleup_switch_power_per_chip"].status, cal.params["scaleup_switch_power_per_chip"].reason),
+            ("facility (PUE)", pm.pue, "x IT power", cal.params["pue"].status, cal.params["pue"].reason)]
+    published = published_node_power_w(system)
+    it_node = per_node * (pm.tdp_w + pm.switch_w_per_chip) + pm.node_overhead_w
+    return pd.DataFrame(rows, columns=["component", "value", "unit", "status", "source"]).assign(
+        system=system.name, power_basis=pm.basis, node_it_at_tdp_w=it_node, published_node_power_w=published)
 
 
 def caveat(system: System, cal: Calibration | None = None) -> str:
@@ -213,4 +281,5 @@ def add_power_columns(df: pd.DataFrame, system: System, cal: Calibration | None 
         else:  # low power case -> more tokens per MW
             out[f"output_tokens_per_s_per_mw_at_{case}_power"] = tpm
     out["power_caveat"] = caveat(system, cal) if tdp_w is None else f"TDP set by the user to {tdp_w:.0f} W"
+    out["power_basis"] = basis_of(cal)
     return out
