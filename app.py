@@ -119,6 +119,13 @@ def sensitivity(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi
     return report.sensitivity_frame(report.load(system, workload, whatif), opts, column)
 
 
+@st.cache_data(show_spinner="S1-S3 for every reading (Trn2 recipe, power basis)...", max_entries=2)
+def readings():
+    from perfmodel.claims import serving_readings
+
+    return serving_readings.table(), serving_readings.curves()
+
+
 @st.cache_data(show_spinner=False, max_entries=CACHE_ENTRIES)
 def claims():
     return report.claims_frame()
@@ -203,6 +210,11 @@ def whatif_controls() -> wi.WhatIf:
     lo, hi = us.SLIDER_RANGE
     spec = us.quick_assignments({name: sb.number_input(label, min_value=lo, max_value=hi, step=10.0, key=f"wi_{name}")
                                  for name, label in us.QUICK_WHATIF.items()})
+    basis = sb.radio("Power basis", ("modelled", "all-in"), key="wi_power_basis", horizontal=True,
+                     help="modelled: chips draw by their engine activity; all-in: every chip provisioned at its TDP "
+                          "with its node and switch shares and PUE (InferenceX's all-in MW)")
+    if basis == "all-in":
+        spec = spec + ["cal.power_basis_all_in=1"]
     text = sb.text_area("More overrides (NAME=VALUE per line)", key="wi_text", height=90,
                         help="Spec values (hbm_bandwidth=6 TB/s, tensor_rate.fp8=x2, tdp=800 W, price=x0.7), "
                              "calibration parameters (cal.hbm_efficiency=0.8) or workload fields "
@@ -421,12 +433,27 @@ def page_serving(ctx: dict) -> None:
     chart(charts.frontier(df, points, y=ycol, color="system"), "frontier", f"frontier_{ctx['workload']}_{y}")
     if not same:
         st.caption("The seed claims' points are drawn for gpt-oss-120b at 1024 input / 1024 output tokens.")
+    elif not ctx["whatif"] and st.checkbox("S1-S3 by reading: the Trn3 / Trn2 ratios over the whole range "
+                                           "(about 20 s the first time)", key="srv_readings"):
+        claim_readings()
     st.dataframe(shown(df, ["system", "tp", "da", "ep", "pp", "concurrency", "compute_dtype",
                             "expert_weights_dtype", "tokens_per_s_per_user", ycol, "ttft_s"]),
                  hide_index=True, key="srv_table")
     for cav in sorted(set(df.get("power_caveat", []))):
         st.caption(cav)
     downloads({"frontier": df}, f"frontier_{ctx['workload']}_{y}", "srv")
+
+
+def claim_readings() -> None:
+    """S1-S3 for every reading (Trn2 recipe, power basis): the table at the claims' point, the ratio curves."""
+    table, curves = readings()
+    st.dataframe(shown(table.drop(columns="reading")), hide_index=True, key="srv_readings_table")
+    for metric, quote in (("S1 tokens/MW", 5.0), ("per-chip throughput", 3.0), ("S3 interactivity", 6.0)):
+        chart(charts.claims_ratios(curves, metric, quote), f"readings_{metric}", f"claims_{metric.split()[0]}")
+    st.caption("Readings: Trn2 at its best recipe, with the shipped MXFP4 experts upcast to BF16 (Trainium2 has "
+               "no MX types; what the vLLM Neuron tutorial runs), or converted to FP8; power modelled from "
+               "activity or all-in (provisioned at TDP). Dashed: the quoted ratio (S1 5x, AWS's 3x per chip, S3 6x).")
+    downloads({"readings": table, "curves": curves}, "claims_readings", "readings")
 
 
 def page_planner(ctx: dict) -> None:

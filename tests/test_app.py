@@ -162,6 +162,20 @@ def test_serving_page_marks_the_claims():
     assert "Output tokens/s per chip" in table(at, "system", "Concurrency").columns
 
 
+def test_power_basis_switch_reprices_every_power_figure_and_lives_in_the_url():
+    def best_per_mw(at):
+        return table(at, "system", "Concurrency")["Output tokens/s per MW"].str.replace(",", "").astype(float).max()
+
+    at = app(page="Serving", workload="llama-3-8b", system="trn2.48xlarge")
+    modelled = best_per_mw(at)
+    at.radio(key="wi_power_basis").set_value("all-in")
+    rerun(at)
+    assert best_per_mw(at) < modelled  # every chip provisioned at its TDP
+    assert at.query_params["c.power_basis_all_in"] == ["1"] or at.query_params["c.power_basis_all_in"] == "1"
+    state, notices = us.read_query({"c.power_basis_all_in": "1"}, pages=PAGE_NAMES)
+    assert notices == [] and state["wi_power_basis"] == "all-in" and "power_basis" not in state["wi_text"]
+
+
 def test_capacity_planner_page():
     at = app(page="Capacity planner", workload="llama-3-8b")
     df = table(at, "system", "Chips")

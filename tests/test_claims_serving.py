@@ -68,3 +68,38 @@ def test_read_curve_is_the_drawn_curve():
     assert curves.read_curve(df, "x", "y", [0.5, 1.0, 3.1623, 100.0, 200.0])[:4] == pytest.approx(
         [100.0, 100.0, 31.623, 1.0], rel=1e-3)
     assert np.isnan(curves.read_curve(df, "x", "y", 200.0))
+
+
+def test_s1_to_s3_are_read_for_every_reading(rows):
+    """Issue 18: every defensible reading (Trn2 recipe best / bf16 / fp8, power basis modelled / all-in) gives its
+    ratios; the verdict rows name the reading they judge and list the others."""
+    from perfmodel.claims import serving_readings as sr
+
+    t = sr.table().set_index(["trn2_recipe", "power_basis"])
+    assert len(t) == len(sr.RECIPES) * 2
+    best, bf16 = t.loc[("best", "modelled")], t.loc[("bf16", "modelled")]
+    assert best["S1"] == pytest.approx(rows["S1"].modelled) and best["S2"] == pytest.approx(rows["S2.000"].modelled)
+    # users and interactivity do not depend on power; tokens per MW does
+    assert t.loc[("best", "all-in"), "S2"] == pytest.approx(best["S2"])
+    assert t.loc[("best", "all-in"), "S1"] != pytest.approx(best["S1"])
+    # Trn2 restricted to BF16 (its shipped MXFP4 experts upcast: no MX on Trn2) is slower: every ratio grows
+    assert bf16["S1"] > best["S1"] and bf16["S2"] > best["S2"] and bf16["per_chip_at_x_ref"] > best["per_chip_at_x_ref"]
+    assert np.isfinite(best["x_where_per_chip_is_3x"])  # where AWS's "3x per chip" sits on the modelled curves
+    for key in ("S1", "S2.000", "S3"):
+        assert "Reading: Trn2 at its best recipe" in rows[key].note and "bf16/modelled" in rows[key].note
+
+
+def test_claims_chart_cli_gives_the_curves_of_every_reading(capsys):
+    import io
+
+    from perfmodel import cli
+    from perfmodel.report import charts
+
+    assert cli.main(["claims", "--claims-chart", "--format", "csv"]) == 0
+    cv = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert set(cv["metric"]) == {"S1 tokens/MW", "S2 users", "per-chip throughput", "S3 interactivity"}
+    assert set(cv["trn2_recipe"]) == {"best", "bf16", "fp8"} and set(cv["power_basis"]) == {"modelled", "all-in"}
+    ok = cv[np.isfinite(cv["ratio"])]
+    assert np.allclose(ok["ratio"], ok["trn3"] / ok["trn2"])
+    spec = charts.claims_ratios(cv, "S1 tokens/MW", 5.0).to_dict()
+    assert len(spec["layer"]) == 2  # the ratio lines and the quoted ratio

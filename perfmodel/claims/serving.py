@@ -22,6 +22,7 @@ from scipy.optimize import brentq
 from perfmodel import catalog
 from perfmodel.catalog import workload_files
 from perfmodel.catalog.calibration import active_key, calibration_for
+from perfmodel.claims import serving_readings
 from perfmodel.claims.registry import ClaimResult, claim
 from perfmodel.claims.serving_curves import (CONC, KEYS, MIX, MW, NEW, OLD, WORKLOAD, X, chart_frame, conc_ratio_curve,
                                              ratio_curve, read_curve, readings, sweeps)
@@ -106,7 +107,8 @@ def base_inputs() -> dict:
 
 SITE_PARAMS = ("pue",)  # the site: shared by both systems (elasticity 0 when perturbed together)
 POWER_PARAMS = ("tdp", "power_idle_frac", "power_weight_tensor", "power_weight_memory", "power_weight_vector",
-                "power_weight_comm", "node_other_power", "cooling_conversion_frac", "scaleup_switch_power_per_chip", "pue",
+                "power_weight_comm", "node_other_power", "cooling_conversion_frac", "scaleup_switch_power_per_chip",
+                "pue",
                 "tdp_estimate_band", "assumed_tdp")
 PRICE_PARAMS = {"assumed_price_per_chip_hour"}
 
@@ -295,6 +297,7 @@ def s1_tokens_per_mw() -> list[ClaimResult]:
                  f"the >= 1 kW remark, S24) vs ~500 W (S22); the two published ratios can "
                  f"only both hold at an operating point where Trn2 is far less efficient than on its frontier. "
                  f"Performance driver: {_driver_solve('s1', q, POWER_PARAMS)}.")
+    note += " " + serving_readings.sentence("S1")
     return [_row("S1", "GPT-OSS 120B serving: Trn3 UltraServer 5x output tokens per MW vs Trn2 UltraServer, at "
                        "equal or better interactivity", q, r["s1"], note)]
 
@@ -312,6 +315,7 @@ def s2_concurrency() -> list[ClaimResult]:
         note = f"{base}; {_range_note(curve, X, 'tokens/s/user', q)}"
         if not _within(q, r["s2"]):
             note += f". MISS. {_driver_solve('s2', q)}"
+        note += ". " + serving_readings.sentence("S2")
         rows.append(_row(sub, f"same interactivity: {q}x more concurrent users (seed {seed})", q, r["s2"], note))
     return rows
 
@@ -327,6 +331,7 @@ def s3_interactivity() -> list[ClaimResult]:
             f"Lower-bound claim ('over 6x'); {_range_note(conc_ratio_curve(frames), CONC, 'users', q)}")
     if not _within(q, r["s3"], "at_least"):
         note += f". MISS. {_driver_solve('s3', q)}"
+    note += ". " + serving_readings.sentence("S3")
     return [_row("S3", "same concurrency: over 6x the output tokens/s per user", q, r["s3"], note,
                  bound="at_least")]
 

@@ -53,6 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "error, tolerance, within or not, and the note that explains each miss.")
     p.add_argument("--id", default="", metavar="PREFIX", help="only claims whose id starts with PREFIX (e.g. D4, S)")
     p.add_argument("--misses", action="store_true", help="only the claims that are not within tolerance")
+    p.add_argument("--claims-chart", action="store_true", help="S1-S3 as curves for every reading (Trn2 recipe, power "
+                   "basis, per UltraServer and per chip); table / md: one row per reading, csv / json / xlsx: curves")
     add_output_options(p)
     p.set_defaults(func=cmd_claims)
 
@@ -278,6 +280,11 @@ def cmd_claims(args) -> int:
     from perfmodel import report
     from perfmodel.report import export
 
+    if args.claims_chart:  # S1-S3 as curves for every reading (claims.serving_readings)
+        from perfmodel.claims import serving_readings as sr
+        df = sr.table().drop(columns="reading") if args.format in ("table", "md") else sr.curves()
+        print_result(export.emit(df, args.format, sr.TITLE, args.out, default_name="claims_chart"))
+        return 0
     df = report.claims_frame(args.id)
     if args.misses:
         df = df[~df["within"]].reset_index(drop=True)

@@ -23,6 +23,7 @@ Does not: compute model quantities.
 from __future__ import annotations
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from perfmodel.core import units
@@ -154,6 +155,23 @@ def frontier(df: pd.DataFrame, points: pd.DataFrame | None = None, y: str = "tok
                                                                          text="label:N"))
     return alt.layer(*layers).properties(width=WIDTH, height=HEIGHT,
                                          title=title or "Interactivity vs throughput")
+
+
+def claims_ratios(curves: pd.DataFrame, metric: str, quote: float, title: str = "") -> alt.LayerChart:
+    """S1-S3 as curves (claims.serving_readings.curves): the Trn3 / Trn2 ratio of `metric` against its x, one
+    line per reading (Trn2 recipe / power basis), the quoted ratio as a rule."""
+    df = curves[curves["metric"] == metric].assign(
+        reading=lambda d: d["trn2_recipe"] + " / " + d["power_basis"])
+    df = df[np.isfinite(df["ratio"])]
+    x_title = "concurrent users per UltraServer" if df["x_is"].iloc[0] != "tokens_per_s_per_user" else \
+        "interactivity (tokens/s per user)"
+    line = alt.Chart(df).mark_line().encode(
+        x=alt.X("x:Q", title=x_title, scale=alt.Scale(type="log")),
+        y=alt.Y("ratio:Q", title=f"Trn3 / Trn2 ({metric})", scale=alt.Scale(type="log")),
+        color=alt.Color("reading:N", title="Trn2 recipe / power basis"),
+        tooltip=["reading:N", alt.Tooltip("x:Q", format=".4g"), alt.Tooltip("ratio:Q", format=".3g")])
+    rule = alt.Chart(pd.DataFrame({"quote": [quote]})).mark_rule(strokeDash=[4, 4], color="black").encode(y="quote:Q")
+    return alt.layer(line, rule).properties(width=WIDTH, height=HEIGHT, title=title or f"{metric}: quoted {quote:g}x")
 
 
 def spec_ratios(df: pd.DataFrame, title: str = "") -> alt.Chart:

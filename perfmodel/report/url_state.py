@@ -194,6 +194,7 @@ def read_query(qp: Mapping[str, str], cat: dict | None = None, pages: Iterable[s
     state["dtype"] = choice("dtype", dtypes, "bf16" if "bf16" in dtypes else dtypes[0],
                             f"data type of {state['system']}")
     state.update({f"wi_{n}": 0.0 for n in QUICK_WHATIF})
+    state["wi_power_basis"] = "modelled"
     extra = []
     known = [PAGE_KEY, *SCENARIO_DEFAULTS]
     for key, text in qp.items():
@@ -209,6 +210,8 @@ def read_query(qp: Mapping[str, str], cat: dict | None = None, pages: Iterable[s
             note(key, text, why, "ignored")
         elif fam == "spec" and name in QUICK_WHATIF and percent(text) is not None:
             state[f"wi_{name}"] = percent(text)
+        elif fam == "cal" and name == "power_basis_all_in":  # the sidebar's power-basis switch
+            state["wi_power_basis"] = "all-in" if float(text) else "modelled"
         else:
             extra.append(f"{name}={text}" if fam == "spec" else f"{fam}.{name}={text}")
     state["wi_text"] = "\n".join(extra)

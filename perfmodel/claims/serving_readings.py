@@ -1,0 +1,130 @@
+"""S1-S3 as curves, for every defensible reading (issue 18): the Trn3 / Trn2 ratios over the whole
+interactivity range, per Trainium2 data-type recipe, per power basis, per UltraServer and per chip.
+
+A *reading* fixes what the seeds leave open:
+    trn2 recipe   "best"  every recipe the model lets Trainium2 run (its frontier picks the fastest);
+                  "bf16"  the shipped checkpoint with its MXFP4 experts upcast to BF16 at load, as the vLLM
+                          Neuron GPT-OSS tutorial runs it (Trainium2 has no MX data types);
+                  "fp8"   the checkpoint converted to FP8 (weights and experts)
+    power basis   modelled (activity) | all-in (provisioned at TDP): power.BASES
+Trainium3 always runs its best recipe (native MXFP4). The curves are read off the same sweeps as
+serving_curves (no new sweep per reading: a recipe is a filter, a power basis a re-priced column).
+
+    ratio_y(x)        = y_trn3(x) / y_trn2(x)   at interactivity x (S1: tokens/MW, S2: users, per chip:
+                                                output tokens/s per chip)
+    ratio_x(c)        = x_trn3(c) / x_trn2(c)   at concurrency c per UltraServer (S3)
+    x at which the per-chip ratio equals AWS's "3x throughput per chip" (S27, S45) and S1 equals 5x: where
+    the quotes sit on the modelled curves.
+
+Does not: judge a claim (serving.py) or run a sweep (serving_curves.sweeps).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pandas as pd
+
+from perfmodel import catalog
+from perfmodel.catalog.calibration import active_key, calibration_for
+from perfmodel.claims import serving_curves as sc
+from perfmodel.serving import power, search
+
+RECIPES = {"best": None, "bf16": ("bf16", "bf16"), "fp8": ("fp8", "fp8")}  # (compute, expert weights) of Trn2
+RECIPE_TEXT = {"best": "Trn2 at its best recipe (the frontier's pick)",
+               "bf16": "Trn2 serving the shipped checkpoint, MXFP4 experts upcast to BF16 (no MX on Trn2)",
+               "fp8": "Trn2 serving the checkpoint converted to FP8"}
+PER_CHIP = "output_tokens_per_s_per_chip"
+AWS_PER_CHIP = 3.0  # "3x throughput per chip" for GPT-OSS, Trn3 vs Trn2 (S27, S45)
+S1_QUOTE = 5.0
+TITLE = ("S1-S3 by reading (gpt-oss-120b 1k/1k, Trn3 / Trn2 UltraServer; x_ref = the claims' 50 tokens/s/user; "
+         "x_where_*: tokens/s/user where the quote sits on the curve)")
+
+
+def _frames(recipe: str, basis: str) -> dict[str, pd.DataFrame]:
+    """Both sweeps under one reading: Trn2's rows of the recipe, power columns on the basis."""
+    out = {}
+    for name, df in sc.sweeps().items():
+        if name == sc.OLD and RECIPES[recipe] is not None:
+            c, e = RECIPES[recipe]
+            df = df[(df["compute_dtype"] == c) & (df["expert_weights_dtype"] == e)]
+        if basis != "modelled":
+            system = catalog.load_system(name)
+            cal = calibration_for(system).with_overrides({"power_basis_all_in": power.BASES.index(basis)})
+            df = search.mark_frontiers(power.add_power_columns(df, system, cal))
+        out[name] = df
+    return out
+
+
+def _crossing(xs: np.ndarray, ratio: np.ndarray, target: float) -> float:
+    """The first x at which the ratio reaches `target` (log-log interpolation); NaN when it never does."""
+    ok = np.isfinite(ratio)
+    xs, r = xs[ok], ratio[ok]
+    above = np.nonzero(r >= target)[0]
+    if len(above) == 0:
+        return float("nan")
+    i = above[0]
+    if i == 0:
+        return float(xs[0])
+    lx, lr = np.log(xs[i - 1:i + 1]), np.log(r[i - 1:i + 1])
+    return float(np.exp(np.interp(np.log(target), lr, lx)))
+
+
+def curves(n: int = 60) -> pd.DataFrame:
+    """Long frame: reading (trn2 recipe, power basis), metric, x (interactivity or concurrency), both
+    systems' values and the Trn3 / Trn2 ratio."""
+    parts = []
+    for recipe in RECIPES:
+        for basis in power.BASES:
+            frames = _frames(recipe, basis)
+            for metric, y in (("S1 tokens/MW", sc.MW), ("S2 users", sc.CONC), ("per-chip throughput", PER_CHIP)):
+                rc = sc.ratio_curve(frames, y, n)
+                parts.append(pd.DataFrame({"trn2_recipe": recipe, "power_basis": basis, "metric": metric,
+                                           "x": rc[sc.X], "x_is": sc.X, "trn3": rc[f"{y}_trn3"],
+                                           "trn2": rc[f"{y}_trn2"], "ratio": rc["ratio"]}))
+            rc = sc.conc_ratio_curve(frames, n)
+            parts.append(pd.DataFrame({"trn2_recipe": recipe, "power_basis": basis, "metric": "S3 interactivity",
+                                       "x": rc[sc.CONC], "x_is": sc.CONC, "trn3": rc[f"{sc.X}_trn3"],
+                                       "trn2": rc[f"{sc.X}_trn2"], "ratio": rc["ratio"]}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def table() -> pd.DataFrame:
+    """One row per reading: S1-S3 and the per-chip ratio at the claims' reading point (x_ref), their range over
+    the shared interactivities, and where the quotes (S1 5x, per chip 3x) sit on the curves (cached per
+    applied calibrated set, as the sweeps are)."""
+    return _table(active_key()).copy()
+
+
+@functools.lru_cache(maxsize=2)
+def _table(cal_key: tuple) -> pd.DataFrame:
+    rows = []
+    for recipe in RECIPES:
+        for basis in power.BASES:
+            frames = _frames(recipe, basis)
+            r = sc.readings(frames)
+            row = {"trn2_recipe": recipe, "power_basis": basis, "reading": RECIPE_TEXT[recipe] + f"; {basis} power",
+                   "x_ref_tokens_per_s_per_user": r["x_ref"], "S1": r["s1"], "S2": r["s2"], "S3": r["s3"]}
+            s1, chip = sc.ratio_curve(frames, sc.MW), sc.ratio_curve(frames, PER_CHIP)
+            s3 = sc.conc_ratio_curve(frames)
+            for key, rc in (("S1", s1), ("per_chip", chip), ("S3", s3)):
+                row[f"{key}_min"], row[f"{key}_max"] = float(np.nanmin(rc["ratio"])), float(np.nanmax(rc["ratio"]))
+            xs = chip[sc.X].to_numpy()
+            row["per_chip_at_x_ref"] = float(np.interp(np.log(r["x_ref"]), np.log(xs), chip["ratio"]))
+            row["x_where_per_chip_is_3x"] = _crossing(xs, chip["ratio"].to_numpy(), AWS_PER_CHIP)
+            row["x_where_S1_is_5x"] = _crossing(s1[sc.X].to_numpy(), s1["ratio"].to_numpy(), S1_QUOTE)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def sentence(claim: str) -> str:
+    """The claim's value under every other reading, for its verdict note."""
+    t = table()
+    parts = [f"{row.trn2_recipe}/{row.power_basis} {row[claim]:.2f}x" for _, row in t.iterrows()]
+    bf16 = t[(t.trn2_recipe == "bf16") & (t.power_basis == "modelled")].iloc[0]
+    best = t[(t.trn2_recipe == "best") & (t.power_basis == "modelled")].iloc[0]
+    return (f"Reading: Trn2 at its best recipe, per UltraServer, modelled power. Every reading (Trn2 recipe / power "
+            f"basis; serving_readings): {', '.join(parts)}. AWS's '3x throughput per chip' (S27, S45) sits at "
+            f"{best.x_where_per_chip_is_3x:.0f} tokens/s/user with Trn2 at its best recipe; with the shipped "
+            f"checkpoint upcast to BF16 on Trn2 the per-chip ratio is {bf16.per_chip_min:.1f}x or more everywhere.")
