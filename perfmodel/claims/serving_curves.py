@@ -25,6 +25,7 @@ Does not: judge a claim (serving.py) or format output.
 from __future__ import annotations
 
 import functools
+import weakref
 
 import numpy as np
 import pandas as pd
@@ -58,9 +59,19 @@ def _sweeps(mix: Mix, cal_key: tuple) -> dict[str, pd.DataFrame]:
     return {name: search.frontier_sweep(catalog.load_system(name), arch, mix, concurrency=conc) for name in (NEW, OLD)}
 
 
+_FRONTS: dict = {}  # (id(frame), y, x) -> (weak reference to the frame, its frontier): read many times per frame
+
+
 def _front(df: pd.DataFrame, y: str, x: str = X) -> pd.DataFrame:
+    key = (id(df), y, x)
+    hit = _FRONTS.get(key)
+    if hit is not None and hit[0]() is df:  # the same frame still alive (an id can be reused after it dies)
+        return hit[1]
     f = df[df["eligible"]]
-    return f[search.pareto_mask(f[x], f[y])].sort_values(x)
+    front = f[search.pareto_mask(f[x], f[y])].sort_values(x)
+    _FRONTS[key] = (weakref.ref(df), front)
+    weakref.finalize(df, _FRONTS.pop, key, None)  # the frame gone, its frontier goes too
+    return front
 
 
 def read_curve(df: pd.DataFrame, x: str, y: str, x0) -> np.ndarray:

@@ -43,7 +43,13 @@ TITLE = ("S1-S3 by reading (gpt-oss-120b 1k/1k, Trn3 / Trn2 UltraServer; x_ref =
 
 
 def _frames(recipe: str, basis: str) -> dict[str, pd.DataFrame]:
-    """Both sweeps under one reading: Trn2's rows of the recipe, power columns on the basis."""
+    """Both sweeps under one reading: Trn2's rows of the recipe, power columns on the basis (cached per applied
+    calibrated set, as the sweeps are)."""
+    return _frames_cached(recipe, basis, active_key())
+
+
+@functools.lru_cache(maxsize=12)
+def _frames_cached(recipe: str, basis: str, cal_key: tuple) -> dict[str, pd.DataFrame]:
     out = {}
     for name, df in sc.sweeps().items():
         if name == sc.OLD and RECIPES[recipe] is not None:
