@@ -22,6 +22,7 @@ Does not: read files or format output.
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,6 +39,7 @@ from perfmodel.core.workload import ModelArch
 from perfmodel.model import attribution, feasibility
 from perfmodel.model import bindings as bd
 from perfmodel.model import graph as gr
+from perfmodel.model import graph_cache
 from perfmodel.model.formulas import FIELDS
 from perfmodel.model.ops import GraphKey, Op, OpKind, Pass
 from perfmodel.model.roofline import ENGINES, Overlap, engine_times, op_time
@@ -108,10 +110,22 @@ def opsum(terms: list, shape: tuple, pairwise: bool | None = None) -> np.ndarray
     return acc if owned and np.shape(acc) == tuple(shape) else np.array(np.broadcast_to(acc, shape), dtype=float)
 
 
+@functools.lru_cache(maxsize=1)
+def _lambdify_namespace() -> dict:
+    """The globals lambdify gives its functions (our numeric helpers, then numpy), for graphs read from disk."""
+    return sp.lambdify([], sp.Integer(0), modules=[_NAMESPACE, "numpy"]).__globals__
+
+
 @functools.lru_cache(maxsize=128)
 def compile_graph(key: GraphKey, phase: Phase, recompute: Recompute, overlap: Overlap) -> CompiledGraph:
-    """Lambdify every operator quantity of a graph into one numpy function (cached)."""
+    """Lambdify every operator quantity of a graph into one numpy function (cached in the process, and its
+    source on disk for the next process: graph_cache)."""
     ops = gr.build_graph(key, phase, recompute)
+    parts = (repr(key), Phase(phase).value, Recompute(recompute).value, Overlap(overlap).value)
+    hit = graph_cache.load(parts)
+    if hit is not None:
+        source, syms = hit
+        return CompiledGraph(ops=ops, symbols=syms, fn=graph_cache.function(source, _lambdify_namespace()))
     exprs = []
     for op in ops:
         w = op.work
@@ -122,6 +136,7 @@ def compile_graph(key: GraphKey, phase: Phase, recompute: Recompute, overlap: Ov
     exprs = [_numeric(e) for e in exprs]
     syms = sorted(set().union(*[e.free_symbols for e in exprs]), key=lambda s: s.name)
     fn = sp.lambdify(syms, exprs, modules=[_NAMESPACE, "numpy"], cse=True)
+    graph_cache.store(parts, inspect.getsource(fn), tuple(syms))
     return CompiledGraph(ops=ops, symbols=tuple(syms), fn=fn)
 
 

@@ -1,0 +1,100 @@
+"""Compiled operator graphs kept on disk, so a new process (a CLI call, a test worker, the app) does not
+rebuild a graph's sympy expressions again (seconds per graph; the in-process lru_cache of
+evaluate.compile_graph covers one process only).
+
+What is stored: the source lambdify generated for one graph (GraphKey, phase, recompute, overlap) and its
+symbols (name and assumptions, so the rebuilt symbols equal the ones bindings.bind binds). The key also
+holds a fingerprint of the code that defines the expressions (every .py file of perfmodel/model and
+perfmodel/core, and the sympy version): a change to any formula misses every entry.
+
+Where: $PERFMODEL_CACHE_DIR, else $XDG_CACHE_HOME/perfmodel/graphs, else ~/.cache/perfmodel/graphs;
+PERFMODEL_CACHE_DIR=off turns it off. An entry that cannot be read or written is ignored (the graph is
+compiled as without the cache); writes are atomic (a temporary file, then os.replace), so concurrent
+processes never see half an entry.
+
+Does not: build or evaluate a graph (evaluate.compile_graph does).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import sympy as sp
+
+FORMAT = 1
+
+
+def directory() -> Path | None:
+    """The cache directory, or None when the cache is off."""
+    env = os.environ.get("PERFMODEL_CACHE_DIR", "")
+    if env.lower() == "off":
+        return None
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "perfmodel" / "graphs"
+
+
+@functools.lru_cache(maxsize=1)
+def fingerprint() -> str:
+    """sha256 of the code that defines the graph expressions, and of the sympy version."""
+    h = hashlib.sha256(f"{FORMAT} sympy {sp.__version__}".encode())
+    root = Path(__file__).resolve().parent.parent
+    for sub in ("model", "core"):
+        for path in sorted((root / sub).glob("*.py")):
+            h.update(path.name.encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _path(parts: tuple) -> Path | None:
+    where = directory()
+    if where is None:
+        return None
+    key = hashlib.sha256((fingerprint() + repr(parts)).encode()).hexdigest()
+    return where / f"{key}.json"
+
+
+def load(parts: tuple) -> tuple[str, tuple[sp.Symbol, ...]] | None:
+    """(source, symbols) of a stored graph, or None (no entry, cache off, or an entry that cannot be read)."""
+    path = _path(parts)
+    if path is None or not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+        if doc.get("format") != FORMAT or doc.get("parts") != repr(parts):
+            return None
+        syms = tuple(sp.Symbol(name, **assumptions) for name, assumptions in doc["symbols"])
+        return str(doc["source"]), syms
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def store(parts: tuple, source: str, symbols: tuple[sp.Symbol, ...]) -> None:
+    """Write one graph's entry (silently nothing when the cache is off or the directory is not writable)."""
+    path = _path(parts)
+    if path is None:
+        return
+    doc = {"format": FORMAT, "parts": repr(parts), "source": source,
+           "symbols": [[s.name, {k: v for k, v in s.assumptions0.items()}] for s in symbols]}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f)
+        os.replace(tmp, path)
+    except OSError:
+        return
+
+
+def function(source: str, namespace: dict):
+    """The numpy function a stored source defines, in lambdify's namespace."""
+    scope = dict(namespace)
+    exec(compile(source, "<perfmodel graph cache>", "exec"), scope)  # noqa: S102 - our own generated code
+    name = source.split("def ", 1)[1].split("(", 1)[0]
+    return scope[name]
