@@ -36,10 +36,9 @@ from perfmodel.core.dtypes import DType
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Phase, Recompute, Scenario
 from perfmodel.core.workload import ModelArch
-from perfmodel.model import attribution, feasibility
+from perfmodel.model import attribution, feasibility, graph_cache
 from perfmodel.model import bindings as bd
 from perfmodel.model import graph as gr
-from perfmodel.model import graph_cache
 from perfmodel.model.formulas import FIELDS
 from perfmodel.model.ops import GraphKey, Op, OpKind, Pass
 from perfmodel.model.roofline import ENGINES, Overlap, engine_times, op_time
