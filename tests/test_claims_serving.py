@@ -87,6 +87,15 @@ def test_s1_to_s3_are_read_for_every_reading(rows):
     assert np.isfinite(best["x_where_per_chip_is_3x"])  # where AWS's "3x per chip" sits on the modelled curves
     for key in ("S1", "S2.000", "S3"):
         assert "Reading: Trn2 at its best recipe" in rows[key].note and "bf16/modelled" in rows[key].note
+    # the latency-bound end: the ratio over op_overhead's stated range and at the nxd-inference stack's value;
+    # a larger fixed cost per operator weighs more on the faster chip, so S3 falls across the range
+    import re
+
+    for key in ("S1", "S3"):
+        assert "nxd-inference stack's fitted 7.62 us" in rows[key].note
+    tail = rows["S3"].note[rows["S3"].note.index("Latency-bound end"):]
+    low, stack, high = (float(x) for x in re.findall(r"([0-9.]+)x at", tail))
+    assert low > rows["S3"].modelled > stack > high
 
 
 def test_claims_chart_cli_gives_the_curves_of_every_reading(capsys):
