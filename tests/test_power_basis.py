@@ -40,6 +40,9 @@ def test_the_all_in_basis_provisions_every_chip_at_its_tdp():
     assert modelled.basis == "modelled" and all_in.basis == "all-in"
     assert np.allclose(all_in.chip_w(act), s.chip.tdp_w)  # whatever the load
     assert np.all(modelled.chip_w(act) <= s.chip.tdp_w + 1e-9) and modelled.chip_w(act)[0] < s.chip.tdp_w
+    # a deployment's spare chips are provisioned too: all-in IT power does not depend on how many are busy
+    assert all_in.it_w(all_in.tdp_w, 2, 8, 1) == pytest.approx(all_in.it_w(all_in.tdp_w, 8, 8, 1))
+    assert modelled.it_w(s.chip.tdp_w, 2, 8, 1) < modelled.it_w(s.chip.tdp_w, 8, 8, 1)
 
 
 def test_inferencex_all_in_kw_per_gpu_is_reproduced_by_the_build_up():

@@ -162,12 +162,14 @@ class PowerModel:
         return self.idle_w + (self.tdp_w - self.idle_w) * (np.ones_like(a) if self.basis == "all-in" else a)
 
     def it_w(self, chip_w, active_chips, total_chips, nodes) -> np.ndarray:
-        """P_IT of a deployment: active chips at chip_w, the rest idle, node and fabric overhead [W]."""
+        """P_IT of a deployment: active chips at chip_w, the rest idle (all-in basis: provisioned at TDP as
+        well), node and fabric overhead [W]."""
         active = np.asarray(active_chips, dtype=float)
         total = np.asarray(total_chips, dtype=float)
         if np.any(active > total + 1e-9):
             raise ValueError("power: more active chips than chips in the deployment")
-        return (active * chip_w + (total - active) * self.idle_w + np.asarray(nodes, dtype=float)
+        spare_w = self.tdp_w if self.basis == "all-in" else self.idle_w
+        return (active * chip_w + (total - active) * spare_w + np.asarray(nodes, dtype=float)
                 * self.node_overhead_w + total * self.switch_w_per_chip)
 
     def facility_w(self, it_w) -> np.ndarray:
