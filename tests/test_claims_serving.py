@@ -113,3 +113,12 @@ def test_claims_chart_cli_gives_the_curves_of_every_reading(capsys):
     assert np.allclose(ok["ratio"], ok["trn3"] / ok["trn2"])
     spec = charts.claims_ratios(cv, "S1 tokens/MW", 5.0).to_dict()
     assert len(spec["layer"]) == 2  # the ratio lines and the quoted ratio
+
+
+def test_the_report_draws_the_readings(rows):
+    from perfmodel.report import compare
+
+    sec = compare._readings_section()
+    assert sec.title == "Seed claims S1-S3 by reading" and len(sec.charts) == 3
+    tables = dict(sec.tables)
+    assert len(tables["readings"]) == 6 and {"ratio", "metric"} <= set(tables["reading_curves"].columns)

@@ -183,6 +183,7 @@ def build_report(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS
         text = (f"{int(cl['within'].sum())} of {len(cl)} seed claims reproduced within tolerance; every miss "
                 "carries its reason.") if len(cl) else "No claims registered."
         secs.append(Section("Seed claims", text, (("claims", cl),), (), (("claims", claims_display(cl)),)))
+        secs.append(_readings_section())
     econ = {}
     if len(cmp.results):
         for r in cmp.results.itertuples():
@@ -197,6 +198,23 @@ def build_report(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS
     if whatif:
         title += f" (what-if: {', '.join(whatif.assignments())})"
     return Report(title, tuple(secs), cmp)
+
+
+def _readings_section() -> Section:
+    """S1-S3 as curves for every reading (claims.serving_readings): the table at the claims' point, the ratio
+    curves and their charts (S1 tokens/MW, per-chip throughput, S3 interactivity against the quotes)."""
+    from perfmodel.claims import serving_readings as sr
+    from perfmodel.report import charts
+
+    table, curves = sr.table(), sr.curves()
+    chs = tuple((f"Trn3 / Trn2: {m}", charts.claims_ratios(curves, m, q))
+                for m, q in (("S1 tokens/MW", sr.S1_QUOTE), ("per-chip throughput", sr.AWS_PER_CHIP),
+                             ("S3 interactivity", 6.0)))
+    text = ("The serving claims read under every defensible reading: Trn2 at its best recipe, with the shipped "
+            "MXFP4 experts upcast to BF16 (no MX types on Trainium2), or converted to FP8; power modelled from "
+            "activity or all-in (provisioned at TDP). " + sr.TITLE)
+    return Section("Seed claims S1-S3 by reading", text, (("readings", table), ("reading_curves", curves)), chs,
+                   (("readings", display_table(table.drop(columns="reading"), list(table.columns.drop("reading")))),))
 
 
 def claims_display(cl: pd.DataFrame) -> pd.DataFrame:
