@@ -96,6 +96,8 @@ def _report_args(p: argparse.ArgumentParser) -> None:
                    default=[c.key for c in report.CASES],
                    help=f"cases to run (default: all: {', '.join(c.key for c in report.CASES)})")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=SET_HELP)
+    p.add_argument("--power-basis", choices=("modelled", "all-in"), default="modelled",
+                   help="chips draw by their activity (default) or all-in, provisioned at TDP (InferenceX)")
     p.add_argument("--no-claims", action="store_true", help="leave out the seed-claims section (faster)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     add_output_options(p)
@@ -308,7 +310,8 @@ def cmd_report(args) -> int:
     from perfmodel.catalog import whatif as wi
     from perfmodel.report import documents, export
 
-    whatif = wi.parse_assignments(args.overrides)  # calibration names are checked per system
+    basis = ["cal.power_basis_all_in=1"] if args.power_basis == "all-in" else []
+    whatif = wi.parse_assignments(args.overrides + basis)  # calibration names are checked per system
     cases = [c for c in report.CASES if c.key in args.cases]
     with _progress(not args.no_progress) as progress:
         rep = report.build_report(cases, args.systems, whatif, progress, with_claims=not args.no_claims)
