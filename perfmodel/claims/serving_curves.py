@@ -74,12 +74,27 @@ def _front(df: pd.DataFrame, y: str, x: str = X) -> pd.DataFrame:
     return front
 
 
+def _front_xy(df: pd.DataFrame, y: str, x: str) -> tuple[np.ndarray, np.ndarray]:
+    """log x, log y of the frontier, sorted by x (numpy only: read many times on small re-evaluated frames)."""
+    key = (id(df), y, x, "xy")
+    hit = _FRONTS.get(key)
+    if hit is not None and hit[0]() is df:
+        return hit[1]
+    ok = df["eligible"].to_numpy(dtype=bool)
+    xv, yv = df[x].to_numpy(dtype=float)[ok], df[y].to_numpy(dtype=float)[ok]
+    m = search.pareto_mask(xv, yv)
+    order = np.argsort(xv[m], kind="stable")
+    out = (np.log(xv[m][order]), np.log(yv[m][order]))
+    _FRONTS[key] = (weakref.ref(df), out)
+    weakref.finalize(df, _FRONTS.pop, key, None)
+    return out
+
+
 def read_curve(df: pd.DataFrame, x: str, y: str, x0) -> np.ndarray:
     """The frontier of (x, y) read at x0 as the chart draws it: log-log interpolation between
     neighbouring frontier points; left of the curve the best y (all points qualify), right of it
     NaN (no configuration reaches x0)."""
-    f = _front(df, y, x)
-    xs, ys = np.log(f[x].to_numpy(dtype=float)), np.log(f[y].to_numpy(dtype=float))
+    xs, ys = _front_xy(df, y, x)
     x0 = np.asarray(x0, dtype=float)
     return np.exp(np.interp(np.log(x0), xs, ys, left=ys[0], right=np.nan))
 
