@@ -446,9 +446,11 @@ def page_serving(ctx: dict) -> None:
 
 def claim_readings() -> None:
     """S1-S3 for every reading (Trn2 recipe, power basis): the table at the claims' point, the ratio curves."""
+    from perfmodel.claims import serving_readings
+
     table, curves = readings()
     st.dataframe(shown(table.drop(columns="reading")), hide_index=True, key="srv_readings_table")
-    for metric, quote in (("S1 tokens/MW", 5.0), ("per-chip throughput", 3.0), ("S3 interactivity", 6.0)):
+    for metric, quote in serving_readings.CHARTED:
         chart(charts.claims_ratios(curves, metric, quote), f"readings_{metric}", f"claims_{metric.split()[0]}")
     st.caption("Readings: Trn2 at its best recipe, with the shipped MXFP4 experts upcast to BF16 (Trainium2 has "
                "no MX types; what the vLLM Neuron tutorial runs), or converted to FP8; power modelled from "

@@ -66,7 +66,8 @@ def test_node_overhead_is_built_up_the_same_way_for_every_vendor():
         s = sys_(name)
         cal = calibration_for(s)
         n, f = s.node, cal["cooling_conversion_frac"]
-        host = (n.vcpus * 2.5 + n.host_memory_bytes / 2 ** 30 * 0.12 + n.efa_bandwidth_bytes_per_s * 8e-9 * 0.09 + 300)
+        host = (n.vcpus * cal["host_power_per_vcpu"] + n.host_memory_bytes / 2 ** 30 * cal["host_memory_power_per_gib"]
+                + n.efa_bandwidth_bytes_per_s * 8e-9 * cal["network_power_per_gbps"] + cal["node_other_power"])
         want = host * (1 + f) + f * n.chips * (s.chip.tdp_w + cal["scaleup_switch_power_per_chip"])
         pm = power.power_model(s)
         assert pm.node_overhead_w == pytest.approx(want) and pm.node_overhead_basis.startswith("build-up")

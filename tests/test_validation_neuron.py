@@ -170,14 +170,15 @@ def test_buckets_match_transformers_neuronx():
     assert token_buckets(8192) == [128, 256, 512, 1024, 2048, 4096, 8192]
     assert token_buckets(3072) == [128, 256, 512, 1024, 2048, 3072]
     assert token_buckets(256) == [128, 256]
-    assert context_buckets(8192)[-1] == 4096
+    tnx = neuron_stacks.stack("transformers-neuronx-2.18")  # context buckets half the token buckets
+    assert context_buckets(8192, tnx["context_bucket_ratio"])[-1] == 4096
     assert find_bucket([128, 256, 512], 257) == 512 and find_bucket([128, 256], 999) == 256
     row = {"input_len": "128", "output_len": "8064", "notes": "compiled max seq len 8192"}
-    assert decode_bucket(row) == 8192 and prefill_bucket(row) == 128
+    assert decode_bucket(row, tnx) == 8192 and prefill_bucket(row, tnx) == 128
     row = {"input_len": "128", "output_len": "3968", "notes": ""}
-    assert decode_bucket(row) == 4096  # n_positions = input + output without a note
+    assert decode_bucket(row, tnx) == 4096  # n_positions = input + output without a note
     row = {"input_len": "1024", "output_len": "1024", "notes": "compiled max seq len 2048"}
-    assert decode_bucket(row) == 2048 and prefill_bucket(row) == 1024
+    assert decode_bucket(row, tnx) == 2048 and prefill_bucket(row, tnx) == 1024
 
 
 @pytest.mark.parametrize("i, o, n", [(128, 8064, 8192), (4096, 4096, 8192), (128, 1024, 1152), (1024, 2048, 3072)])

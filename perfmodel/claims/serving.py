@@ -24,8 +24,9 @@ from perfmodel.catalog import neuron_stacks, workload_files
 from perfmodel.catalog.calibration import active_key, calibration_for
 from perfmodel.claims import serving_readings
 from perfmodel.claims.registry import ClaimResult, claim
-from perfmodel.claims.serving_curves import (CONC, KEYS, MIX, MW, NEW, OLD, WORKLOAD, X, chart_frame, conc_ratio_curve,
-                                             ratio_curve, read_curve, readings, sweeps)
+from perfmodel.claims.serving_curves import (CONC, KEYS, MIX, MW, NEW, OLD, S1_QUOTE, S3_QUOTE, WORKLOAD, X,
+                                             chart_frame, conc_ratio_curve, crossings, ratio_curve, read_curve,
+                                             readings, sweeps)
 from perfmodel.serving import power, search, sensitivity
 from perfmodel.serving.steady_state import Grid, Mix, Mode
 
@@ -240,12 +241,9 @@ def _range_note(curve: pd.DataFrame, xcol: str, xname: str, quote: float) -> str
     i, j = c["ratio"].idxmin(), c["ratio"].idxmax()
     out = (f"over {c[xcol].min():.4g}-{c[xcol].max():.4g} {xname} (both curves) the ratio runs {c['ratio'][i]:.2f}x "
            f"(at {c[xcol][i]:.4g}) to {c['ratio'][j]:.2f}x (at {c[xcol][j]:.4g})")
-    lx, d = np.log(c[xcol].to_numpy()), np.log(c["ratio"].to_numpy() / quote)
-    k = np.flatnonzero(np.sign(d[:-1]) * np.sign(d[1:]) < 0)
-    cross = np.exp(lx[k] - d[k] * (lx[k + 1] - lx[k]) / (d[k + 1] - d[k]))
-    cross = np.concatenate([cross, np.exp(lx[d == 0])])
+    cross = crossings(c[xcol].to_numpy(), c["ratio"].to_numpy(), quote)
     if len(cross):
-        out += f"; it equals {quote:g}x at ~{', '.join(f'{v:.3g}' for v in np.sort(cross)[:6])} {xname}"
+        out += f"; it equals {quote:g}x at ~{', '.join(f'{v:.3g}' for v in cross[:6])} {xname}"
     else:
         out += f"; it never reaches {quote:g}x"
     return out
@@ -260,7 +258,7 @@ def s1_tokens_per_mw() -> list[ClaimResult]:
     """S1: 5x output tokens per MW, Trn3 vs Trn2 UltraServer, at equal or better interactivity."""
     frames = sweeps()
     r = readings(frames)
-    q = 5.0
+    q = S1_QUOTE
     new_sys = catalog.load_system(NEW)
     old_sys = catalog.load_system(OLD)
     lo = {n: float(read_curve(frames[n], X, "output_tokens_per_s_per_mw_at_low_power", r["x_ref"])) for n in frames}
@@ -312,10 +310,12 @@ def _latency_note(key: str) -> str:
     if p is None:  # a calibrated set made the two chips' values differ
         return ""
     cal = inputs[KEYS[NEW]][1].params["op_overhead"]
+    if cal.low is None or not p.value:  # no stated range (a calibrated set replaced it), or nothing to scale
+        return ""
     stack = neuron_stacks.stack(neuron_stacks.SERVING_DEFAULT)["op_overhead"]
     fn = restricted_fn(sweeps(), key)
-    at = {v: fn(sensitivity.perturb(inputs, p, v / p.value)) for v in (cal.low, stack, cal.high) if v}
     lo, hi = cal.low, cal.high
+    at = {v: fn(sensitivity.perturb(inputs, p, v / p.value)) for v in (lo, stack, hi)}
     return (f"Latency-bound end: per-operator cost of a compiled graph (op_overhead) {p.value * 1e6:g} us, "
             f"{cal.status}, range {lo * 1e6:g}-{hi * 1e6:g} us: the ratio is {at[lo]:.2f}x at {lo * 1e6:g} us, "
             f"{at[stack]:.2f}x at the {neuron_stacks.SERVING_DEFAULT} stack's fitted {stack * 1e6:g} us and "
@@ -345,7 +345,7 @@ def s3_interactivity() -> list[ClaimResult]:
     """S3: at the same concurrency Trn3 delivers over 6x the output tokens/s per user."""
     frames = sweeps()
     r = readings(frames)
-    q = 6.0
+    q = S3_QUOTE
     note = (f"mix {MIX.label}, at {r['c_ref']:.0f} concurrent users per UltraServer (Trn2's concurrency at "
             f"{r['x_ref']:.0f} tokens/s/user): Trn3 {r['s3_new']:.1f} vs Trn2 {r['s3_old']:.1f} tokens/s per user. "
             f"Lower-bound claim ('over 6x'); {_range_note(conc_ratio_curve(frames), CONC, 'users', q)}")

@@ -44,6 +44,20 @@ X_REF = 50.0  # tokens/s per user
 PER_OCTAVE = 4  # concurrency grid: 4 steps per doubling (<= 19% apart), so ratios read off it are that fine
 X = search.X
 MW, CONC = "output_tokens_per_s_per_mw", "concurrency_per_scaleup"
+# the quoted ratios (seed_claims.md): S1 tokens per MW, S3 interactivity at the same concurrency, and AWS's
+# "3x throughput per chip" for GPT-OSS (S27, S45); S2's two quotes are per seed (serving.s2_concurrency)
+S1_QUOTE, S3_QUOTE, PER_CHIP_QUOTE = 5.0, 6.0, 3.0
+
+
+def crossings(x: np.ndarray, ratio: np.ndarray, quote: float) -> np.ndarray:
+    """The x (sorted) at which a sampled ratio curve crosses `quote`: log-linear interpolation between the
+    samples on either side of it (NaN samples dropped)."""
+    x, ratio = np.asarray(x, dtype=float), np.asarray(ratio, dtype=float)
+    ok = np.isfinite(ratio)
+    lx, d = np.log(x[ok]), np.log(ratio[ok] / quote)
+    k = np.flatnonzero(np.sign(d[:-1]) * np.sign(d[1:]) < 0)
+    cross = np.exp(lx[k] - d[k] * (lx[k + 1] - lx[k]) / (d[k + 1] - d[k]))
+    return np.sort(np.concatenate([cross, np.exp(lx[d == 0])]))
 
 
 def sweeps(mix: Mix = MIX) -> dict[str, pd.DataFrame]:

@@ -36,8 +36,9 @@ RECIPE_TEXT = {"best": "Trn2 at its best recipe (the frontier's pick)",
                "bf16": "Trn2 serving the shipped checkpoint, MXFP4 experts upcast to BF16 (no MX on Trn2)",
                "fp8": "Trn2 serving the checkpoint converted to FP8"}
 PER_CHIP = "output_tokens_per_s_per_chip"
-AWS_PER_CHIP = 3.0  # "3x throughput per chip" for GPT-OSS, Trn3 vs Trn2 (S27, S45)
-S1_QUOTE = 5.0
+# the ratios drawn against their quotes (report, app): metric of curves(), quoted ratio
+CHARTED = (("S1 tokens/MW", sc.S1_QUOTE), ("per-chip throughput", sc.PER_CHIP_QUOTE),
+           ("S3 interactivity", sc.S3_QUOTE))
 TITLE = ("S1-S3 by reading (gpt-oss-120b 1k/1k, Trn3 / Trn2 UltraServer; x_ref = the claims' 50 tokens/s/user; "
          "x_where_*: tokens/s/user where the quote sits on the curve)")
 
@@ -63,18 +64,10 @@ def _frames_cached(recipe: str, basis: str, cal_key: tuple) -> dict[str, pd.Data
     return out
 
 
-def _crossing(xs: np.ndarray, ratio: np.ndarray, target: float) -> float:
-    """The first x at which the ratio reaches `target` (log-log interpolation); NaN when it never does."""
-    ok = np.isfinite(ratio)
-    xs, r = xs[ok], ratio[ok]
-    above = np.nonzero(r >= target)[0]
-    if len(above) == 0:
-        return float("nan")
-    i = above[0]
-    if i == 0:
-        return float(xs[0])
-    lx, lr = np.log(xs[i - 1:i + 1]), np.log(r[i - 1:i + 1])
-    return float(np.exp(np.interp(np.log(target), lr, lx)))
+def _first_crossing(xs: np.ndarray, ratio: np.ndarray, quote: float) -> float:
+    """The lowest x at which the ratio crosses `quote`; NaN when it never does (above or below everywhere)."""
+    cross = sc.crossings(xs, ratio, quote)
+    return float(cross[0]) if len(cross) else float("nan")
 
 
 def curves(n: int = 60) -> pd.DataFrame:
@@ -118,8 +111,8 @@ def _table(cal_key: tuple) -> pd.DataFrame:
                 row[f"{key}_min"], row[f"{key}_max"] = float(np.nanmin(rc["ratio"])), float(np.nanmax(rc["ratio"]))
             xs = chip[sc.X].to_numpy()
             row["per_chip_at_x_ref"] = float(np.interp(np.log(r["x_ref"]), np.log(xs), chip["ratio"]))
-            row["x_where_per_chip_is_3x"] = _crossing(xs, chip["ratio"].to_numpy(), AWS_PER_CHIP)
-            row["x_where_S1_is_5x"] = _crossing(s1[sc.X].to_numpy(), s1["ratio"].to_numpy(), S1_QUOTE)
+            row["x_where_per_chip_is_3x"] = _first_crossing(xs, chip["ratio"].to_numpy(), sc.PER_CHIP_QUOTE)
+            row["x_where_S1_is_5x"] = _first_crossing(s1[sc.X].to_numpy(), s1["ratio"].to_numpy(), sc.S1_QUOTE)
             rows.append(row)
     return pd.DataFrame(rows)
 

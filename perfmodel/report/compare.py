@@ -207,9 +207,7 @@ def _readings_section() -> Section:
     from perfmodel.report import charts
 
     table, curves = sr.table(), sr.curves()
-    chs = tuple((f"Trn3 / Trn2: {m}", charts.claims_ratios(curves, m, q))
-                for m, q in (("S1 tokens/MW", sr.S1_QUOTE), ("per-chip throughput", sr.AWS_PER_CHIP),
-                             ("S3 interactivity", 6.0)))
+    chs = tuple((f"Trn3 / Trn2: {m}", charts.claims_ratios(curves, m, q)) for m, q in sr.CHARTED)
     text = ("The serving claims read under every defensible reading: Trn2 at its best recipe, with the shipped "
             "MXFP4 experts upcast to BF16 (no MX types on Trainium2), or converted to FP8; power modelled from "
             "activity or all-in (provisioned at TDP). " + sr.TITLE)

@@ -279,11 +279,9 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
     if arch.encoder_only:
         raise ValueError(f"{arch.name} is an encoder-only model: it has no decode phase to serve")
     cal = cal or calibration_for(system)
-    stack = neuron_stacks.stacks(role="serving").get(options.engine) if options.engine else None
-    if stack is not None:
-        if not system.chip.family.is_neuron:
-            raise ValueError(f"serving option engine: {options.engine!r} is a Neuron software stack; {system.name} "
-                             "is not a Neuron system (GPU engines: " + ", ".join(serving_engines.engines()) + ")")
+    stack = None
+    if options.engine in neuron_stacks.stacks(role="serving"):
+        stack = neuron_stacks.for_system(options.engine, "serving", system)  # one line off Neuron
         cal = stack.calibration(cal)
     flash = bool(stack["flash_attention"]) if stack is not None else True
 

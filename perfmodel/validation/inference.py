@@ -210,7 +210,7 @@ def token_buckets(n_positions: int) -> list[int]:
     return out + [int(n_positions)]
 
 
-def context_buckets(n_positions: int, ratio: float = 0.5) -> list[int]:
+def context_buckets(n_positions: int, ratio: float) -> list[int]:
     """Context-encoding buckets: every token bucket x the stack's context_bucket_ratio (Transformers NeuronX's
     bucket.context_sizes: half)."""
     return sorted({max(1, int(b * ratio)) for b in token_buckets(n_positions)})
@@ -228,19 +228,18 @@ def n_positions(m) -> int:
     return int(hit.group(1)) if hit else int(float(m["input_len"])) + int(float(m["output_len"]))
 
 
-def decode_bucket(m, stack=None) -> int:
+def decode_bucket(m, stack) -> int:
     """Span the P50 decode step attends over: the bucket holding position input + output/2, or the whole
     compiled length where the stack's decode graph reads it."""
-    if stack is not None and stack["decode_spans_compiled_length"]:
+    if stack["decode_spans_compiled_length"]:
         return n_positions(m)
     i, o = int(float(m["input_len"])), int(float(m["output_len"]))
     return find_bucket(token_buckets(n_positions(m)), i + o // 2)
 
 
-def prefill_bucket(m, stack=None) -> int:
-    """Context-encoding length: the prompt padded to its context bucket."""
-    ratio = stack["context_bucket_ratio"] if stack is not None else 0.5
-    return find_bucket(context_buckets(n_positions(m), ratio), int(float(m["input_len"])))
+def prefill_bucket(m, stack) -> int:
+    """Context-encoding length: the prompt padded to the stack's context bucket that holds it."""
+    return find_bucket(context_buckets(n_positions(m), stack["context_bucket_ratio"]), int(float(m["input_len"])))
 
 
 def knobs(system, m, phase: Phase, batch, seq_len, context, weights: str, stack=None) -> bd.Knobs:
