@@ -7,11 +7,12 @@ import pytest
 
 from perfmodel import catalog, serving
 from perfmodel.catalog import workload_files
+from perfmodel.catalog.calibration import calibration_for
 from perfmodel.core.dtypes import DType, bytes_per_element
 from perfmodel.core.scenario import Phase
 from perfmodel.model import bindings as bd
 from perfmodel.model import evaluate
-from perfmodel.serving import steady_state
+from perfmodel.serving import steady_state, steps
 from perfmodel.serving.steady_state import Grid, Mix, Mode, ServingOptions, serve
 
 MIX = Mix(1024, 512)
@@ -83,8 +84,12 @@ def test_disaggregated_and_chunked(dense):
     assert np.allclose(dis["prefill_chips_per_replica"], g.replica_chips * rate * dis["prefill_step_s"] / g.da)
     assert np.all(dis["ttft_s"] >= g.pp * dis["prefill_step_s"])
     assert np.all(dis["time_per_output_token_s"] < agg["time_per_output_token_s"])
-    n_chunks = np.ceil(MIX.input_tokens / 512)
-    assert np.allclose(chk["ttft_s"], n_chunks * chk["time_per_output_token_s"])
+    n_chunks = np.ceil(MIX.input_tokens / 512)  # wait for the running step, then n steps that each carry a chunk
+    step = g.pp * chk["decode_step_s"]
+    assert np.allclose(chk["ttft_s"], 0.5 * chk["time_per_output_token_s"] + n_chunks * (step + chk["prefill_step_s"])
+                       + (g.pp - 1) * chk["prefill_step_s"])
+    over = g.concurrency / MIX.output_tokens * n_chunks > g.da  # more chunks per step than the ranks run
+    assert not chk["valid"][over].any() and chk["invalid_reason"][over].str.contains("chunked prefill").all()
     assert np.all(chk["stall_s"] < agg["stall_s"])  # a chunk blocks the batch for less than a whole prefill
 
 
@@ -102,7 +107,7 @@ def test_only_touched_experts_run(oss):
     """Decode at batch 1 runs k of E experts per layer; a large batch runs all of them; FLOPs per
     token do not depend on how many experts are touched."""
     s = catalog.load_system("trn3-ultraserver")
-    cal = steady_state.calibration_for(s)
+    cal = calibration_for(s)
     kn = bd.Knobs(phase=Phase.DECODE, batch=np.array([1.0, 4096.0]), context=1024, tp=4, ep=4,
                   weights=DType.MXFP8, compute=DType.MXFP8, kv_cache=DType.FP8, expert_weights=DType.MXFP4)
     ops, q, _, _ = evaluate.run(s, oss, kn, cal)
@@ -136,13 +141,13 @@ def test_errors_are_clear(trn2, llama):
 
 def test_sweep_is_vectorised(monkeypatch, trn2, llama):
     calls = []
-    real = steady_state.run_rows
+    real = steps.run_rows
 
     def counting(*a, **k):
         calls.append(1)
         return real(*a, **k)
 
-    monkeypatch.setattr(steady_state, "run_rows", counting)
+    monkeypatch.setattr(steps, "run_rows", counting)
     g = Grid.of(tp=[[1], [2], [4], [8], [16]], concurrency=np.arange(1, 401)[None, :], compute="fp8")
     df = serve(trn2, llama, g, MIX)
     assert len(df) == 2000 and len(calls) == 2  # one decode and one prefill evaluation for 2,000 configurations

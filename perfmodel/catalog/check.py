@@ -42,6 +42,9 @@ def _loaders(root: Path):
         yield "system", name, root / "hardware_specs" / f"{name}.toml", lambda n=name: files.load_system(n, root=root)
     for name in workload_files.list_workloads(root):
         yield "workload", name, root / "workloads" / f"{name}.toml", lambda n=name: workload_files.load_workload(n, root)
+    for name in workload_files.list_drafts(root):
+        yield ("draft", name, root / "workloads" / "drafts" / f"{name}.toml",
+               lambda n=name: workload_files.load_draft(n, root))
     for path in sorted((root / "hardware_specs" / "calibration").glob("*.toml")):
         yield "calibration", path.stem, path, lambda p=path: calibration.load_calibration_file(p)
     for path in sorted((root / "hardware_specs" / "calibration" / "fitted").glob("*.toml")):  # perfmodel calibrate

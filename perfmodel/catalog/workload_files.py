@@ -364,3 +364,20 @@ def write_workload(text: str, path: str | Path, overwrite: bool = False) -> Path
 # field names of the [config] and [perfmodel] tables, in schema order (hf_import writes them so)
 CONFIG_FIELDS = tuple(_Config.model_fields)
 PERFMODEL_FIELDS = tuple(_Perfmodel.model_fields)
+
+
+def list_drafts(root: str | Path | None = None) -> list[str]:
+    """Speculative-decoding drafts (workloads/drafts/*.toml): small models that propose tokens for a target,
+    not served on their own (no published parameter count is required of them)."""
+    root = Path(root) if root is not None else catalog_root()
+    return sorted(p.stem for p in (root / "workloads" / "drafts").glob("*.toml"))
+
+
+def load_draft(name: str, root: str | Path | None = None) -> ModelArch:
+    """The ModelArch of draft `name` (workloads/drafts/<name>.toml); one line naming the known drafts else."""
+    root = Path(root) if root is not None else catalog_root()
+    known = list_drafts(root)
+    if name not in known:
+        raise CatalogError(f"{root / 'workloads' / 'drafts'}: no such draft {name!r}{did_you_mean(name, known)} "
+                           f"(known: {', '.join(known) or 'none'})")
+    return load_workload_file(root / "workloads" / "drafts" / f"{name}.toml")

@@ -204,6 +204,19 @@ def sensitivity(df: pd.DataFrame, value: str = "elasticity", title: str = "") ->
         tooltip=list(df.columns)).properties(width=WIDTH, height=alt.Step(20), title=title or "Sensitivity")
 
 
+def ttft_vs_load(df: pd.DataFrame, title: str = "") -> alt.Chart:
+    """TTFT against load: the analytic line and the simulation's p50 and p99 (Altair, log y)."""
+    long = pd.concat([
+        pd.DataFrame({"load": df["load"], "ttft_ms": df[c] * 1e3, "series": name})
+        for c, name in (("analytic_ttft_s", "analytic (steady state)"), ("sim_ttft_p50_s", "simulated p50"),
+                        ("sim_ttft_p99_s", "simulated p99"))], ignore_index=True)
+    return alt.Chart(long, title=title).mark_line(point=True).encode(
+        x=alt.X("load:Q", title="offered load (share of the replica's capacity)", axis=alt.Axis(format="%")),
+        y=alt.Y("ttft_ms:Q", title="TTFT (ms)", scale=alt.Scale(type="log")),
+        color=alt.Color("series:N", title=None), tooltip=["load", "series", alt.Tooltip("ttft_ms", format=".1f")],
+    ).properties(width=460, height=280)
+
+
 def to_svg(chart: alt.TopLevelMixin) -> str:
     import vl_convert as vlc
 

@@ -4,7 +4,7 @@ search over plans, the capacity planner (serving and training runs) and sensitiv
 Front door: serve, serve_one, Grid, Mix, ServingOptions (from steady_state.py).
 Change here when a serving mode, a power or price rule, a planner step or a sensitivity
 parameter changes.
-Must not import: sweep, claims, validation, report, cli.
+Must not import: simulation, sweep, claims, validation, report, cli.
 """
 
 from perfmodel.serving.kv_capacity import kv_bytes_per_sequence, kv_fit

@@ -13,7 +13,10 @@ Per replica (times in s; symbols: t_d decode stage step, t_f prefill stage step,
     prefill          t_f = stage step of `d_a` requests of I tokens (one per attention-DP rank);
                      occupancy per request o_f = t_f / d_a; latency L_f = p t_f
     chunked prefill  chunks of k tokens at mean prior context (n-1) k / 2, n = ceil(I / k):
-                     o_f = n t_chunk / d_a;  TTFT = n x TPOT (one chunk per step)
+                     o_f = n t_chunk / d_a;  TTFT = TPOT / 2 + n (p t_d + t_chunk) + (p - 1) t_chunk
+                     (wait for the running step, then n steps that each carry a chunk); one chunk per
+                     attention-DP rank per step, so prompts must not arrive faster than (C / O) n <= d_a
+                     (else the chunks queue without bound: refused, as the simulation shows)
 
     aggregated       TPOT = p t_d + (C / O) o_f      (prefill time interleaved per output token:
                      a replica finishing C/O requests per step must prefill as many)
@@ -50,88 +53,24 @@ Does not: price power or money (power.py, cost.py) or choose plans (search.py).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, fields
-from enum import Enum
 
 import numpy as np
 import pandas as pd
 
-from perfmodel.catalog import neuron_stacks, serving_engines
-from perfmodel.catalog.calibration import Calibration, calibration_for
-from perfmodel.catalog.files import did_you_mean
-from perfmodel.comm import collectives
-from perfmodel.comm.algorithms import Collective
-from perfmodel.core.dtypes import DType, bytes_per_element
+from perfmodel.catalog.calibration import Calibration
+from perfmodel.core.dtypes import DType
 from perfmodel.core.hardware import Scope, System
 from perfmodel.core.scenario import Phase
 from perfmodel.core.workload import ModelArch
 from perfmodel.model import bindings as bd
 from perfmodel.model import feasibility
-from perfmodel.model.evaluate import run_rows, summarize_rows
-from perfmodel.serving import closed_loop
+from perfmodel.serving import closed_loop, speculative
 from perfmodel.serving.kv_capacity import kv_bytes_per_sequence, kv_fit
+from perfmodel.serving.options import Mix, Mode, ServingOptions, Setup, setup  # noqa: F401 (re-exported)
+from perfmodel.serving.steps import p2p_s, sweep  # noqa: F401 (re-exported)
 
 ACTIVITY_ENGINES = ("tensor", "vector", "scalar", "gpsimd", "memory", "comm")
-
-
-class Mode(str, Enum):
-    AGGREGATED = "aggregated"  # prefill and decode on the same replica, prefill interleaved
-    CHUNKED = "chunked"  # aggregated, prefill split into chunks riding with decode steps
-    DISAGGREGATED = "disaggregated"  # separate prefill and decode pools
-
-
-@dataclass(frozen=True)
-class Mix:
-    """Request shape: input (prompt) and output (generated) tokens per request."""
-
-    input_tokens: int = 1024
-    output_tokens: int = 1024
-
-    def validate(self) -> None:
-        for f in ("input_tokens", "output_tokens"):
-            v = getattr(self, f)
-            if not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"mix field {f}: must be a whole number >= 1, got {v!r}")
-
-    @property
-    def label(self) -> str:
-        return f"{self.input_tokens}/{self.output_tokens}"
-
-
-@dataclass(frozen=True)
-class ServingOptions:
-    """Structural serving choices (one evaluate_sweep pair per choice).
-
-    mode: aggregated | chunked | disaggregated; chunk_tokens: prefill chunk (chunked mode);
-    kv_reserve: "peak" (KV for I + O tokens per sequence) or "mean" (I + O/2);
-    engine: a serving-engine profile (catalog/serving_engines.py: "vllm", "trtllm", "sglang") whose host
-    time per step, steps to the first token, KV allotment and running cap apply; or, on Neuron hardware, a
-    software stack (catalog/neuron_stacks.py: "nxd-inference", "transformers-neuronx-2.18") whose rules
-    apply: its graphs' fixed cost per operator and collective algorithms, flash attention or not, decode
-    reading the whole compiled length (I + O), its host time per step (its prefill buckets are not applied:
-    a scenario states no compiled lengths); "" = the accelerator alone (Neuron: the family file's values).
-    """
-
-    mode: Mode = Mode.AGGREGATED
-    chunk_tokens: int = 512
-    kv_reserve: str = "peak"
-    engine: str = ""
-
-    def validate(self) -> None:
-        Mode(self.mode)
-        if self.engine and self.engine not in neuron_stacks.stacks(role="serving"):
-            gpu, neuron = list(serving_engines.engines()), list(neuron_stacks.stacks(role="serving"))
-            if self.engine in neuron_stacks.stacks():
-                raise ValueError(f"serving option engine: {self.engine!r} is a Neuron training stack (perfmodel train "
-                                 f"--stack); serving stacks: {', '.join(neuron)}")
-            if self.engine not in gpu:
-                raise ValueError(f"unknown serving engine {self.engine!r}{did_you_mean(self.engine, gpu + neuron)} "
-                                 f"(serving engines: {', '.join(gpu)}; Neuron software stacks: {', '.join(neuron)})")
-        if self.kv_reserve not in ("peak", "mean"):
-            raise ValueError(f"serving option kv_reserve: 'peak' or 'mean', got {self.kv_reserve!r}")
-        if not isinstance(self.chunk_tokens, (int, np.integer)) or self.chunk_tokens < 1:
-            raise ValueError(f"serving option chunk_tokens: a whole number >= 1, got {self.chunk_tokens!r}")
 
 
 def _dt(v) -> DType:
@@ -223,22 +162,6 @@ class Grid:
         return first, inverse
 
 
-def sweep(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration) -> pd.DataFrame:
-    """evaluate_sweep's summary columns (pipelined overlap); one vectorised evaluation of all
-    configurations in `kn`."""
-    summ = summarize_rows(system, arch, kn, run_rows(system, arch, kn, cal))
-    shape = np.broadcast_shapes(*[np.shape(v) for v in summ.values()])
-    return pd.DataFrame({key: np.broadcast_to(np.asarray(v, dtype=float), shape).ravel() for key, v in summ.items()})
-
-
-def _p2p_s(system: System, cal: Calibration, grid: Grid, tokens_per_device: np.ndarray, hidden: int) -> np.ndarray:
-    """Pipeline send/recv of one micro-batch's hidden states (BF16) between stages, per stage."""
-    nbytes = tokens_per_device * hidden * bytes_per_element(DType.BF16)
-    t = collectives.collective_time(system, cal, Collective.SEND_RECV, nbytes, np.where(grid.pp > 1, 2.0, 1.0),
-                                    grid.tp * grid.da)
-    return np.asarray(t, dtype=float)
-
-
 def _busy(df: pd.DataFrame) -> dict[str, np.ndarray]:
     out = {e: df[f"{e}_busy_s"].to_numpy() for e in ACTIVITY_ENGINES if e != "comm"}
     out["comm"] = df["comm_time_s"].to_numpy()
@@ -264,6 +187,22 @@ def _with_engine(prof, mode: Mode, ttft, t_d, t_f, C, valid, reasons):
     return ttft_e, np.asarray(valid) & ~over, np.where(over, joined, r)
 
 
+def _chunk_rate(C, O, n_chunks, da, valid, reasons):
+    """Chunked prefill runs one chunk per attention-DP rank per step: (C / O) n chunks are needed per step."""
+    over = (C / O) * n_chunks > da
+    why = "chunked prefill: prompts arrive faster than one chunk per step per attention-DP rank can prefill them"
+    r = np.broadcast_to(np.asarray(reasons, dtype=str), C.shape)
+    joined = np.char.add(np.char.add(r, np.where(r == "", "", "; ")), why)
+    return np.asarray(valid) & ~over, np.where(over, joined, r)
+
+
+def handoff_bytes_per_s_per_chip(system: System) -> float:
+    """A disaggregated KV hand-off takes the fastest tier joining two pools: scale-up, node, or (a one-chip
+    instance) the scale-out network; bytes/s per chip of the receiving replica."""
+    tier = next(t for t in map(system.tier, (Scope.SCALEUP, Scope.NODE, Scope.SCALEOUT)) if t is not None)
+    return tier.bandwidth_bytes_per_s / (system.node.chips if tier.per_node else 1.0)
+
+
 def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options: ServingOptions = ServingOptions(),
           cal: Calibration | None = None) -> pd.DataFrame:
     """Steady-state serving metrics for every configuration of `grid` (see module doc).
@@ -278,17 +217,8 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
     options.validate()
     if arch.encoder_only:
         raise ValueError(f"{arch.name} is an encoder-only model: it has no decode phase to serve")
-    cal = cal or calibration_for(system)
-    stack = None
-    if options.engine in neuron_stacks.stacks(role="serving"):
-        stack = neuron_stacks.for_system(options.engine, "serving", system)  # one line off Neuron
-        cal = stack.calibration(cal)
-    flash = bool(stack["flash_attention"]) if stack is not None else True
-
-    def knobs(g: Grid, phase: Phase, batch, seq_len, context) -> bd.Knobs:
-        kn = g.knobs(phase, batch, seq_len, context)
-        return kn if flash else dataclasses.replace(kn, flash_attention=False)
-
+    su = setup(system, options, cal)
+    cal, stack, prof, knobs = su.cal, su.stack, su.profile, su.knobs
     mode = Mode(options.mode)
     I, O = float(mix.input_tokens), float(mix.output_tokens)
     C, p, da = grid.concurrency, grid.pp, grid.da
@@ -297,8 +227,13 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
                          "(p micro-batches of C/p sequences, >= 1 sequence per attention-DP rank)")
     # ---- decode: one sweep over the whole grid
     spans_all = stack is not None and stack["decode_spans_compiled_length"]  # the block table over the whole length
-    dec = sweep(system, arch, knobs(grid, Phase.DECODE, C / p, 1, I + O if spans_all else I + O // 2), cal)
-    t_d = dec["step_time_s"].to_numpy() + _p2p_s(system, cal, grid, C / p / da, arch.hidden_size)
+    ctx_d = I + O if spans_all else I + O // 2
+    spec = options.speculative
+    if spec is None:
+        dec, E = sweep(system, arch, knobs(grid, Phase.DECODE, C / p, 1, ctx_d), cal), 1.0
+    else:  # verify k + 1 tokens and k draft steps per step, E tokens emitted per sequence per step
+        dec, E = speculative.step_frame(system, arch, grid, su, C / p, ctx_d, spec)
+    t_d = dec["step_time_s"].to_numpy() + p2p_s(system, cal, grid, C / p / da, arch.hidden_size)
     busy_d = _busy(dec)
     # ---- prefill: one sweep over the distinct plans
     first, inv = grid.plan_index()
@@ -310,41 +245,38 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
     else:
         k, n_chunks = I, 1.0
         pre = sweep(system, arch, knobs(g1, Phase.PREFILL, g1.da, I, 0), cal)
-    t_f = (pre["step_time_s"].to_numpy() + _p2p_s(system, cal, g1, k, arch.hidden_size))[inv]
+    t_f = (pre["step_time_s"].to_numpy() + p2p_s(system, cal, g1, k, arch.hidden_size))[inv]
     busy_f = {e: v[inv] for e, v in _busy(pre).items()}
     occ_f = n_chunks * t_f / da  # prefill stage-time per request
     lat_f = p * t_f  # one chunk (or the whole prefill) through all stages
     # ---- combine
-    prof = serving_engines.engine(options.engine) if options.engine and stack is None else None
-    host = prof["step_cost"] if prof else stack["step_host_latency"] if stack is not None else 0.0
+    host = su.host
     step = p * t_d + host  # an engine's (or a stack's) host time joins every step
     chips = grid.replica_chips
     if mode == Mode.DISAGGREGATED:
-        tpot = step
+        tpot = step / E
         codes, kv_types = bd.dtype_codes(grid.kv_cache)  # each distinct KV type priced once
         kv_req = np.asarray([float(kv_bytes_per_sequence(arch, I, _dt(d))) for d in kv_types])[codes]
-        # the KV hand-off takes the fastest tier joining two pools: scale-up, node, or (a one-chip
-        # instance) the scale-out network
-        tier = next(t for t in map(system.tier, (Scope.SCALEUP, Scope.NODE, Scope.SCALEOUT)) if t is not None)
-        link = tier.bandwidth_bytes_per_s / (system.node.chips if tier.per_node else 1.0)  # per chip
-        ttft = lat_f + kv_req / (chips * link)
+        ttft = lat_f + kv_req / (chips * handoff_bytes_per_s_per_chip(system))
         rate = C / (O * tpot)  # requests/s per decode replica
         prefill_share = rate * occ_f  # prefill replicas per decode replica
         chips_eff = chips * (1 + prefill_share)
         stall = step
         w_dec, w_pre = 1.0 / (1 + prefill_share), prefill_share / (1 + prefill_share)
-        act = {e: w_dec * p * busy_d[e] / tpot + w_pre * busy_f[e] / t_f for e in ACTIVITY_ENGINES}
+        act = {e: w_dec * p * busy_d[e] / step + w_pre * busy_f[e] / t_f for e in ACTIVITY_ENGINES}
     else:
-        tpot = step + (C / O) * occ_f
-        ttft = n_chunks * tpot if mode == Mode.CHUNKED else 0.5 * t_d + lat_f
+        tpot = step / E + (C / O) * occ_f
+        ttft = (0.5 * tpot + n_chunks * (step + t_f) + (p - 1) * t_f) if mode == Mode.CHUNKED else 0.5 * t_d + lat_f
         chips_eff = chips.astype(float)
         prefill_share = np.zeros(len(grid))
         stall = step + t_f
-        act = {e: (p * busy_d[e] + (C / O) * n_chunks * busy_f[e] / da) / tpot for e in ACTIVITY_ENGINES}
+        act = {e: (p * busy_d[e] / E + (C / O) * n_chunks * busy_f[e] / da) / tpot for e in ACTIVITY_ENGINES}
     act = {e: np.clip(v, 0.0, 1.0) for e, v in act.items()}
     ctx = I + O if options.kv_reserve == "peak" else I + O / 2
     fits, used, cmax = kv_fit(system, arch, grid, ctx, cal, prof["kv_memory_fraction"] if prof else None)
     valid, reasons = feasibility.check_rules(system, arch, grid.knobs(Phase.DECODE, C, 1, np.maximum(ctx - 1, 0)))
+    if mode == Mode.CHUNKED:
+        valid, reasons = _chunk_rate(C, O, n_chunks, da, valid, reasons)
     if prof:
         ttft, valid, reasons = _with_engine(prof, mode, ttft, t_d, t_f, C, valid, reasons)
     per_replica = C / tpot

@@ -1,0 +1,112 @@
+"""Serving options: the request shape, the structural serving choices, and what an engine or a Neuron software
+stack brings to the step model (calibration, host time per step, attention kernels).
+
+Does not: price anything (steady_state.py prices a replica; simulation/ runs requests through it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from perfmodel.catalog import neuron_stacks, serving_engines
+from perfmodel.catalog.calibration import Calibration, calibration_for
+from perfmodel.catalog.files import did_you_mean
+from perfmodel.core.hardware import System
+from perfmodel.core.scenario import Phase
+from perfmodel.model import bindings as bd
+
+
+class Mode(str, Enum):
+    AGGREGATED = "aggregated"  # prefill and decode on the same replica, prefill interleaved
+    CHUNKED = "chunked"  # aggregated, prefill split into chunks riding with decode steps
+    DISAGGREGATED = "disaggregated"  # separate prefill and decode pools
+
+
+@dataclass(frozen=True)
+class Mix:
+    """Request shape: input (prompt) and output (generated) tokens per request."""
+
+    input_tokens: int = 1024
+    output_tokens: int = 1024
+
+    def validate(self) -> None:
+        for f in ("input_tokens", "output_tokens"):
+            v = getattr(self, f)
+            if not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"mix field {f}: must be a whole number >= 1, got {v!r}")
+
+    @property
+    def label(self) -> str:
+        return f"{self.input_tokens}/{self.output_tokens}"
+
+
+@dataclass(frozen=True)
+class ServingOptions:
+    """Structural serving choices (one evaluate_sweep pair per choice).
+
+    mode: aggregated | chunked | disaggregated; chunk_tokens: prefill chunk (chunked mode);
+    kv_reserve: "peak" (KV for I + O tokens per sequence) or "mean" (I + O/2);
+    engine: a serving-engine profile (catalog/serving_engines.py: "vllm", "trtllm", "sglang") whose host
+    time per step, steps to the first token, KV allotment and running cap apply; or, on Neuron hardware, a
+    software stack (catalog/neuron_stacks.py: "nxd-inference", "transformers-neuronx-2.18") whose rules
+    apply: its graphs' fixed cost per operator and collective algorithms, flash attention or not, decode
+    reading the whole compiled length (I + O), its host time per step (its prefill buckets are not applied:
+    a scenario states no compiled lengths); "" = the accelerator alone (Neuron: the family file's values).
+    """
+
+    mode: Mode = Mode.AGGREGATED
+    chunk_tokens: int = 512
+    kv_reserve: str = "peak"
+    engine: str = ""
+    speculative: object = None  # serving/speculative.Speculation: a draft proposes k tokens per step
+
+    def validate(self) -> None:
+        if self.speculative is not None:
+            self.speculative.validate()
+        Mode(self.mode)
+        if self.engine and self.engine not in neuron_stacks.stacks(role="serving"):
+            gpu, neuron = list(serving_engines.engines()), list(neuron_stacks.stacks(role="serving"))
+            if self.engine in neuron_stacks.stacks():
+                raise ValueError(f"serving option engine: {self.engine!r} is a Neuron training stack (perfmodel train "
+                                 f"--stack); serving stacks: {', '.join(neuron)}")
+            if self.engine not in gpu:
+                raise ValueError(f"unknown serving engine {self.engine!r}{did_you_mean(self.engine, gpu + neuron)} "
+                                 f"(serving engines: {', '.join(gpu)}; Neuron software stacks: {', '.join(neuron)})")
+        if self.kv_reserve not in ("peak", "mean"):
+            raise ValueError(f"serving option kv_reserve: 'peak' or 'mean', got {self.kv_reserve!r}")
+        if not isinstance(self.chunk_tokens, (int, np.integer)) or self.chunk_tokens < 1:
+            raise ValueError(f"serving option chunk_tokens: a whole number >= 1, got {self.chunk_tokens!r}")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a serving option brings to the step model: the calibration (a Neuron stack's rules in place), the
+    stack or the engine profile, the host time per step, and the attention kernels."""
+
+    cal: Calibration
+    stack: object  # neuron_stacks.Stack | None
+    profile: object  # serving_engines.Profile | None
+    host: float
+    flash: bool
+
+    def knobs(self, g, phase: Phase, batch, seq_len, context) -> bd.Knobs:
+        """The grid's (steady_state.Grid) knobs with the stack's attention kernels."""
+        kn = g.knobs(phase, batch, seq_len, context)
+        return kn if self.flash else dataclasses.replace(kn, flash_attention=False)
+
+
+def setup(system: System, options: ServingOptions, cal: Calibration | None = None) -> Setup:
+    """The option's engine (GPU serving engine) or software stack (Neuron) applied to the chip's calibration."""
+    cal = cal or calibration_for(system)
+    stack = None
+    if options.engine in neuron_stacks.stacks(role="serving"):
+        stack = neuron_stacks.for_system(options.engine, "serving", system)  # one line off Neuron
+        cal = stack.calibration(cal)
+    prof = serving_engines.engine(options.engine) if options.engine and stack is None else None
+    host = prof["step_cost"] if prof else stack["step_host_latency"] if stack is not None else 0.0
+    flash = bool(stack["flash_attention"]) if stack is not None else True
+    return Setup(cal, stack, prof, float(host), flash)
