@@ -24,7 +24,8 @@ from pathlib import Path
 from perfmodel.cli.common import CALIBRATION_HELP, SubParsers, complete_deferred
 
 COMMAND_MODULES = ("perfmodel.cli.catalog", "perfmodel.cli.comm", "perfmodel.cli.validate", "perfmodel.cli.calibrate",
-                   "perfmodel.cli.serve", "perfmodel.cli.report", "perfmodel.cli.sweep")
+                   "perfmodel.cli.serve", "perfmodel.cli.simulate", "perfmodel.cli.report",
+                   "perfmodel.cli.sweep")
 
 
 def build_parser(complete: bool = True) -> argparse.ArgumentParser:

@@ -30,6 +30,7 @@ _SCALES: list[tuple[str, str, float]] = [
     ("_bytes_per_s", "GB/s", units.GB),
     ("_bytes_per_chip", "GiB", units.GiB),
     ("_bytes", "GiB", units.GiB),
+    ("_per_s", "/s", 1.0),  # a rate (tokens_per_s), not a time
     ("_s", "ms", units.MS),
     ("_w", "kW", units.KW),
     ("_usd_per_hour", "USD/h", 1.0),

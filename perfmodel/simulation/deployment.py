@@ -32,7 +32,7 @@ from perfmodel.core.hardware import System
 from perfmodel.core.workload import ModelArch
 from perfmodel.serving.kv_capacity import kv_bytes_per_sequence
 from perfmodel.serving.options import Mode, ServingOptions, setup
-from perfmodel.serving.steady_state import Grid, handoff_bytes_per_s_per_chip
+from perfmodel.serving.steady_state import Grid, Mix, handoff_bytes_per_s_per_chip, serve
 from perfmodel.simulation import step_table
 from perfmodel.simulation.engine import Replica, Scheduler
 from perfmodel.simulation.traffic import Requests, Shapes, Traffic, draw
@@ -164,6 +164,17 @@ class Run:
     mode: str
 
 
+def _check_plan(system: System, arch: ModelArch, plan: Grid, options: ServingOptions, i: int, o: int, cal) -> None:
+    """A plan the steady state refuses (heads not divisible, data type unsupported, weights over HBM) is refused
+    here too, with its reason: never simulated as if it ran."""
+    row = serve(system, arch, plan.take([0]), Mix(max(1, i), max(1, o)), options, cal).iloc[0]
+    if not row["valid"]:
+        raise ValueError(f"{system.name} / {arch.name}: the plan cannot run: {row['invalid_reason']}")
+    if not row["kv_fits"]:
+        raise ValueError(f"{system.name} / {arch.name}: the plan does not fit HBM (weights and one micro-batch of KV "
+                         f"cache: {row['hbm_used_bytes'] / row['hbm_capacity_bytes']:.0%} of HBM)")
+
+
 def simulate(system: System, arch: ModelArch, plan: Grid, traffic: Traffic, shapes: Shapes = Shapes(),
              n_requests: int = 10_000, options: ServingOptions = ServingOptions(), layout: Layout = Layout(),
              seed: int = 0, cal=None, reqs: Requests | None = None) -> Run:
@@ -177,6 +188,7 @@ def simulate(system: System, arch: ModelArch, plan: Grid, traffic: Traffic, shap
     max_ctx = int(np.max(reqs.input_tokens + reqs.output_tokens))
     mean_ctx = float(np.mean(reqs.input_tokens + reqs.output_tokens / 2))
     roles = (("prefill", layout.prefill), ("decode", layout.decode)) if disagg else (("both", layout.replicas),)
+    _check_plan(system, arch, plan, options, int(np.mean(reqs.input_tokens)), int(np.mean(reqs.output_tokens)), cal)
     kv_dtype = plan.kv_cache[0]
     sim = Simulation(reqs, traffic, kv_dtype, arch)
     tables = []

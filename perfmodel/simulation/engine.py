@@ -86,13 +86,19 @@ class Replica:
             self.proc.interrupt()
 
     # ------------------------------------------------------------------ KV blocks
+    def _used(self) -> int:
+        """Blocks the running sequences hold privately (recomputed after a change of the batch)."""
+        if self.used is None:
+            self.used = self._blocks(self.ctx, self.shared)
+        return self.used
+
     def _blocks(self, ctx: np.ndarray, shared: np.ndarray) -> int:
         b = self.s.block_tokens
         return int(np.ceil(np.maximum(ctx - shared, 0.0) / b).sum())
 
     def _room(self, need: int) -> bool:
         """Free `need` blocks, evicting unused cached prefixes (least recently used first) if that suffices."""
-        free = self.blocks - self.cache_blocks - self.used
+        free = self.blocks - self.cache_blocks - self._used()
         if free >= need:
             return True
         idle = [(k, e[0]) for k, e in self.cache.items() if e[1] == 0]
@@ -117,7 +123,7 @@ class Replica:
         keep[i] = False
         self.ids, self.ctx, self.pre, self.left, self.shared = (
             a[keep] for a in (self.ids, self.ctx, self.pre, self.left, self.shared))
-        self.used = self._blocks(self.ctx, self.shared)
+        self.used = None
 
     def _admit(self, rid: int, budget: int, grow: int) -> tuple[bool, int, int]:
         """Admit `rid` if its first chunk's blocks fit beside the `grow` blocks the step already takes;
@@ -153,7 +159,7 @@ class Replica:
         self.pre = np.append(self.pre, float(prompt - done))
         self.left = np.append(self.left, float(sim.left[rid]))
         self.shared = np.append(self.shared, float(shared))
-        self.used += need - (new_entry[0] if new_entry else 0)
+        self.used = self._used() + need - (new_entry[0] if new_entry else 0)
         if self.role == "decode":
             step = self.t.step(len(self.ids), float(done), 0, 0, 0.0)
             sim.first_token(rid, self.env.now, self.s.first_token_steps * step)
@@ -161,7 +167,7 @@ class Replica:
 
     # ------------------------------------------------------------------ one step
     def _grow(self, sched: np.ndarray) -> int:
-        return self._blocks(self.ctx + sched, self.shared) - self.used
+        return self._blocks(self.ctx + sched, self.shared) - self._used()
 
     def _fill(self, sched: np.ndarray, budget: int) -> np.ndarray:
         """Prefill chunks of the running prompts, preemption while the pool cannot hold the step, then
@@ -228,18 +234,7 @@ class Replica:
         sim = self.sim
         was_pre = self.pre > 0
         e = self.t.tokens_per_step
-        if not was_pre.any():  # decode rows only
-            inc = sched * (steps * e)
-            self.ctx += inc
-            self.left -= inc
-            out = np.flatnonzero(self.left <= 1e-9)
-            for j in out:
-                sim.finish(int(self.ids[j]), end)
-            if len(out):
-                self._release(out)
-            else:
-                self.used = self._blocks(self.ctx, self.shared)
-            return
+        self.used = None
         self.ctx = self.ctx + np.where(was_pre, sched, sched * steps * e)
         self.left = self.left - np.where(was_pre, 0.0, sched * steps * e)
         self.pre = self.pre - np.where(was_pre, sched, 0.0)
@@ -264,21 +259,32 @@ class Replica:
                 sim.finish(rid, end)
         if len(out):
             self._release(out)
-        else:
-            self.used = self._blocks(self.ctx, self.shared)
+
+    def _decode_only(self, steps: int, end: float) -> None:
+        """`steps` decode steps of every running sequence (no prompt work), ending at `end`."""
+        inc = steps * self.t.tokens_per_step
+        self.ctx += inc
+        self.left -= inc
+        self.used = None
+        out = np.flatnonzero(self.left <= 1e-9)
+        for j in out:
+            self.sim.finish(int(self.ids[j]), end)
+        if len(out):
+            self._release(out)
 
     def _decode_run(self) -> int:
-        """Steps the engine may take without a scheduling decision (module doc); 1 when it must decide."""
-        if self.role == "prefill" or not len(self.ids) or (self.pre > 0).any():
-            return 1
-        if self.waiting and len(self.ids) < self.s.max_running:
-            return 1
+        """Steps the engine may take without a scheduling decision (module doc): 0 when it must decide (prompt
+        work, an admissible waiting request, or a KV pool too full to be sure of the next step)."""
+        if self.role == "prefill" or not len(self.ids) or (self.waiting and len(self.ids) < self.s.max_running):
+            return 0
+        if (self.pre > 0).any():
+            return 0
         e = self.t.tokens_per_step
         n = int(np.ceil(self.left / e).min())
         m, b = len(self.ids), self.s.block_tokens
         free = self.blocks - self.cache_blocks
         bound = int(((free - m) * b - float(np.maximum(self.ctx - self.shared, 0).sum())) // (m * e))
-        return max(1, min(n, bound))
+        return max(0, min(n, bound))
 
     def run(self):
         env = self.env
@@ -288,17 +294,17 @@ class Replica:
                 yield self.wake
                 self.wake = None
                 continue
-            n = self._decode_run()
-            sched = self._schedule()
-            if not (sched > 0).any():  # nothing fits (a prompt larger than the pool): wait for a change
-                self.wake = env.event()
-                yield self.wake
-                self.wake = None
-                continue
-            if n > 1:
-                mid = self.ctx + 0.5 * (n - 1) * self.t.tokens_per_step
-                dt = self.t.step(len(self.ids), float(mid.mean()), 0, 0, 0.0)
+            n, sched = self._decode_run(), None
+            if n:  # decode only: priced at the batch's mean context half-way through the n steps
+                mid = float(self.ctx.mean()) + 0.5 * (n - 1) * self.t.tokens_per_step
+                dt = self.t.step(len(self.ids), mid, 0, 0, 0.0)
             else:
+                sched, n = self._schedule(), 1
+                if not (sched > 0).any():  # nothing fits (a prompt larger than the pool): wait for a change
+                    self.wake = env.event()
+                    yield self.wake
+                    self.wake = None
+                    continue
                 dt = self._price(sched)
             start = env.now
             done = n
@@ -311,5 +317,8 @@ class Replica:
                 if rest > 0:
                     yield env.timeout(rest)
             self.macro = False
-            self._advance(sched, done, env.now)
+            if sched is None:
+                self._decode_only(done, env.now)
+            else:
+                self._advance(sched, done, env.now)
             self.trace.append((env.now, len(self.waiting), len(self.ids)))

@@ -42,8 +42,8 @@ never per row (nothing is fitted to the rows):
             Mistral-7B-Instruct-v0.2 is mistral-7b without the sliding window (v0.2 dropped it);
             the -Instruct tunings are their base architectures.
   TTFT = the context-encoding step of the whole batch; TPOT = one decode step of the batch.
-  Not expressed: speculative decoding (EAGLE3 rows: its model is the serving issue's), prompts
-  whose length the row does not state.
+  speculative  EAGLE3 rows: TPOT from the row's stated draft length and acceptance (speculative_rows.py).
+  Not expressed: prompts whose length the row does not state.
 
 Rows on other hardware (GPUs) keep the generic mapping: TP over chips, heads as the model
 defines them, flash attention, decode at the mean context input + output/2.
@@ -99,6 +99,7 @@ from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Phase
 from perfmodel.model import bindings as bd
 from perfmodel.model.evaluate import evaluate_sweep
+from perfmodel.validation import speculative_rows
 
 MODEL_MAP = {"Llama-3-8B": "llama-3-8b", "Llama-2-13b": "llama-2-13b", "CodeLlama-13b-hf": "llama-2-13b",
              "Mistral-7B-Instruct-v0.2": "mistral-7b", "Llama-2-7b": "llama-2-7b", "Llama-3-70B": "llama-3-70b",
@@ -106,7 +107,7 @@ MODEL_MAP = {"Llama-3-8B": "llama-3-8b", "Llama-2-13b": "llama-2-13b", "CodeLlam
              "Llama-3.3-70B-Instruct": "llama-3.3-70b"}
 METRICS = {"TTFT P50": Phase.PREFILL, "TPOT P50": Phase.DECODE, "median TTFT": Phase.PREFILL,
            "median TPOT": Phase.DECODE}
-SPECULATIVE = r"(?i)EAGLE|speculative|draft"  # rows the serving issue's speculative decoding will express
+SPECULATIVE = r"(?i)EAGLE|speculative|draft"  # speculative-decoding rows: speculative_rows.py
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 TNX_GAPS = {  # the short form of 'Known gaps' above (Transformers NeuronX rows)
     "prefill": "context encoding reaches 5-17% of peak in these SDK 2.18 runs, with two regimes on the same "
@@ -122,7 +123,10 @@ GAPS = {  # shown in reports when a phase misses, per stack
                "encoding 2x the model's for Llama-3.1-8B and 8x for GPT-OSS-120B's MoE (252 ms for 512 tokens), "
                "unprofiled",
     "decode": f"Transformers NeuronX (SDK 2.18): {TNX_GAPS['decode']}; vLLM Neuron plugin (Trainium2): a per-step "
-              "cost its two illustrative rows cannot place (per operator, per layer or on the host)",
+              "cost its two illustrative rows cannot place (per operator, per layer or on the host); its EAGLE3 rows "
+              "show it again per draft step: TPOT x mean acceptance length minus the plain step leaves 2-3 ms per "
+              "draft step measured against 0.2-0.3 ms modelled for one decoder layer (a fixed cost per graph "
+              "execution, not the draft's FLOPs or bytes)",
 }
 MIN_TOKEN_BUCKET = 128  # bucket.token_sizes: power_of_two_bucket_sizes(128, n_positions)
 
@@ -269,11 +273,14 @@ def weight_type(dtype_text: str) -> str:
     return "int8" if "weights int8" in dtype_text else "bf16"
 
 
+def speculative(m) -> bool:
+    return bool(re.search(SPECULATIVE, f"{m['metric']} {m['model']}"))
+
+
 def expressible(m, units: tuple[str, ...] = tuple(TIME_UNITS)) -> str:
-    """Why a serving case cannot be expressed ('' when it can)."""
-    if re.search(SPECULATIVE, f"{m['metric']} {m['model']}"):
-        return ("speculative decoding (a draft model or MTP heads) is not modelled yet: the serving issue's "
-                "speculative-decoding model will express this row")
+    """Why a serving case cannot be expressed ('' when it can); speculative rows by speculative_rows.py."""
+    if speculative(m):
+        return speculative_rows.expressible(m, lambda plain: expressible(plain, units))
     if not system_name(m["hardware"]):
         return f"hardware {m['hardware']!r} does not start with a catalogue system name"
     if not workload_name(m["model"]):
@@ -363,9 +370,12 @@ def _register() -> None:
         """TTFT / TPOT cases: one vectorised sweep per system x model x phase x weight type."""
         why = rows.apply(expressible, axis=1)
         ok = rows[why.eq("")]
+        spec = ok.apply(speculative, axis=1).astype(bool) if len(ok) else pd.Series(dtype=bool)
         parts = [pd.DataFrame([unexpressed(m, w) for (_, m), w in zip(rows.iterrows(), why) if w])]
         if len(ok):
-            df = predict_latency(ok)
+            df = pd.concat([d for d in (predict_latency(ok[~spec]) if (~spec).any() else None,
+                                        speculative_rows.predict(ok[spec]) if spec.any() else None)
+                            if d is not None], ignore_index=True)
             parts.append(pd.DataFrame({
                 "case_id": df["case_id"], "metric": df["metric"], "measured": df["measured"],
                 "predicted": df["predicted"], "unit": df["unit"], "system": df["system"],

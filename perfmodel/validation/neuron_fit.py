@@ -46,7 +46,8 @@ def decode_rows(paths=DEFAULT_CASES) -> pd.DataFrame:
     """The decode rows of the files that the latency family predicts, with the stack each names."""
     rows = pd.concat([measurements(path=p) for p in paths], ignore_index=True)
     rows = rows[inf.selects(rows) & rows["phase"].eq("decode")]
-    rows = rows[rows.apply(inf.expressible, axis=1).eq("")].drop_duplicates("case_id").reset_index(drop=True)
+    rows = rows[rows.apply(inf.expressible, axis=1).eq("")].drop_duplicates("case_id")
+    rows = rows[~rows.apply(inf.speculative, axis=1).astype(bool)].reset_index(drop=True)  # the fit's rows: plain decode
     return rows.assign(stack=[inf.stack_named(m) or neuron_stacks.SERVING_DEFAULT for _, m in rows.iterrows()])
 
 

@@ -1,0 +1,171 @@
+"""CLI: `simulate` (thin over perfmodel/simulation): a deployment under traffic, request by request.
+
+    perfmodel simulate --hardware p5.48xlarge --workload llama-3.1-8b --rate 10 --requests 20000
+    perfmodel simulate --hardware trn2.48xlarge --workload gpt-oss-120b --tp 4 --traffic gamma --cv 3 --rate 2
+    perfmodel simulate ... --traffic closed --clients 64 --engine vllm
+    perfmodel simulate ... --mode disaggregated --prefill-workers 2 --decode-workers 3
+    perfmodel simulate ... --load-sweep --chart ttft_vs_load.svg     analytic vs simulated from 10% to 90% load
+    perfmodel simulate ... --draft eagle3-llama-3.1-8b --draft-tokens 3 --acceptance 0.865 0.725 0.635
+
+Prints the run's summary (p50 / p90 / p99 TTFT, TPOT, e2e, throughput, goodput under --ttft / --tpot, queue,
+preemption and prefix-cache figures, the simulation's own speed); --requests-out FILE writes one row per
+request (CSV). Does not: compute anything itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from perfmodel.cli.common import add_output_options, count, dtype_arg, positive, print_result, progress_bar
+
+SUMMARY = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "e2e_p50_s",
+           "e2e_p99_s", "request_rate_per_s", "output_tokens_per_s", "sla_met_share", "goodput_requests_per_s",
+           "mean_running_per_worker", "mean_waiting_per_worker", "max_waiting_per_worker", "preempted_share",
+           "prefix_hit_tokens_share", "requests", "measured_requests", "sim_wall_s", "sim_requests_per_min")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from perfmodel.cli.serve import _common, _plan_args
+
+    p = sub.add_parser("simulate", help="request-level simulation of a deployment under traffic: p50/p99 TTFT, TPOT, "
+                                        "goodput, queues",
+                       description="Discrete-event simulation (SimPy) of one serving deployment: continuous batching "
+                                   "with a token budget, paged KV with preemption, prefix caching, replicas or xPyD "
+                                   "workers; step times from the steady state's step model.")
+    _common(p)
+    _plan_args(p, many=False)
+    g = p.add_argument_group("traffic")
+    g.add_argument("--traffic", choices=("poisson", "gamma", "closed", "trace"), default="poisson")
+    g.add_argument("--rate", type=positive(1e7), default=1.0, metavar="R", help="requests/s (poisson, gamma)")
+    g.add_argument("--cv", type=positive(20), default=2.0, metavar="CV",
+                   help="gamma: coefficient of variation of the gaps (1 = Poisson; default 2)")
+    g.add_argument("--clients", type=count(1, 10 ** 6), default=16, metavar="C", help="closed loop: clients")
+    g.add_argument("--think", type=positive(1e6, lo_open=False), default=0.0, metavar="S",
+                   help="closed loop: seconds between a response and the client's next request")
+    g.add_argument("--trace", metavar="CSV", help="trace file: arrival_s, input_tokens, output_tokens[, prefix_id, "
+                                                  "prefix_tokens]")
+    g.add_argument("--requests", type=count(1, 10 ** 8), default=10_000, metavar="N", help="requests (default 10000)")
+    g.add_argument("--length-ratio", type=positive(1), default=1.0, metavar="R",
+                   help="lengths uniform in [R L, L] (default 1: exactly --input / --output)")
+    g.add_argument("--prefix-share", type=positive(1, lo_open=False), default=0.0, metavar="F",
+                   help="share of requests opening with a shared prefix (prefix caching)")
+    g.add_argument("--prefix-tokens", type=count(0, "MAX_SEQ_TOKENS"), default=0, metavar="N")
+    g.add_argument("--prefixes", type=count(1, 10 ** 6), default=1, metavar="G", help="distinct shared prefixes")
+    g.add_argument("--seed", type=count(0, 2 ** 31), default=0, metavar="N")
+    d = p.add_argument_group("deployment")
+    d.add_argument("--replicas", type=count(1, 100_000), default=1, metavar="R", help="aggregated replicas")
+    d.add_argument("--prefill-workers", type=count(1, 100_000), default=1, metavar="X", help="disaggregated: prefill")
+    d.add_argument("--decode-workers", type=count(1, 100_000), default=1, metavar="Y", help="disaggregated: decode")
+    d.add_argument("--max-running", type=count(0, "MAX_BATCH"), default=0, metavar="S",
+                   help="running-sequence cap (default: the engine's, else 1024)")
+    d.add_argument("--token-budget", type=count(0, "MAX_SEQ_TOKENS"), default=0, metavar="B",
+                   help="tokens per step (default: the engine's, else 8192)")
+    d.add_argument("--kv-blocks", type=count(0, 2 ** 31), default=0, metavar="N",
+                   help="KV pool per worker in 16-token blocks (default: what HBM leaves)")
+    d.add_argument("--draft", metavar="NAME", help="speculative decoding: a draft (workloads/drafts/) or 'mtp'")
+    d.add_argument("--draft-tokens", type=count(1, 16), default=1, metavar="K", help="draft tokens per step")
+    d.add_argument("--acceptance", type=positive(1), nargs="+", metavar="A",
+                   help="per-position acceptance rates (K values), or one mean acceptance length E >= 1")
+    s = p.add_argument_group("results")
+    s.add_argument("--ttft", type=positive(), default=2.0, metavar="S", help="SLA: TTFT target (goodput)")
+    s.add_argument("--tpot", type=positive(), default=0.05, metavar="S", help="SLA: TPOT target (goodput)")
+    s.add_argument("--load-sweep", action="store_true",
+                   help="analytic (steady state) vs simulated TTFT and TPOT from 10%% to 90%% of one replica's capacity")
+    s.add_argument("--chart", metavar="FILE", help="with --load-sweep: the TTFT-vs-load chart (.svg, .png or .html)")
+    s.add_argument("--requests-out", metavar="CSV", help="one row per simulated request")
+    add_output_options(p)
+    p.set_defaults(func=cmd_simulate)
+
+
+def _speculation(args):
+    from perfmodel.serving.speculative import Speculation
+
+    if not args.draft:
+        return None
+    acc = tuple(args.acceptance or ())
+    if len(acc) == 1 and acc[0] >= 1:
+        return Speculation(args.draft, args.draft_tokens, mean_accepted=acc[0])
+    return Speculation(args.draft, args.draft_tokens, acceptance=acc)
+
+
+def _long(summary):
+    """The summary as (quantity, value) rows with units written out: times in ms, shares in %."""
+    import pandas as pd
+
+    rows = []
+    for k in SUMMARY:
+        if k not in summary:
+            continue
+        v = float(summary[k])
+        if k.endswith("_per_s") or k.endswith("_per_min"):
+            text, name = f"{v:,.2f}", k.replace("_", " ").replace(" per s", " per s").replace(" per min", " per min")
+        elif k.endswith("_s"):
+            text, name = f"{v * 1e3:,.1f} ms", k[:-2].replace("_", " ")
+        elif k.endswith("_share"):
+            text, name = f"{100 * v:.1f}%", k[:-6].replace("_", " ") + " (share)"
+        else:
+            text, name = f"{v:,.1f}" if v != int(v) else f"{int(v):,}", k.replace("_", " ")
+        rows.append({"quantity": name, "value": text})
+    return pd.DataFrame(rows)
+
+
+def _write(path: str, data: str | bytes, force: bool) -> None:
+    """An extra output file (chart, per-request CSV): written whole, an existing one only with --force."""
+    import os
+
+    from perfmodel.core import safe_write
+
+    if os.path.exists(path) and not force:
+        raise ValueError(f"{path} exists; pass --force to replace it")
+    (safe_write.write_bytes if isinstance(data, bytes) else safe_write.write_text)(path, data)
+
+
+def cmd_simulate(args) -> int:
+    import pandas as pd
+
+    from perfmodel.cli.serve import _load, _overrides
+    from perfmodel.report import charts, export
+    from perfmodel.serving.steady_state import Mix, ServingOptions
+    from perfmodel.simulation import compare, deployment, metrics, traffic
+
+    system, arch, cal = _load(args.hardware, args.workload, _overrides(args), args.variant)
+    ew = args.expert_dtype or (arch.expert_weight_dtype.value if arch.expert_weight_dtype else None)
+    plan = deployment.one_plan(tp=args.tp, da=args.da, ep=args.ep, pp=args.pp, compute=args.dtype, expert_weights=ew)
+    options = ServingOptions(mode=args.mode, chunk_tokens=args.chunk, engine=args.engine,
+                             speculative=_speculation(args))
+    if args.chart and (not args.load_sweep or args.chart.rsplit(".", 1)[-1].lower() not in ("svg", "png", "html")):
+        raise ValueError(f"--chart {args.chart}: a .svg, .png or .html file, with --load-sweep")
+    label = f"{system.display_name}: {arch.name}, tp{args.tp} da{args.da} ep{args.ep} pp{args.pp} {args.dtype}"
+    if args.load_sweep:
+        with progress_bar("simulating 7 loads", not args.no_progress) as cb:
+            df = compare.load_sweep(system, arch, plan, Mix(args.input, args.output), options,
+                                    n_requests=min(args.requests, 5000), cal=cal, progress=cb)
+        if args.chart:
+            chart = charts.ttft_vs_load(df, f"{label} ({args.mode}, {args.input}/{args.output} tokens)")
+            kind = args.chart.rsplit(".", 1)[-1].lower()
+            data = {"svg": lambda: charts.to_svg(chart), "png": lambda: charts.to_png(chart),
+                    "html": lambda: chart.to_html()}[kind]()
+            _write(args.chart, data, args.force)
+        print_result(export.emit(df, args.format, f"{label}: analytic vs simulated by load", args.out,
+                                 default_name="simulate_load_sweep"))
+        return 0
+    shapes = traffic.Shapes(input_tokens=((args.input, 1.0),), output_tokens=((args.output, 1.0),),
+                            ratio=args.length_ratio, prefix_share=args.prefix_share,
+                            prefix_tokens=args.prefix_tokens, prefixes=args.prefixes)
+    traf = traffic.Traffic(args.traffic, rate=args.rate, cv=args.cv, clients=args.clients, think_s=args.think,
+                           path=args.trace or "")
+    layout = deployment.Layout(replicas=args.replicas, prefill=args.prefill_workers, decode=args.decode_workers,
+                               max_running=args.max_running, token_budget=args.token_budget, kv_blocks=args.kv_blocks)
+    with progress_bar(f"simulating {args.requests:,} requests", not args.no_progress):
+        run = deployment.simulate(system, arch, plan, traf, shapes, args.requests, options, layout, seed=args.seed,
+                                  cal=cal)
+    summary = metrics.summarize(run, (args.ttft, args.tpot))
+    if args.requests_out:
+        _write(args.requests_out, metrics.requests_frame(run).to_csv(index=False), args.force)
+    df = pd.DataFrame([{"system": system.name, "workload": arch.name, "mode": run.mode, "traffic": args.traffic,
+                        **{k: summary[k] for k in SUMMARY if k in summary}}])
+    if args.format in ("table", "md"):  # one run: a column of quantities reads better than a 25-column row
+        df = _long(summary)
+    print_result(export.emit(df, args.format, f"{label}: simulated {args.traffic} traffic ({run.mode})", args.out,
+                             default_name="simulate"))
+    return 0
