@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from perfmodel.cli.common import add_output_options, count, dtype_arg, positive, print_result, progress_bar
+from perfmodel.cli.common import add_output_options, count, positive, print_result, progress_bar
 
 SUMMARY = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "e2e_p50_s",
            "e2e_p99_s", "request_rate_per_s", "output_tokens_per_s", "sla_met_share", "goodput_requests_per_s",
@@ -70,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--ttft", type=positive(), default=2.0, metavar="S", help="SLA: TTFT target (goodput)")
     s.add_argument("--tpot", type=positive(), default=0.05, metavar="S", help="SLA: TPOT target (goodput)")
     s.add_argument("--load-sweep", action="store_true",
-                   help="analytic (steady state) vs simulated TTFT and TPOT from 10%% to 90%% of one replica's capacity")
+                   help="analytic (steady state) vs simulated TTFT and TPOT from 10%% to 90%% of a replica's capacity")
     s.add_argument("--chart", metavar="FILE", help="with --load-sweep: the TTFT-vs-load chart (.svg, .png or .html)")
     s.add_argument("--requests-out", metavar="CSV", help="one row per simulated request")
     add_output_options(p)
