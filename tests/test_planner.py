@@ -69,7 +69,7 @@ def test_plan_meets_sla_and_sizes_for_the_peak(plan):
 def test_refinement_uses_the_slack(plan):
     d, df = plan
     # the refined concurrency is off the coarse grid and still meets the TPOT target
-    assert df["note"].str.contains("refined by brentq").all(), list(df["note"])
+    assert df["note"].str.contains("refined to the whole micro-batch").all(), list(df["note"])
     assert not set(df["capacity_concurrency"]) <= set(SMALL["concurrency"]), list(df["capacity_concurrency"])
     assert np.all(df["concurrency"] <= df["capacity_concurrency"])
     assert np.all(df["time_per_output_token_s"] <= d.tpot_s)

@@ -10,8 +10,8 @@ Serving (`plan_serving`), per system:
        domain); chips = replicas x chips per replica (prefill pool included when disaggregated);
        instances = ceil(chips / node chips) (or whole UltraServers with whole_scaleup);
     4. pick the cheapest ($/month, instance-hours x node price x 730 h) where a price exists or
-       is assumed, else the lowest power; then refine the chosen plan's concurrency as a
-       continuous variable (scipy brentq on TPOT(C) = target between its grid neighbours).
+       is assumed, else the lowest power; then refine the chosen plan's concurrency to the whole
+       micro-batch (the largest C meeting the targets; _refine, on arrays).
     Power: facility W at peak (provisioned) and on average (chip dynamic power x 1/peak factor),
     with the low / high chip-power cases. Queueing is not modelled beyond the peak factor.
 
@@ -30,7 +30,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import brentq
 
 from perfmodel import catalog
 from perfmodel.catalog import files, workload_files
@@ -224,67 +223,80 @@ def _power_cols(df: pd.DataFrame, system: System, cal: Calibration, p2a: float) 
 
 def _refine(system: System, arch: ModelArch, row: pd.Series, demand: Demand, mix: Mix, mix_max: Mix,
             opts: ServingOptions, cal: Calibration, peak: float) -> tuple[pd.Series, pd.Series, str]:
-    """Continuous optimum of the chosen plan's concurrency (scipy brentq; C rounded to whole micro-batches).
+    """The chosen plan's concurrency to the whole micro-batch (C a multiple of d_a x p), searched on arrays:
 
-    capacity   C_max: TPOT(C) = target (TPOT is nondecreasing in C), within the KV and TTFT bounds;
-               replicas = ceil(peak / (C_max / TPOT(C_max)))
-    operating  C_op: C / TPOT(C) = peak / replicas, the concurrency each replica actually holds at
-               the peak (Little's law), with TPOT(C_op) <= target
+    capacity   C_max: the largest C with TPOT(C) <= target, TTFT(C) at the longest input <= target and the
+               KV cache in HBM (each bound is monotone in C); replicas = ceil(peak / (C_max / TPOT(C_max)))
+    operating  C_op: the smallest C with C / TPOT(C) >= peak / replicas, the concurrency each replica
+               actually holds at the peak (Little's law)
+    Each is a coarse geometric grid then every whole micro-batch between the two grid points that bracket
+    the answer: four vectorised serve() evaluations, never one per concurrency.
     Returns (capacity row, operating row, note)."""
     step = int(row["da"] * row["pp"])
-    memo: dict = {}
+    memo: dict[int, tuple[pd.Series, float]] = {}
 
-    def at(c: int, m: Mix = mix) -> pd.Series:
-        if (c, m) not in memo:
-            g = Grid.of(tp=row["tp"], da=row["da"], ep=row["ep"], pp=row["pp"], concurrency=c,
-                        compute=row["compute_dtype"], weights=row["weights_dtype"],
-                        expert_weights=row["expert_weights_dtype"], kv_cache=row["kv_dtype"])
-            memo[(c, m)] = serve(system, arch, g, m, opts, cal).iloc[0]
-        return memo[(c, m)]
+    def whole(c) -> np.ndarray:
+        return np.maximum(step, np.floor(np.asarray(c, dtype=float) / step) * step).astype(np.int64)
 
-    def whole(c: float) -> int:
-        return max(step, int(c // step) * step)
+    def evaluate(cs: np.ndarray, with_ttft: bool = True) -> pd.DataFrame:
+        g = Grid.of(tp=row["tp"], da=row["da"], ep=row["ep"], pp=row["pp"], concurrency=cs,
+                    compute=row["compute_dtype"], weights=row["weights_dtype"],
+                    expert_weights=row["expert_weights_dtype"], kv_cache=row["kv_dtype"])
+        f = serve(system, arch, g, mix, opts, cal)
+        if not with_ttft:  # throughput only: the longest input's TTFT is priced when needed
+            tt = np.full(len(cs), np.nan)
+        else:
+            tt = serve(system, arch, g, mix_max, opts, cal)["ttft_s"].to_numpy() if mix_max != mix else \
+                f["ttft_s"].to_numpy()
+        for c, (_, r), t in zip(cs, f.iterrows(), tt):
+            memo[int(c)] = (r, float(t))
+        return f.assign(ttft_at_max_input_s=tt)
 
-    def ok(c: int) -> bool:
-        r = at(c)
-        return bool(r["kv_fits"]) and bool(r["valid"]) and r["time_per_output_token_s"] <= demand.tpot_s and \
-            at(c, mix_max)["ttft_s"] <= demand.ttft_s
+    def ok(f: pd.DataFrame) -> np.ndarray:
+        good = f["kv_fits"] & f["valid"] & (f["time_per_output_token_s"] <= demand.tpot_s) & \
+            (f["ttft_at_max_input_s"] <= demand.ttft_s)
+        return np.logical_and.accumulate(good.to_numpy())  # the bounds are monotone: the first miss ends it
 
-    def thr(c: int) -> float:
-        return float(at(c)["output_tokens_per_s_per_replica"])
+    def between(lo: int, hi: int) -> np.ndarray:
+        return np.unique(whole(np.linspace(lo, hi, min(2048, max(2, (hi - lo) // step + 1)))))
 
     c0 = int(row["concurrency"])
-    lo, hi = c0, whole(2 * c0)
-    while ok(hi) and hi < 64 * c0:
-        lo, hi = hi, whole(2 * hi)
-    if ok(hi):
-        lo = hi
-    else:
-        g = lambda c: at(whole(c))["time_per_output_token_s"] - demand.tpot_s  # noqa: E731
-        if g(lo) <= 0 < g(hi):
-            lo = whole(brentq(g, lo, hi, xtol=step))
-        while lo > c0 and not ok(lo):
-            lo -= step
-    c_max = lo
+    coarse = np.unique(np.concatenate([[c0], whole(np.geomspace(c0, 64 * c0, 64))]))
+    good = ok(evaluate(coarse))
+    i = int(np.flatnonzero(good)[-1]) if good.any() else 0
+    c_max = int(coarse[i])
+    if i + 1 < len(coarse):
+        fine = between(int(coarse[i]), int(coarse[i + 1]))
+        g2 = ok(evaluate(fine))
+        c_max = int(fine[np.flatnonzero(g2)[-1]]) if g2.any() else c_max
+
+    def thr(c: int) -> float:
+        return float(memo[c][0]["output_tokens_per_s_per_replica"])
+
     replicas = math.ceil(peak / thr(c_max))
     need = peak / replicas
-    if thr(step) >= need:
-        c_op = step
-    else:
-        c_op = whole(brentq(lambda c: thr(whole(c)) - need, step, c_max, xtol=step))
-        while thr(c_op) < need and c_op < c_max:
-            c_op += step
+    lows = np.unique(np.concatenate([whole(np.geomspace(step, c_max, 48)), [c_max]]))
+    t = evaluate(lows, with_ttft=False)["output_tokens_per_s_per_replica"].to_numpy()
+    j = int(np.argmax(t >= need)) if (t >= need).any() else len(lows) - 1
+    c_op = int(lows[j])
+    if j > 0:
+        fine = between(int(lows[j - 1]), int(lows[j]))
+        tf = evaluate(fine, with_ttft=False)["output_tokens_per_s_per_replica"].to_numpy()
+        c_op = int(fine[int(np.argmax(tf >= need))]) if (tf >= need).any() else c_op
+    if c_op not in memo or not np.isfinite(memo[c_op][1]):
+        evaluate(np.array([c_op]))
 
     def full(c: int) -> pd.Series:
         out = row.copy()
-        for k, v in at(c).items():
+        r, t_max = memo[c]
+        for k, v in r.items():
             if k in out.index:
                 out[k] = v
-        out["ttft_at_max_input_s"] = at(c, mix_max)["ttft_s"]
+        out["ttft_at_max_input_s"] = t_max
         return out
 
-    note = (f"capacity {c_max} sequences per replica at TPOT <= {demand.tpot_s * 1e3:.1f} ms (grid {c0}, refined "
-            f"by brentq); at the peak each of {replicas} replicas holds {c_op} (brentq on C / TPOT(C) = "
+    note = (f"capacity {c_max} sequences per replica at TPOT <= {demand.tpot_s * 1e3:.1f} ms (grid {c0}, refined to "
+            f"the whole micro-batch); at the peak each of {replicas} replicas holds {c_op} (C / TPOT(C) >= "
             f"{need:,.0f} tokens/s)")
     return full(c_max), full(c_op), note
 
