@@ -160,3 +160,34 @@ def test_step_table_is_the_steady_state_step(h100):
     b = 32.0
     assert b in tb.batches
     assert tb.decode(b, 1024 + 128) == pytest.approx(r["decode_step_s"], rel=0.02)  # context interpolated
+
+
+# ---------------------------------------------------------------- the planner's answer, verified
+
+
+def test_planner_answer_is_verified_at_the_percentile():
+    """A p99 demand: each answer is simulated at the peak rate; the verified deployment meets both p99 targets
+    and is never smaller than the steady state's; chips and power follow the verified replica count."""
+    from perfmodel.serving import planner
+    from perfmodel.simulation import verify
+
+    d = planner.Demand.from_dict({"workload": "llama-3.1-8b", "requests_per_s": 40, "input_tokens": {"512": 0.7,
+                                  "4096": 0.3}, "output_tokens": 256, "ttft_s": 0.5, "tpot_s": 0.012,
+                                  "peak_to_average": 1.0, "percentile": 99})
+    opts = planner.PlanOptions(grid_kw={"tp": [1], "da": [1], "pp": [1], "dtypes": ["fp8"]})
+    df = planner.plan_serving(d, ["p5.48xlarge"], opts)
+    v = verify.verify_plan(df, d, opts).iloc[0]
+    assert bool(v["verified"]) and bool(v["feasible"])
+    assert v["sim_ttft_p99_s"] <= 0.5 and v["sim_tpot_p99_s"] <= 0.012
+    assert v["replicas"] >= v["analytic_replicas"] >= 1
+    assert v["chips"] == v["replicas"] * v["replica_chips"]
+    if v["replicas"] > v["analytic_replicas"]:  # more replicas draw more power
+        assert v["facility_power_peak_w"] > df.iloc[0]["facility_power_peak_w"]
+
+
+def test_a_percentile_outside_the_allowed_range_is_one_line():
+    from perfmodel.serving import planner
+
+    with pytest.raises(ValueError, match=r"percentile: 0 .* \[50, 99.9\]"):
+        planner.Demand.from_dict({"workload": "llama-3.1-8b", "requests_per_s": 1, "input_tokens": 10,
+                                  "output_tokens": 10, "ttft_s": 1, "tpot_s": 0.1, "percentile": 120})

@@ -24,7 +24,7 @@ from pathlib import Path
 from perfmodel.cli.common import CALIBRATION_HELP, SubParsers, complete_deferred
 
 COMMAND_MODULES = ("perfmodel.cli.catalog", "perfmodel.cli.comm", "perfmodel.cli.validate", "perfmodel.cli.calibrate",
-                   "perfmodel.cli.serve", "perfmodel.cli.simulate", "perfmodel.cli.report",
+                   "perfmodel.cli.serve", "perfmodel.cli.plan", "perfmodel.cli.simulate", "perfmodel.cli.report",
                    "perfmodel.cli.sweep")
 
 

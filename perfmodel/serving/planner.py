@@ -23,164 +23,20 @@ Does not: format output.
 from __future__ import annotations
 
 import math
-import numbers
-import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
-from perfmodel.catalog import files, workload_files
+from perfmodel.catalog import workload_files
 from perfmodel.catalog.calibration import Calibration, calibration_for
-from perfmodel.core import limits, units
+from perfmodel.core import units
 from perfmodel.core.hardware import System
 from perfmodel.core.workload import ModelArch
 from perfmodel.serving import cost, power, search
+from perfmodel.serving.demand import Demand, Lengths  # noqa: F401 (re-exported: planner.Demand)
 from perfmodel.serving.steady_state import Grid, Mix, Mode, ServingOptions, serve
-
-NUMBER_FIELDS = ("requests_per_s", "ttft_s", "tpot_s", "peak_to_average")
-MAX_PEAK_TO_AVERAGE = 1000.0  # provisioning for a peak 1000x the average is a typo (the CLI's --peak-factor ceiling)
-
-
-def _number(v, what: str) -> float:
-    """`v` as a float when it is a real number (not a bool, not text), else ValueError naming `what`."""
-    if isinstance(v, bool) or not isinstance(v, numbers.Real):
-        raise ValueError(f"{what}: expected a number, got {v!r}")
-    try:
-        return float(v)
-    except OverflowError:  # an int beyond any float
-        raise ValueError(f"{what}: must be finite, got {v!r}") from None
-
-
-def _length(v, what: str) -> int:
-    """A token length: a whole number in [1, MAX_SEQ_TOKENS] (a table key may be its text, '512')."""
-    if isinstance(v, str) and v.strip().isdigit() and len(v.strip()) <= 20:
-        v = int(v.strip())
-    return limits.check_count(v, f"{what}: token lengths", 1, limits.MAX_SEQ_TOKENS)
-
-
-@dataclass(frozen=True)
-class Lengths:
-    """A token-length distribution: values with weights (a single value is a point mass)."""
-
-    values: tuple[float, ...]
-    weights: tuple[float, ...]
-
-    @classmethod
-    def of(cls, x, what: str = "token lengths") -> "Lengths":
-        """A length (512), a table {"512": 0.5, "4096": 0.5} or pairs [(512, 0.5), ...] of length and
-        weight; lengths whole numbers in [1, MAX_SEQ_TOKENS], weights finite, >= 0, summing > 0.
-        Errors name `what` (the field) and the value."""
-        if isinstance(x, Lengths):
-            return x
-        if isinstance(x, dict):
-            pairs = list(x.items())
-        elif isinstance(x, (list, tuple)):
-            pairs = [tuple(p) if isinstance(p, (list, tuple)) else (p,) for p in x]
-        else:
-            pairs = [(x, 1.0)]
-        if not pairs or any(len(p) != 2 for p in pairs):
-            raise ValueError(f"{what}: expected a length or LENGTH = WEIGHT pairs, got {x!r}")
-        vals = tuple(float(_length(a, what)) for a, _ in pairs)
-        wts = tuple(_number(b, f"{what}: weight of {a}") for a, b in pairs)
-        if not all(math.isfinite(w) and w >= 0 for w in wts) or sum(wts) <= 0:
-            raise ValueError(f"{what}: token lengths need finite weights >= 0 summing > 0, got {x!r}")
-        return cls(vals, wts)
-
-    @property
-    def mean(self) -> float:
-        return float(np.average(self.values, weights=self.weights))
-
-    @property
-    def max(self) -> float:
-        return float(max(v for v, w in zip(self.values, self.weights) if w > 0))
-
-
-@dataclass(frozen=True)
-class Demand:
-    """What to serve: workload, average request rate, length distributions and the SLA.
-
-    ttft_s applies to the longest listed input; tpot_s to every output token.
-    """
-
-    workload: str
-    requests_per_s: float
-    input_tokens: Lengths
-    output_tokens: Lengths
-    ttft_s: float
-    tpot_s: float
-    peak_to_average: float = 1.0
-    name: str = "demand"
-
-    def validate(self, where: str = "demand field ") -> None:
-        """Rates and targets finite and > 0 (at most limits.MAX_QUANTITY_SI), peak-to-average in
-        [1, MAX_PEAK_TO_AVERAGE]; errors start with `where` and the field's name."""
-        for f in ("requests_per_s", "ttft_s", "tpot_s"):
-            v = _number(getattr(self, f), f"{where}{f}")
-            if not (math.isfinite(v) and 0 < v <= limits.MAX_QUANTITY_SI):
-                raise ValueError(f"{where}{f}: must be a number > 0 and <= {limits.MAX_QUANTITY_SI:g}, got {v!r}")
-        v = _number(self.peak_to_average, f"{where}peak_to_average")
-        if not 1 <= v <= MAX_PEAK_TO_AVERAGE:
-            raise ValueError(f"{where}peak_to_average: must be >= 1 and <= {MAX_PEAK_TO_AVERAGE:g}, got {v!r}")
-
-    def as_dict(self) -> dict:
-        """Plain values (JSON-ready); lengths as {length: weight}."""
-        out = dict(self.__dict__)
-        for f in ("input_tokens", "output_tokens"):
-            out[f] = {str(v): w for v, w in zip(getattr(self, f).values, getattr(self, f).weights)}
-        return out
-
-    @classmethod
-    def from_dict(cls, d: dict, name: str = "demand", where: str = "demand field ") -> "Demand":
-        """A demand from plain values; every error starts with `where` (a file's name in from_toml)
-        and names the field and the value."""
-        known = {"workload", "requests_per_s", "input_tokens", "output_tokens", "ttft_s", "tpot_s",
-                 "peak_to_average", "name"}
-        unknown = sorted(str(k) for k in set(d) - known)
-        if unknown:
-            raise ValueError(f"{where}{unknown[0]}: unknown field (known: {', '.join(sorted(known))})")
-        missing = sorted({"workload", "requests_per_s", "input_tokens", "output_tokens", "ttft_s", "tpot_s"} - set(d))
-        if missing:
-            raise ValueError(f"{where}{missing[0]}: missing field (required: workload, requests_per_s, "
-                             "input_tokens, output_tokens, ttft_s, tpot_s)")
-        for f in ("workload", "name"):
-            if f in d and not (isinstance(d[f], str) and d[f].strip()):
-                raise ValueError(f"{where}{f}: expected a name, got {d[f]!r}")
-        num = {f: _number(d[f], f"{where}{f}") for f in NUMBER_FIELDS if f in d}
-        dem = cls(workload=d["workload"], requests_per_s=num["requests_per_s"],
-                  input_tokens=Lengths.of(d["input_tokens"], f"{where}input_tokens"),
-                  output_tokens=Lengths.of(d["output_tokens"], f"{where}output_tokens"),
-                  ttft_s=num["ttft_s"], tpot_s=num["tpot_s"], peak_to_average=num.get("peak_to_average", 1.0),
-                  name=d.get("name", name))
-        dem.validate(where)
-        return dem
-
-    @classmethod
-    def from_toml(cls, path: str | Path) -> "Demand":
-        """Read a demand file: a [demand] table with the fields above; lengths as a number or a
-        table {"512" = 0.5, "4096" = 0.5} of length = weight. Errors name the file and the field."""
-        path = Path(path)
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ValueError(f"{path}: cannot read demand file: {exc.strerror or exc}") from None
-        except UnicodeDecodeError:
-            raise ValueError(f"{path}: not a demand file (not UTF-8 text; expected TOML with a [demand] table)") \
-                from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"{path}: malformed TOML in demand file: {exc}") from None
-        if "demand" not in data:
-            raise ValueError(f"{path}: no [demand] table")
-        if not isinstance(data["demand"], dict):
-            raise ValueError(f"{path}: field demand: expected a [demand] table, got {data['demand']!r}")
-        dem = cls.from_dict(data["demand"], name=path.stem, where=f"{path}: field demand.")
-        known = workload_files.list_workloads()
-        if dem.workload not in known:
-            raise ValueError(f"{path}: field demand.workload: no such workload {dem.workload!r}"
-                             f"{files.did_you_mean(dem.workload, known)} (perfmodel workloads list)")
-        return dem
 
 
 @dataclass(frozen=True)
@@ -192,8 +48,10 @@ class PlanOptions:
     grid_kw: dict = field(default_factory=dict)  # passed to search.plan_grid (dtypes, tp, concurrency ...)
 
 
-def _size(df: pd.DataFrame, system: System, peak_tokens_per_s: float, whole_scaleup: bool) -> pd.DataFrame:
-    rep = np.ceil(peak_tokens_per_s / df["output_tokens_per_s_per_replica"].to_numpy())
+def _size(df: pd.DataFrame, system: System, peak_tokens_per_s: float, whole_scaleup: bool,
+          replicas=None) -> pd.DataFrame:
+    rep = np.ceil(peak_tokens_per_s / df["output_tokens_per_s_per_replica"].to_numpy()) if replicas is None else \
+        np.full(len(df), float(replicas))
     per_dom = df["replicas_per_scaleup"].to_numpy()
     chips_eff = df["replica_chips"].to_numpy() + df["prefill_chips_per_replica"].to_numpy()
     scaleups = np.ceil(rep / np.maximum(per_dom, 1))
@@ -301,6 +159,48 @@ def _refine(system: System, arch: ModelArch, row: pd.Series, demand: Demand, mix
     return full(c_max), full(c_op), note
 
 
+KEPT = ("weights_dtype", "kv_dtype", "replica_chips", "prefill_chips_per_replica", "replicas_per_scaleup") + tuple(
+    f"activity_{e}_frac" for e in ("tensor", "vector", "scalar", "gpsimd", "memory", "comm"))
+
+
+def _answer(one: pd.Series, cap: pd.Series, price, peak: float, demand: Demand, how: str) -> dict:
+    """A system's answer from its operating row `one` (sized and powered) and capacity row `cap`; KEPT carries
+    what resize() and the simulation's verification need (the plan's data types, chips per replica, activity)."""
+    usd_m = one["billed_chips"] * price.usd_per_chip_hour * cost.HOURS_PER_MONTH if price.available else np.nan
+    return {
+        "feasible": True, "mode": one["mode"],
+        "tp": one["tp"], "da": one["da"], "ep": one["ep"], "pp": one["pp"], "concurrency": one["concurrency"],
+        "capacity_concurrency": cap["concurrency"],
+        "compute_dtype": one["compute_dtype"], "expert_weights_dtype": one["expert_weights_dtype"],
+        "ttft_s": one["ttft_at_max_input_s"], "time_per_output_token_s": one["time_per_output_token_s"],
+        "tokens_per_s_per_user": one["tokens_per_s_per_user"],
+        "peak_output_tokens_per_replica": cap["output_tokens_per_s_per_replica"],
+        "replicas": one["replicas"], "chips": one["chips"], "instances": one["instances"],
+        "scaleups": one["scaleups"], "billed_chips": one["billed_chips"],
+        "facility_power_peak_w": one["facility_power_peak_w"],
+        "facility_power_peak_at_low_tdp_w": one["facility_power_peak_at_low_tdp_w"],
+        "facility_power_peak_at_high_tdp_w": one["facility_power_peak_at_high_tdp_w"],
+        "facility_power_avg_w": one["facility_power_avg_w"], "usd_per_month": usd_m,
+        "usd_per_million_output_tokens": (price.usd_per_chip_hour * one["billed_chips"]
+                                          / (peak / demand.peak_to_average * units.SECONDS_PER_HOUR)
+                                          * units.MILLION if price.available else np.nan),
+        "price_note": price.label, "note": how, **{k: one[k] for k in KEPT}}
+
+
+def resize(row: dict, system: System, cal: Calibration, replicas: int, demand: Demand,
+           options: PlanOptions = PlanOptions(), price=None) -> dict:
+    """A system's answer at another replica count (the count the simulation verified): chips, instances,
+    UltraServers, power and cost recomputed; the plan and its per-replica figures unchanged."""
+    price = price or cost.price_for(system, cal, options.prices.get(row["system"]))
+    peak = demand.requests_per_s * demand.peak_to_average * demand.output_tokens.mean
+    df = _size(pd.DataFrame([{**row, "ttft_at_max_input_s": row["ttft_s"]}]), system, peak, options.whole_scaleup,
+               replicas=replicas)
+    one = _power_cols(df, system, cal, demand.peak_to_average).iloc[0]
+    cap = pd.Series({"concurrency": row["capacity_concurrency"],
+                     "output_tokens_per_s_per_replica": row["peak_output_tokens_per_replica"]})
+    return {**row, **_answer(one, cap, price, peak, demand, row["note"])}
+
+
 def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = PlanOptions(),
                  cal_overrides: dict | None = None, progress=None) -> pd.DataFrame:
     """Best configuration per system for `demand` (module doc): one row per system, generations side by side."""
@@ -358,25 +258,7 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
         for k in ("replicas", "chips", "instances", "scaleups", "billed_chips"):
             op[k] = sized[k]
         one = _power_cols(pd.DataFrame([op]), system, cal, demand.peak_to_average).iloc[0]
-        usd_m = one["billed_chips"] * price.usd_per_chip_hour * cost.HOURS_PER_MONTH if price.available else np.nan
-        rows.append({
-            **base, "feasible": True, "objective": obj, "mode": one["mode"],
-            "tp": one["tp"], "da": one["da"], "ep": one["ep"], "pp": one["pp"], "concurrency": one["concurrency"],
-            "capacity_concurrency": cap["concurrency"],
-            "compute_dtype": one["compute_dtype"], "expert_weights_dtype": one["expert_weights_dtype"],
-            "ttft_s": one["ttft_at_max_input_s"], "time_per_output_token_s": one["time_per_output_token_s"],
-            "tokens_per_s_per_user": one["tokens_per_s_per_user"],
-            "peak_output_tokens_per_replica": cap["output_tokens_per_s_per_replica"],
-            "replicas": one["replicas"], "chips": one["chips"], "instances": one["instances"],
-            "scaleups": one["scaleups"], "billed_chips": one["billed_chips"],
-            "facility_power_peak_w": one["facility_power_peak_w"],
-            "facility_power_peak_at_low_tdp_w": one["facility_power_peak_at_low_tdp_w"],
-            "facility_power_peak_at_high_tdp_w": one["facility_power_peak_at_high_tdp_w"],
-            "facility_power_avg_w": one["facility_power_avg_w"], "usd_per_month": usd_m,
-            "usd_per_million_output_tokens": (price.usd_per_chip_hour * one["billed_chips"]
-                                              / (peak / demand.peak_to_average * units.SECONDS_PER_HOUR)
-                                              * units.MILLION if price.available else np.nan),
-            "price_note": price.label, "note": how})
+        rows.append({**base, **_answer(one, cap, price, peak, demand, how), "objective": obj})
         if progress:
             progress(i + 1, len(systems))
     return pd.DataFrame(rows)

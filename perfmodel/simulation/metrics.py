@@ -33,8 +33,13 @@ def requests_frame(run) -> pd.DataFrame:
     })
 
 
-def measured(frame: pd.DataFrame, closed: bool, trim: float = TRIM) -> pd.DataFrame:
-    """The requests the statistics use (module doc); a closed loop keeps all but the first wave's warm-up."""
+def measured(frame: pd.DataFrame, closed: bool, trim: float = TRIM, warmup_s: float | None = None) -> pd.DataFrame:
+    """The requests the statistics use (module doc); a closed loop keeps all but the first wave's warm-up. With
+    `warmup_s`, the requests arriving in the first and the last `warmup_s` seconds are left out instead."""
+    if warmup_s is not None:
+        t = frame["arrival_s"]
+        keep = (t >= t.min() + warmup_s) & (t <= t.max() - warmup_s)
+        return frame[keep] if keep.sum() >= 100 else frame
     order = frame["arrival_s"].rank(method="first").to_numpy() - 1
     n = len(frame)
     lo, hi = int(trim * n), n - (0 if closed else int(trim * n))
@@ -42,21 +47,22 @@ def measured(frame: pd.DataFrame, closed: bool, trim: float = TRIM) -> pd.DataFr
     return frame[keep] if keep.sum() >= 10 else frame
 
 
-def summarize(run, sla: tuple[float, float] | None = None, trim: float = TRIM) -> pd.Series:
+def summarize(run, sla: tuple[float, float] | None = None, trim: float = TRIM, warmup_s: float | None = None,
+              percentiles=PERCENTILES) -> pd.Series:
     """Percentiles of TTFT, TPOT and e2e, throughput, goodput under `sla` (ttft_s, tpot_s), queue and cache
-    figures, and the simulation's own speed."""
+    figures, and the simulation's own speed (`measured` decides which requests count)."""
     frame = requests_frame(run)
     if frame["e2e_s"].isna().any():
         n = int(frame["e2e_s"].isna().sum())
         raise RuntimeError(f"simulation ended with {n} requests unfinished (a request larger than the KV pool?)")
-    m = measured(frame, run.sim.traffic.kind == "closed", trim)
+    m = measured(frame, run.sim.traffic.kind == "closed", trim, warmup_s)
     span = float(m["arrival_s"].max() - m["arrival_s"].min()) or float(frame["e2e_s"].max())
     out: dict[str, float] = {"requests": len(frame), "measured_requests": len(m)}
     for col in ("ttft_s", "tpot_s", "e2e_s"):
         v = m[col].dropna().to_numpy()
         out[f"{col[:-2]}_mean_s"] = float(v.mean()) if len(v) else np.nan
-        for p in PERCENTILES:
-            out[f"{col[:-2]}_p{p}_s"] = float(np.percentile(v, p)) if len(v) else np.nan
+        for p in percentiles:
+            out[f"{col[:-2]}_p{p:g}_s"] = float(np.percentile(v, p)) if len(v) else np.nan
     end = float((frame["arrival_s"] + frame["e2e_s"]).max())
     out["request_rate_per_s"] = len(m) / span if span > 0 else np.nan
     out["output_tokens_per_s"] = float(frame["output_tokens"].sum()) / end

@@ -307,6 +307,17 @@ def expressible(m, units: tuple[str, ...] = tuple(TIME_UNITS)) -> str:
     return ""
 
 
+def decode_setup(m):
+    """A row's plain decode step as this family maps it: (system, arch, knobs, calibration, host time per step,
+    the unit's scale, the stack's name, the decode span)."""
+    system = catalog.load_system(system_name(m["hardware"]))
+    stack = stack_of(m, system)
+    span = decode_bucket(m, stack) if stack else int(float(m["input_len"])) + int(float(m["output_len"])) // 2
+    kn = knobs(system, m, Phase.DECODE, int(float(m["batch"])), 1, span, weight_type(str(m["dtype"])), stack)
+    return (system, arch_of(m["model"]), kn, calibration(system, stack), host_latency(stack), TIME_UNITS[m["unit"]],
+            stack.name if stack else "no stack", span)
+
+
 def predict_latency(rows: pd.DataFrame) -> pd.DataFrame:
     """Predicted TTFT / TPOT for measurement rows (one sweep per system x model x phase x weights x stack)."""
     rows = rows.assign(weights=rows["dtype"].map(weight_type),
@@ -374,7 +385,7 @@ def _register() -> None:
         parts = [pd.DataFrame([unexpressed(m, w) for (_, m), w in zip(rows.iterrows(), why) if w])]
         if len(ok):
             df = pd.concat([d for d in (predict_latency(ok[~spec]) if (~spec).any() else None,
-                                        speculative_rows.predict(ok[spec]) if spec.any() else None)
+                                        speculative_rows.predict(ok[spec], decode_setup) if spec.any() else None)
                             if d is not None], ignore_index=True)
             parts.append(pd.DataFrame({
                 "case_id": df["case_id"], "metric": df["metric"], "measured": df["measured"],

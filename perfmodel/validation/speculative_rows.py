@@ -23,7 +23,6 @@ import re
 import numpy as np
 import pandas as pd
 
-from perfmodel import catalog
 from perfmodel.core.scenario import Phase
 from perfmodel.model.evaluate import evaluate_sweep
 from perfmodel.serving.speculative import Speculation, draft_arch
@@ -67,35 +66,27 @@ def expressible(m, base) -> str:
     return base(dict(m, model=target_model(str(m["model"])), metric=str(m["metric"]).split(" (")[0]))
 
 
-def predict(rows: pd.DataFrame) -> pd.DataFrame:
-    """Predicted TPOT of speculative rows (module doc); the columns of inference.predict_latency."""
-    from perfmodel.validation import inference as inf
-
+def predict(rows: pd.DataFrame, decode_setup) -> pd.DataFrame:
+    """Predicted TPOT of speculative rows (module doc); the columns of inference.predict_latency.
+    `decode_setup(row)` is the serving-latency family's mapping of the row's plain decode step: (system,
+    target arch, knobs, calibration, host time per step, time unit scale, stack name, decode span)."""
     out = []
     for _, m in rows.iterrows():
-        system = catalog.load_system(inf.system_name(m["hardware"]))
         spec = speculation(m)
-        target = target_model(str(m["model"]))
-        arch = inf.arch_of(target)
-        stack = inf.stack_of(m, system)
-        batch = int(float(m["batch"]))
-        span = inf.decode_bucket(m, stack) if stack else int(float(m["input_len"])) + int(float(m["output_len"])) // 2
-        kn = inf.knobs(system, m, Phase.DECODE, batch, 1, span, inf.weight_type(str(m["dtype"])), stack)
-        cal = inf.calibration(system, stack)
+        system, arch, kn, cal, host, scale, stack, span = decode_setup(dict(m, model=target_model(str(m["model"]))))
         verify = evaluate_sweep(system, arch, dataclasses.replace(kn, phase=Phase.PREFILL, seq_len=spec.k + 1), cal)
         draft = evaluate_sweep(system, draft_arch(spec.draft, arch), kn, cal)
-        step = float(verify["step_time_s"].iloc[0] + spec.k * draft["step_time_s"].iloc[0]) + inf.host_latency(stack)
-        scale = inf.TIME_UNITS[m["unit"]]
+        step = float(verify["step_time_s"].iloc[0] + spec.k * draft["step_time_s"].iloc[0]) + host
         out.append({
             "case_id": m["case_id"], "system": system.name, "model": m["model"], "metric": m["metric"],
-            "batch": batch, "input_len": m["input_len"], "output_len": m["output_len"], "weights": "bf16",
-            "tp_chips": int(np.asarray(kn.tp)), "measured": float(m["value"]),
+            "batch": int(float(m["batch"])), "input_len": m["input_len"], "output_len": m["output_len"],
+            "weights": "bf16", "tp_chips": int(np.asarray(kn.tp)), "measured": float(m["value"]),
             "predicted": step / spec.tokens_per_step / scale, "unit": m["unit"],
             "note": (f"EAGLE3 speculative decoding as stated: draft {spec.draft}, k={spec.k}, E="
                      f"{spec.tokens_per_step:.2f}; step {step * 1e3:.2f} ms = verify {spec.k + 1} tokens "
                      f"{verify['step_time_s'].iloc[0] * 1e3:.2f} ms + {spec.k} x draft "
-                     f"{draft['step_time_s'].iloc[0] * 1e3:.2f} ms + host {inf.host_latency(stack) * 1e3:.2f} ms "
-                     f"({stack.name if stack else 'no stack'}); decode span {span}")})
+                     f"{draft['step_time_s'].iloc[0] * 1e3:.2f} ms + host {host * 1e3:.2f} ms ({stack}); "
+                     f"decode span {span}")})
     df = pd.DataFrame(out)
     df["error_frac"] = (df["predicted"] - df["measured"]) / df["measured"]
     return df

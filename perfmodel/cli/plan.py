@@ -1,0 +1,112 @@
+"""CLI: `plan` (thin over serving/planner, simulation/verify and serving/training_run).
+
+    perfmodel plan --demand workloads/demands/chat-gpt-oss-120b.toml --systems trn2-ultraserver trn3-ultraserver
+    perfmodel plan --demand workloads/demands/chat-p99-gpt-oss-120b.toml \
+        --systems trn2-ultraserver trn3-ultraserver p5e.48xlarge p6-b200.48xlarge gb200-nvl72
+    perfmodel plan --train --workload llama-3-70b --tokens 15e12 --hardware trn2-ultraserver --days 90
+
+A demand with a percentile (or --percentile P) is verified: each system's answer is simulated at the peak rate
+and replicas are added until the percentile's TTFT and TPOT hold (simulation/verify.py).
+Does not: compute anything itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from perfmodel.cli.common import add_output_options, count, lengths_arg, positive, progress_bar
+from perfmodel.cli.serve import _emit
+
+PLAN_COLS = ("system", "feasible", "mode", "tp", "da", "ep", "pp", "compute_dtype", "expert_weights_dtype",
+             "concurrency", "capacity_concurrency", "ttft_s", "time_per_output_token_s", "replicas", "chips",
+             "instances", "scaleups",
+             "facility_power_peak_w", "facility_power_peak_at_low_tdp_w", "facility_power_peak_at_high_tdp_w",
+             "usd_per_month", "usd_per_million_output_tokens", "price_status", "note")
+TRAIN_COLS = ("system", "chips", "tp", "pp", "dp", "ep", "microbatches", "recompute", "step_time_s", "bubble_frac",
+              "tokens_per_s", "mfu_frac", "days", "facility_power_w", "energy_mwh", "usd_per_run", "note")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("plan", help="capacity plan: demand + SLA -> best config, chips, instances, MW, $/month "
+                                    "per system; or --train: chips and days to train N tokens",
+                       description="Serving: from a demand (requests/s, length distributions, TTFT / TPOT targets, "
+                                   "peak-to-average factor) to the best configuration per system. Training (--train): "
+                                   "chips and days for N tokens.")
+    p.add_argument("--demand", metavar="FILE", help="TOML demand file ([demand] table; see workloads/demands/)")
+    p.add_argument("--systems", nargs="+", metavar="NAME", default=["trn2-ultraserver", "trn3-ultraserver"],
+                   help="systems to compare side by side")
+    p.add_argument("--workload", default="gpt-oss-120b", metavar="NAME")
+    p.add_argument("--rps", type=positive(), metavar="R", help="average requests per second")
+    p.add_argument("--input", type=lengths_arg, default=1024, metavar="N|L:W,..", help="input tokens (or distribution)")
+    p.add_argument("--output", type=lengths_arg, default=1024, metavar="N|L:W,..",
+                   help="output tokens (or distribution)")
+    p.add_argument("--ttft", type=positive(), default=2.0, metavar="S", help="TTFT target, seconds (default 2)")
+    p.add_argument("--tpot", type=positive(), default=0.05, metavar="S",
+                   help="time per output token target (default 0.05)")
+    p.add_argument("--peak-factor", type=positive(1e3), default=1.5, metavar="F",
+                   help="peak-to-average factor (default 1.5)")
+    p.add_argument("--objective", choices=("cost", "power", "chips"), default="cost")
+    p.add_argument("--whole-ultraserver", action="store_true", help="bill whole UltraServers, not instances")
+    p.add_argument("--mode", nargs="+", choices=("aggregated", "chunked", "disaggregated"), default=["aggregated"])
+    p.add_argument("--train", action="store_true", help="training plan instead of serving")
+    p.add_argument("--tokens", type=positive(), metavar="N", help="training tokens (with --train)")
+    p.add_argument("--hardware", metavar="NAME", help="system for --train (default: the first of --systems)")
+    p.add_argument("--chips", type=count(), metavar="N", help="training chip count (with --train)")
+    p.add_argument("--days", type=positive(), metavar="D", help="training deadline in days (with --train)")
+    p.add_argument("--seq", type=count(1, "MAX_SEQ_TOKENS"), default=4096, metavar="N",
+                   help="training sequence length (default 4096)")
+    p.add_argument("--percentile", type=positive(99.9), metavar="P",
+                   help="the targets hold at this percentile of requests (e.g. 99: MLPerf Server's p99), checked by "
+                        "simulating each answer at the peak rate and adding replicas until they hold (default: the "
+                        "demand file's, else the steady state's values)")
+    p.add_argument("--no-verify", action="store_true", help="with a percentile: skip the simulation (analytic only)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_output_options(p)
+    p.set_defaults(func=cmd_plan)
+
+
+def cmd_plan(args) -> int:
+    from perfmodel.serving import planner, training_run
+
+    if args.train:
+        from perfmodel import catalog
+        from perfmodel.catalog import workload_files
+
+        if not args.tokens:
+            raise ValueError("--train needs --tokens N")
+        system = catalog.load_system(args.hardware or args.systems[0])
+        arch = workload_files.load_workload(args.workload)
+        df = training_run.plan_training(system, arch, args.tokens, chips=args.chips, days=args.days, seq_len=args.seq)
+        _emit(df, args, f"Training {arch.name} on {system.display_name}: {args.tokens:.3g} tokens", "plan_train",
+              cols=TRAIN_COLS)
+        return 0
+    if args.demand:
+        demand = planner.Demand.from_toml(args.demand)
+    else:
+        if args.rps is None:
+            raise ValueError("give --demand FILE or --rps R (with --input/--output/--ttft/--tpot)")
+        demand = planner.Demand.from_dict({"workload": args.workload, "requests_per_s": args.rps,
+                                           "input_tokens": args.input, "output_tokens": args.output,
+                                           "ttft_s": args.ttft, "tpot_s": args.tpot,
+                                           "peak_to_average": args.peak_factor})
+    if args.percentile:
+        demand = dataclasses.replace(demand, percentile=float(args.percentile))
+        demand.validate("--percentile: demand field ")
+    opts = planner.PlanOptions(modes=tuple(args.mode), objective=args.objective,
+                               whole_scaleup=args.whole_ultraserver)
+    with progress_bar(f"planning {len(args.systems)} systems", not args.no_progress) as cb:
+        df = planner.plan_serving(demand, args.systems, opts, progress=cb)
+    cols, at = PLAN_COLS, ""
+    if demand.percentile and not args.no_verify:
+        from perfmodel.simulation import verify
+
+        with progress_bar(f"simulating {len(args.systems)} answers at the peak rate", not args.no_progress) as cb:
+            df = verify.verify_plan(df, demand, opts, progress=cb)
+        p = f"p{demand.percentile:g}"
+        cols, at = PLAN_COLS[:-1] + ("verified", "analytic_replicas", f"sim_ttft_{p}_s", f"sim_tpot_{p}_s",
+                                     "verify_note", "note"), f" at {p}, verified by simulation"
+    _emit(df, args, f"Capacity plan: {demand.name} ({demand.workload}, {demand.requests_per_s:g} req/s, "
+                    f"TTFT <= {demand.ttft_s:g} s, TPOT <= {demand.tpot_s * 1e3:g} ms{at})", f"plan_{demand.name}",
+          {"demand": demand.as_dict()}, cols=cols)
+    return 0

@@ -1,0 +1,112 @@
+"""The planner's answer checked request by request: each system's chosen deployment simulated at the demand's
+peak rate, replicas added until the demand's percentile targets hold.
+
+    arrivals  Poisson at lambda = requests/s x peak-to-average (MLPerf Server's arrivals), lengths drawn from
+              the demand's distributions (their values and weights)
+    slice     R replicas behind the least-load router; at most SLICE of them are simulated, at lambda S / R
+              (replicas are exchangeable; a smaller pool pools less, so the slice errs on the safe side);
+              disaggregated: the decode workers sliced so, the prefill workers in proportion
+    runner    each replica runs at most the planner's capacity concurrency (the engine's max_num_seqs)
+    length    W = the steady state's end-to-end latency at the operating point; requests for WINDOWS x W of
+              arrivals (at least MIN_REQUESTS, at most MAX_REQUESTS); those arriving in the first and the last
+              W are left out (warm-up, drain)
+    verdict   the percentile's TTFT <= ttft_s and TPOT <= tpot_s; else R grows by the larger of one replica
+              and the worst excess ratio (capped at 1.5x), up to MAX_ROUNDS; chips, instances, power and cost
+              re-sized to the verified R (planner.resize). An answer still missing its targets after the last
+              round is marked infeasible with the figures: never shown as a valid answer.
+
+Does not: choose plans (serving/planner.py chooses; this module only checks and adds replicas).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from perfmodel import catalog
+from perfmodel.catalog import workload_files
+from perfmodel.catalog.calibration import calibration_for
+from perfmodel.serving import planner
+from perfmodel.serving.options import Mode, ServingOptions
+from perfmodel.simulation import deployment, metrics
+from perfmodel.simulation.traffic import Shapes, Traffic
+
+SLICE = 4
+WINDOWS = 4.0
+MIN_REQUESTS = 3000
+MAX_REQUESTS = 24_000
+MAX_ROUNDS = 4
+DEFAULT_PERCENTILE = 99.0
+
+
+def _plan(row) -> deployment.Grid:
+    return deployment.one_plan(tp=int(row["tp"]), da=int(row["da"]), ep=int(row["ep"]), pp=int(row["pp"]),
+                               compute=row["compute_dtype"], weights=row["weights_dtype"],
+                               expert_weights=row["expert_weights_dtype"], kv_cache=row["kv_dtype"])
+
+
+def _layout(row, replicas: int) -> tuple[deployment.Layout, float]:
+    """The simulated slice of `replicas` and the share of the traffic it takes."""
+    s = min(replicas, SLICE)
+    cap = int(row["capacity_concurrency"])
+    if row["mode"] == Mode.DISAGGREGATED.value:
+        per = float(row["prefill_chips_per_replica"]) / float(row["replica_chips"])  # prefill workers per decode
+        return deployment.Layout(prefill=max(1, math.ceil(s * per)), decode=s, max_running=cap), s / replicas
+    return deployment.Layout(replicas=s, max_running=cap), s / replicas
+
+
+def verify_row(row: dict, demand: planner.Demand, options: planner.PlanOptions = planner.PlanOptions(),
+               cal_overrides: dict | None = None, seed: int = 0) -> dict:
+    """One system's answer verified (module doc): the row re-sized to the verified replicas, with the simulated
+    percentiles, the rounds and the analytic replica count beside it."""
+    pct = demand.percentile or DEFAULT_PERCENTILE
+    system = catalog.load_system(row["system"])
+    cal = calibration_for(system)
+    if cal_overrides:
+        cal = cal.with_overrides({k: v for k, v in cal_overrides.items() if k in cal.params})
+    arch = workload_files.load_workload(demand.workload)
+    shapes = Shapes(input_tokens=tuple(zip(demand.input_tokens.values, demand.input_tokens.weights)),
+                    output_tokens=tuple(zip(demand.output_tokens.values, demand.output_tokens.weights)))
+    rate = demand.requests_per_s * demand.peak_to_average
+    window = float(row["ttft_s"]) + (demand.output_tokens.mean - 1) * float(row["time_per_output_token_s"])
+    replicas, rounds = int(row["replicas"]), []
+    for _ in range(MAX_ROUNDS):
+        layout, share = _layout(row, replicas)
+        lam = rate * share
+        n = int(min(MAX_REQUESTS, max(MIN_REQUESTS, lam * WINDOWS * window)))
+        run = deployment.simulate(system, arch, _plan(row), Traffic("poisson", rate=lam), shapes, n,
+                                  ServingOptions(mode=Mode(row["mode"])), layout, seed=seed, cal=cal)
+        sm = metrics.summarize(run, (demand.ttft_s, demand.tpot_s), warmup_s=window, percentiles=(pct,))
+        t, p = sm[f"ttft_p{pct:g}_s"], sm[f"tpot_p{pct:g}_s"]
+        rounds.append((replicas, t, p, n))
+        excess = max(t / demand.ttft_s, p / demand.tpot_s)
+        if excess <= 1.0:
+            break
+        replicas = max(replicas + 1, math.ceil(replicas * min(1.5, excess)))
+    r, t, p, n = rounds[-1]
+    met = t <= demand.ttft_s and p <= demand.tpot_s
+    out = planner.resize(row, system, cal, r, demand, options) if r != int(row["replicas"]) else dict(row)
+    trail = "; ".join(f"{a} replicas: p{pct:g} TTFT {b * 1e3:,.0f} ms, TPOT {c * 1e3:,.1f} ms" for a, b, c, _ in rounds)
+    out.update({"verified": met, "analytic_replicas": int(row["replicas"]), f"sim_ttft_p{pct:g}_s": t,
+                f"sim_tpot_p{pct:g}_s": p, "verify_rounds": len(rounds), "sim_requests": n,
+                "verify_note": f"simulated at {rate:,.1f} requests/s (peak), Poisson: {trail}"})
+    if not met:
+        out.update({"feasible": False, "note": f"the simulation misses the p{pct:g} targets at {r} replicas after "
+                                                f"{len(rounds)} rounds ({trail})"})
+    return out
+
+
+def verify_plan(df: pd.DataFrame, demand: planner.Demand, options: planner.PlanOptions = planner.PlanOptions(),
+                cal_overrides: dict | None = None, progress=None) -> pd.DataFrame:
+    """Every feasible answer of planner.plan_serving verified (one simulation per system and round)."""
+    rows = []
+    for i, (_, row) in enumerate(df.iterrows()):
+        r = row.to_dict()
+        rows.append(verify_row(r, demand, options, cal_overrides) if r.get("feasible") else r)
+        if progress:
+            progress(i + 1, len(df))
+    out = pd.DataFrame(rows)
+    if "verified" in out:
+        out["verified"] = out["verified"].astype("boolean")
+    return out
