@@ -191,3 +191,20 @@ def test_a_percentile_outside_the_allowed_range_is_one_line():
     with pytest.raises(ValueError, match=r"percentile: 0 .* \[50, 99.9\]"):
         planner.Demand.from_dict({"workload": "llama-3.1-8b", "requests_per_s": 1, "input_tokens": 10,
                                   "output_tokens": 10, "ttft_s": 1, "tpot_s": 0.1, "percentile": 120})
+
+
+def test_prefix_caching_in_the_steady_state_matches_the_simulation(h100):
+    """Every prompt opens with one cached 1,536-token prefix: the steady state with prefix_tokens = 1536 prefills
+    512 tokens at prior context 1536, holds KV for the rest only, and agrees with the simulation at low load."""
+    s, a, plan = h100
+    mix = Mix(2048, 128)
+    plain = serve_one(s, a, concurrency=8, mix=mix)
+    cached = serve_one(s, a, concurrency=8, mix=mix, options=ServingOptions(prefix_tokens=1536))
+    assert cached["ttft_s"] < 0.5 * plain["ttft_s"]
+    assert cached["max_concurrency_kv"] > 1.5 * plain["max_concurrency_kv"]
+    shapes = traffic.Shapes(input_tokens=((2048, 1.0),), output_tokens=((128, 1.0),), prefix_share=1.0,
+                            prefix_tokens=1536, prefixes=1)
+    sm = metrics.summarize(_run(h100, traffic.Traffic("poisson", rate=4.0), n=800, shapes=shapes))
+    assert sm["ttft_p50_s"] == pytest.approx(cached["ttft_s"], rel=0.10)
+    with pytest.raises(ValueError, match="prefix_tokens"):
+        serve_one(s, a, concurrency=8, mix=mix, options=ServingOptions(prefix_tokens=2048))

@@ -87,6 +87,9 @@ def _plan_args(p: argparse.ArgumentParser, many: bool) -> None:
                    nargs="+" if many else None, help="serving mode(s)")
     g.add_argument("--chunk", type=count(1, "MAX_SEQ_TOKENS"), default=512, metavar="N",
                    help="prefill chunk tokens (chunked mode)")
+    g.add_argument("--prefix-cached", type=count(0, "MAX_SEQ_TOKENS"), default=0, metavar="N",
+                   help="mean prompt tokens served from the prefix cache (hit rate x shared prefix length): "
+                        "prefilled once, their KV blocks shared")
     g.add_argument("--engine", default="", metavar="NAME",
                    help="serving engine around the GPU: vllm, trtllm or sglang (hardware_specs/serving/engines.toml: "
                         "host time per step, steps to the first token, KV allotment, running cap); on Neuron, a "
@@ -203,7 +206,8 @@ def cmd_serve(args) -> int:
                    expert_weights=ew)
     price = cost.price_for(system, cal, args.price)
     df = search.frontier_sweep(system, arch, Mix(args.input, args.output), [args.mode], grid=grid, cal=cal,
-                               price=price, tdp_w=args.tdp, chunk_tokens=args.chunk, engine=args.engine)
+                               price=price, tdp_w=args.tdp, chunk_tokens=args.chunk, engine=args.engine,
+                               prefix_tokens=args.prefix_cached)
     title = f"{system.display_name}: {arch.name} serving ({args.mode}, {args.input}/{args.output} tokens)"
     misfit = ""
     if not df["kv_fits"].all():
@@ -270,7 +274,8 @@ def cmd_pareto(args) -> int:
         with progress_bar(f"{name}: {len(grid) * len(modes):,} configurations", not args.no_progress) as cb:
             frames.append(search.frontier_sweep(system, arch, Mix(args.input, args.output), modes, grid=grid,
                                                 cal=cal, price=price, tdp_w=args.tdp, max_ttft_s=args.max_ttft,
-                                                chunk_tokens=args.chunk, progress=cb, engine=args.engine))
+                                                chunk_tokens=args.chunk, progress=cb, engine=args.engine,
+                                                prefix_tokens=args.prefix_cached))
     df = pd.concat(frames, ignore_index=True)
     ycol = {"concurrency": "concurrency_per_scaleup"}.get(args.y, search.Y_COLS.get(args.y))
     for name, grp in df.groupby("system"):
@@ -310,7 +315,8 @@ def cmd_sensitivity(args) -> int:
             s, c = inputs["system"]
             df = search.frontier_sweep(s, arch, mix, [args.mode], grid=grid, cal=c,
                                        price=cost.price_for(s, c, args.price), tdp_w=args.tdp,
-                                       chunk_tokens=args.chunk, engine=args.engine)
+                                       chunk_tokens=args.chunk, engine=args.engine,
+                                       prefix_tokens=args.prefix_cached)
             if args.metric not in df:
                 raise ValueError(f"unknown metric {args.metric!r}; choose a numeric column such as "
                                  "tokens_per_s_per_user, output_tokens_per_s_per_chip, output_tokens_per_s_per_mw")

@@ -63,10 +63,13 @@ class ServingOptions:
     kv_reserve: str = "peak"
     engine: str = ""
     speculative: object = None  # serving/speculative.Speculation: a draft proposes k tokens per step
+    prefix_tokens: int = 0  # mean prompt tokens served from the prefix cache (hit rate x shared prefix length)
 
     def validate(self) -> None:
         if self.speculative is not None:
             self.speculative.validate()
+        if not isinstance(self.prefix_tokens, (int, np.integer)) or self.prefix_tokens < 0:
+            raise ValueError(f"serving option prefix_tokens: a whole number of tokens >= 0, got {self.prefix_tokens!r}")
         Mode(self.mode)
         if self.engine and self.engine not in neuron_stacks.stacks(role="serving"):
             gpu, neuron = list(serving_engines.engines()), list(neuron_stacks.stacks(role="serving"))

@@ -44,8 +44,15 @@ refused (the rest would queue: closed_loop.py prices that queue for a benchmark'
 Engine activity (busy time / wall time per engine, averaged over decode and prefill work and
 over the chips of both pools) is returned for the power model.
 
-Not modelled: queueing delay (TTFT is at zero queue; planner.py adds the peak factor),
-speculative decoding, prefix caching, the weight reads a prefill chunk could share with the
+Speculative decoding (ServingOptions.speculative, speculative.py): the decode step is the target's verify
+step over k + 1 tokens plus k draft steps, and TPOT = step / E (E tokens emitted per step).
+Prefix caching (ServingOptions.prefix_tokens = h, the mean prompt tokens served from the cache: hit rate x
+shared prefix length): prefill computes I - h tokens at prior context h; each sequence holds KV for its own
+I + O - h tokens (the prefix's blocks are shared; its one copy per replica is not counted); a disaggregated
+hand-off moves I - h tokens (the decode worker caches the prefix too); decode still reads the whole context.
+
+Not modelled: queueing delay (TTFT is at zero queue; simulation/ runs the queue, planner.py adds the peak
+factor and verifies a percentile demand by simulation), the weight reads a prefill chunk could share with the
 decode batch it rides with (chunked prefill is priced as a separate step: conservative).
 
 Does not: price power or money (power.py, cost.py) or choose plans (search.py).
@@ -238,13 +245,17 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
     # ---- prefill: one sweep over the distinct plans
     first, inv = grid.plan_index()
     g1 = grid.take(first)
+    h = float(options.prefix_tokens)  # a cached shared prefix: prefilled once, read by every request
+    if h >= I:
+        raise ValueError(f"serving option prefix_tokens: {options.prefix_tokens} must be below the input length "
+                         f"({mix.input_tokens}): the request's own tokens are prefilled")
     if mode == Mode.CHUNKED:
-        k = float(min(options.chunk_tokens, mix.input_tokens))
-        n_chunks = float(np.ceil(I / k))
-        pre = sweep(system, arch, knobs(g1, Phase.PREFILL, g1.da, k, (n_chunks - 1) * k / 2), cal)
+        k = float(min(options.chunk_tokens, I - h))
+        n_chunks = float(np.ceil((I - h) / k))
+        pre = sweep(system, arch, knobs(g1, Phase.PREFILL, g1.da, k, h + (n_chunks - 1) * k / 2), cal)
     else:
-        k, n_chunks = I, 1.0
-        pre = sweep(system, arch, knobs(g1, Phase.PREFILL, g1.da, I, 0), cal)
+        k, n_chunks = I - h, 1.0
+        pre = sweep(system, arch, knobs(g1, Phase.PREFILL, g1.da, I - h, h), cal)
     t_f = (pre["step_time_s"].to_numpy() + p2p_s(system, cal, g1, k, arch.hidden_size))[inv]
     busy_f = {e: v[inv] for e, v in _busy(pre).items()}
     occ_f = n_chunks * t_f / da  # prefill stage-time per request
@@ -256,7 +267,7 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
     if mode == Mode.DISAGGREGATED:
         tpot = step / E
         codes, kv_types = bd.dtype_codes(grid.kv_cache)  # each distinct KV type priced once
-        kv_req = np.asarray([float(kv_bytes_per_sequence(arch, I, _dt(d))) for d in kv_types])[codes]
+        kv_req = np.asarray([float(kv_bytes_per_sequence(arch, I - h, _dt(d))) for d in kv_types])[codes]
         ttft = lat_f + kv_req / (chips * handoff_bytes_per_s_per_chip(system))
         rate = C / (O * tpot)  # requests/s per decode replica
         prefill_share = rate * occ_f  # prefill replicas per decode replica
@@ -272,7 +283,7 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
         stall = step + t_f
         act = {e: (p * busy_d[e] / E + (C / O) * n_chunks * busy_f[e] / da) / tpot for e in ACTIVITY_ENGINES}
     act = {e: np.clip(v, 0.0, 1.0) for e, v in act.items()}
-    ctx = I + O if options.kv_reserve == "peak" else I + O / 2
+    ctx = (I + O if options.kv_reserve == "peak" else I + O / 2) - h  # the prefix's blocks are shared
     fits, used, cmax = kv_fit(system, arch, grid, ctx, cal, prof["kv_memory_fraction"] if prof else None)
     valid, reasons = feasibility.check_rules(system, arch, grid.knobs(Phase.DECODE, C, 1, np.maximum(ctx - 1, 0)))
     if mode == Mode.CHUNKED:
