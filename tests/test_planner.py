@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from perfmodel import catalog
@@ -93,3 +94,20 @@ def test_training_plan_arithmetic():
     assert 0 < r["mfu_frac"] < 1
     with pytest.raises(ValueError, match="exactly one"):
         training_run.plan_training(s, a, 1e12)
+
+
+def test_replicas_may_span_whole_scale_up_domains():
+    """Beyond the domain a replica takes whole domains (its collectives over the scale-out tier); sizing counts
+    the domains each one spans, and an xPyD answer has whole prefill workers."""
+    from perfmodel.serving import search
+
+    p5e = catalog.load_system("p5e.48xlarge")
+    ds = workload_files.load_workload("deepseek-v3")
+    g = search.plan_grid(p5e, ds, dtypes=["fp8"], concurrency=[256], max_chips=32)
+    chips = set((g.tp * g.da * g.pp).astype(int))
+    assert {16, 32} <= chips and not chips & {12, 24} and max(chips) == 32
+    df = pd.DataFrame({"output_tokens_per_s_per_replica": [1000.0, 1000.0], "replica_chips": [16.0, 4.0],
+                       "prefill_chips_per_replica": [0.0, 2.6], "replicas_per_scaleup": [0.5, 1.0]})
+    out = planner._size(df, p5e, 3000.0, whole_scaleup=False)
+    assert list(out["replicas"]) == [3, 3] and list(out["prefill_workers"]) == [0, 2]  # ceil(3 x 2.6 / 4)
+    assert list(out["chips"]) == [48, 20] and list(out["scaleups"]) == [6, 3]  # 2 domains each; 2 workers a node

@@ -19,7 +19,8 @@ from perfmodel.cli.common import add_output_options, count, lengths_arg, positiv
 from perfmodel.cli.serve import _emit
 
 PLAN_COLS = ("system", "feasible", "mode", "tp", "da", "ep", "pp", "compute_dtype", "expert_weights_dtype",
-             "concurrency", "capacity_concurrency", "ttft_s", "time_per_output_token_s", "replicas", "chips",
+             "concurrency", "capacity_concurrency", "ttft_s", "time_per_output_token_s", "replicas", "prefill_workers",
+             "chips",
              "instances", "scaleups",
              "facility_power_peak_w", "facility_power_peak_at_low_tdp_w", "facility_power_peak_at_high_tdp_w",
              "usd_per_month", "usd_per_million_output_tokens", "price_status", "note")
@@ -56,6 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--days", type=positive(), metavar="D", help="training deadline in days (with --train)")
     p.add_argument("--seq", type=count(1, "MAX_SEQ_TOKENS"), default=4096, metavar="N",
                    help="training sequence length (default 4096)")
+    p.add_argument("--max-replica-chips", type=count(1, "MAX_CHIPS"), default=0, metavar="N",
+                   help="largest replica: replicas up to N chips, spanning whole scale-up domains over the scale-out "
+                        "network (default: the larger of the domain and 64)")
     p.add_argument("--percentile", type=positive(99.9), metavar="P",
                    help="the targets hold at this percentile of requests (e.g. 99: MLPerf Server's p99), checked by "
                         "simulating each answer at the peak rate and adding replicas until they hold (default: the "
@@ -94,7 +98,7 @@ def cmd_plan(args) -> int:
         demand = dataclasses.replace(demand, percentile=float(args.percentile))
         demand.validate("--percentile: demand field ")
     opts = planner.PlanOptions(modes=tuple(args.mode), objective=args.objective,
-                               whole_scaleup=args.whole_ultraserver)
+                               whole_scaleup=args.whole_ultraserver, max_replica_chips=args.max_replica_chips)
     with progress_bar(f"planning {len(args.systems)} systems", not args.no_progress) as cb:
         df = planner.plan_serving(demand, args.systems, opts, progress=cb)
     cols, at = PLAN_COLS, ""

@@ -46,18 +46,28 @@ class PlanOptions:
     whole_scaleup: bool = False  # bill whole UltraServers (scale-up domains) instead of instances
     prices: dict = field(default_factory=dict)  # system -> USD per node-hour override
     grid_kw: dict = field(default_factory=dict)  # passed to search.plan_grid (dtypes, tp, concurrency ...)
+    max_replica_chips: int = 0  # a replica's largest size; 0: the larger of the scale-up domain and SPAN_CHIPS
+
+
+SPAN_CHIPS = 64  # replicas may span scale-up domains up to this many chips (large-EP MoE serving across nodes)
 
 
 def _size(df: pd.DataFrame, system: System, peak_tokens_per_s: float, whole_scaleup: bool,
           replicas=None) -> pd.DataFrame:
     rep = np.ceil(peak_tokens_per_s / df["output_tokens_per_s_per_replica"].to_numpy()) if replicas is None else \
         np.full(len(df), float(replicas))
-    per_dom = df["replicas_per_scaleup"].to_numpy()
-    chips_eff = df["replica_chips"].to_numpy() + df["prefill_chips_per_replica"].to_numpy()
-    scaleups = np.ceil(rep / np.maximum(per_dom, 1))
-    chips = np.ceil(rep * chips_eff)
+    chips_rep = df["replica_chips"].to_numpy()
+    # disaggregated (xPyD): y = rep decode workers and x = ceil(y s) prefill workers of the same plan, s the
+    # prefill share per decode replica; aggregated: x = 0
+    prefill = np.maximum(0.0, np.ceil(rep * df["prefill_chips_per_replica"].to_numpy() / chips_rep - 1e-9))
+    workers = rep + prefill
+    chips = workers * chips_rep
+    dom = float(system.scaleup_chips)
+    # whole workers inside a domain, or a worker spanning whole domains (search.plan_grid's rule)
+    scaleups = np.where(chips_rep <= dom, np.ceil(workers / np.floor(dom / np.minimum(chips_rep, dom))),
+                        workers * np.ceil(chips_rep / dom))
     inst = scaleups * system.scaleup_nodes if whole_scaleup else np.ceil(chips / system.node.chips)
-    return df.assign(replicas=rep, chips=chips, instances=inst, scaleups=scaleups,
+    return df.assign(replicas=rep, prefill_workers=prefill, chips=chips, instances=inst, scaleups=scaleups,
                      billed_chips=inst * system.node.chips)
 
 
@@ -175,7 +185,8 @@ def _answer(one: pd.Series, cap: pd.Series, price, peak: float, demand: Demand, 
         "ttft_s": one["ttft_at_max_input_s"], "time_per_output_token_s": one["time_per_output_token_s"],
         "tokens_per_s_per_user": one["tokens_per_s_per_user"],
         "peak_output_tokens_per_replica": cap["output_tokens_per_s_per_replica"],
-        "replicas": one["replicas"], "chips": one["chips"], "instances": one["instances"],
+        "replicas": one["replicas"], "prefill_workers": one["prefill_workers"], "chips": one["chips"],
+        "instances": one["instances"],
         "scaleups": one["scaleups"], "billed_chips": one["billed_chips"],
         "facility_power_peak_w": one["facility_power_peak_w"],
         "facility_power_peak_at_low_tdp_w": one["facility_power_peak_at_low_tdp_w"],
@@ -217,7 +228,8 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
         if cal_overrides:
             cal = cal.with_overrides({k: v for k, v in cal_overrides.items() if k in cal.params})
         price = cost.price_for(system, cal, options.prices.get(name))
-        df = search.frontier_sweep(system, arch, mix, modes, cal=cal, price=price, **options.grid_kw)
+        kw = {"max_chips": options.max_replica_chips or max(system.scaleup_chips, SPAN_CHIPS), **options.grid_kw}
+        df = search.frontier_sweep(system, arch, mix, modes, cal=cal, price=price, **kw)
         ok = df["kv_fits"] & df["valid"] & (df["time_per_output_token_s"] <= demand.tpot_s)
         df = df[ok]
         if len(df) and mix_max != mix:
@@ -255,7 +267,7 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
                                cal, peak)
         sized = _size(pd.DataFrame([cap]), system, peak, options.whole_scaleup).iloc[0]
         op = op.copy()
-        for k in ("replicas", "chips", "instances", "scaleups", "billed_chips"):
+        for k in ("replicas", "prefill_workers", "chips", "instances", "scaleups", "billed_chips"):
             op[k] = sized[k]
         one = _power_cols(pd.DataFrame([op]), system, cal, demand.peak_to_average).iloc[0]
         rows.append({**base, **_answer(one, cap, price, peak, demand, how), "objective": obj})

@@ -8,7 +8,8 @@
     pareto_mask    points not dominated in (x, y), both maximised: sort by x descending, keep a
                    point if its y beats the running maximum of every point with larger x (O(N log N))
 
-Plans: t in powers of two up to the attention heads and the domain; d_a (attention data parallel)
+Plans: t in powers of two up to the attention heads and the domain (or `max_chips`: a replica spanning
+whole scale-up domains, its collectives placed over the scale-out tier by comm/topology); d_a (attention data parallel)
 in powers of two and divisors of the domain; p in {1, 2, 4}; e (expert parallel, MoE only) in
 powers of two dividing t x d_a and E. Concurrency C per replica on a geometric grid, rounded up
 to a multiple of d_a x p. Data-type recipes: for each compute type d in {bf16, fp8, mxfp8, mxfp4}
@@ -79,8 +80,11 @@ def _divisors(n: int) -> list[int]:
 def plan_grid(system: System, arch: ModelArch, dtypes: Iterable | None = None, concurrency: Iterable | None = None,
               tp: Iterable | None = None, da: Iterable | None = None, pp: Iterable | None = None,
               max_chips: int | None = None) -> Grid:
-    """Every valid serving configuration in the scale-up domain (module doc), as one Grid."""
+    """Every valid serving configuration in the scale-up domain (module doc), as one Grid; with `max_chips`
+    above the domain, replicas that span whole scale-up domains over the scale-out network too (expert
+    parallelism and attention-DP over EFA / InfiniBand, pipeline stages across nodes)."""
     dom = int(max_chips or system.scaleup_chips)
+    domain = int(system.scaleup_chips)
     pow2 = [2 ** j for j in range(0, int(np.log2(dom)) + 1)]
     tp_v = np.asarray(list(tp) if tp is not None else [t for t in pow2 if t <= arch.num_attention_heads], float)
     da_v = np.asarray(list(da) if da is not None else sorted(set(pow2) | set(_divisors(dom))), float)
@@ -91,7 +95,7 @@ def plan_grid(system: System, arch: ModelArch, dtypes: Iterable | None = None, c
     T, A, P, Ep, Cc, R = np.meshgrid(tp_v, da_v, pp_v, ep_v, c_v, np.arange(len(rec)), indexing="ij")
     T, A, P, Ep, Cc, R = (x.ravel() for x in (T, A, P, Ep, Cc, R))
     n = T * A
-    ok = (n * P <= dom) & (n % Ep == 0)
+    ok = (n * P <= dom) & (n % Ep == 0) & ((n * P <= domain) | (np.mod(n * P, domain) == 0))  # whole domains
     if arch.is_moe:
         ok &= (arch.num_experts % Ep == 0)
     T, A, P, Ep, Cc, R = (x[ok] for x in (T, A, P, Ep, Cc, R))

@@ -5,7 +5,7 @@ peak rate, replicas added until the demand's percentile targets hold.
               the demand's distributions (their values and weights)
     slice     R replicas behind the least-load router; at most SLICE of them are simulated, at lambda S / R
               (replicas are exchangeable; a smaller pool pools less, so the slice errs on the safe side);
-              disaggregated: the decode workers sliced so, the prefill workers in proportion
+              disaggregated (xPyD): the decode workers sliced so, the planner's prefill workers in proportion
     runner    each replica runs at most the planner's capacity concurrency (the engine's max_num_seqs)
     length    W = the steady state's end-to-end latency at the operating point; requests for WINDOWS x W of
               arrivals (at least MIN_REQUESTS, at most MAX_REQUESTS); those arriving in the first and the last
@@ -50,8 +50,8 @@ def _layout(row, replicas: int) -> tuple[deployment.Layout, float]:
     """The simulated slice of `replicas` and the share of the traffic it takes."""
     s = min(replicas, SLICE)
     cap = int(row["capacity_concurrency"])
-    if row["mode"] == Mode.DISAGGREGATED.value:
-        per = float(row["prefill_chips_per_replica"]) / float(row["replica_chips"])  # prefill workers per decode
+    if row["mode"] == Mode.DISAGGREGATED.value:  # xPyD: the planner's prefill workers, in proportion
+        per = float(row["prefill_workers"]) / float(row["replicas"])
         return deployment.Layout(prefill=max(1, math.ceil(s * per)), decode=s, max_running=cap), s / replicas
     return deployment.Layout(replicas=s, max_running=cap), s / replicas
 
