@@ -12,7 +12,7 @@ from perfmodel.core.dtypes import DType, bytes_per_element
 from perfmodel.core.scenario import Phase
 from perfmodel.model import bindings as bd
 from perfmodel.model import evaluate
-from perfmodel.serving import steady_state, steps
+from perfmodel.serving import steps
 from perfmodel.serving.steady_state import Grid, Mix, Mode, ServingOptions, serve
 
 MIX = Mix(1024, 512)
@@ -166,3 +166,22 @@ def test_throughput_dev_check_is_registered_and_complete():
     assert len(df) >= 50 and set(df["system"]) == {"trn1.32xlarge", "inf2.48xlarge"}
     assert (df["predicted"] > 0).all() and df["error_frac"].notna().all()
     assert (df["metric"] == "output token throughput (whole instance)").all()
+
+
+def test_a_million_token_request_has_a_context_parallel_plan():
+    """1M prompt tokens on Llama-3.1-70B (positions extended by a what-if, as YaRN does): context parallelism
+    splits the prefill (time ~1/cp plus the KV all-gather) and every rank's KV shard (memory 1/cp); decode
+    attends over a shard and merges the partial outputs (a collective per layer)."""
+    import dataclasses
+
+    trn3 = catalog.load_system("trn3-ultraserver")
+    a = dataclasses.replace(workload_files.load_workload("llama-3.1-70b"), max_position_embeddings=1_048_576)
+    df = serve(trn3, a, Grid.of(tp=8, cp=[1, 4, 16], concurrency=1, compute="fp8"), Mix(1_000_000, 1024))
+    assert df["valid"].all() and df["kv_fits"].all()
+    assert list(df["replica_chips"]) == [8, 32, 128]
+    ttft, used = df["ttft_s"].to_numpy(), df["hbm_used_bytes"].to_numpy()
+    assert ttft[0] > 60 and ttft[2] < ttft[0] / 12 and ttft[1] < ttft[0] / 3.5  # comm keeps it above 1/cp
+    assert used[2] < used[1] < used[0]
+    assert df["decode_step_s"].iloc[2] < df["decode_step_s"].iloc[0]  # 1/16 of the KV read per rank
+    odd = serve(trn3, a, Grid.of(tp=8, cp=16, concurrency=1, compute="fp8"), Mix(1_000_001, 1024))
+    assert odd["valid"].all() and odd["ttft_s"].iloc[0] > ttft[2]  # padded to whole shards (1,000,016 tokens)

@@ -81,6 +81,9 @@ def _plan_args(p: argparse.ArgumentParser, many: bool) -> None:
                    help="expert parallel (divides tp x da)")
     g.add_argument("--pp", type=count(), default=1 if not many else None, nargs=nargs, metavar="N",
                    help="pipeline stages")
+    g.add_argument("--cp", type=count(), default=1 if not many else None, nargs=nargs, metavar="N",
+                   help="context parallel: a long prompt's prefill and every sequence's KV cache split over N groups "
+                        "of the plan's chips")
     g.add_argument("--concurrency", type=count(1, "MAX_BATCH"), nargs="+",
                    default=None if many else [1, 16, 64, 256], metavar="N", help="sequences in flight per replica")
     g.add_argument("--mode", choices=("aggregated", "chunked", "disaggregated"), default="aggregated",
@@ -202,7 +205,8 @@ def cmd_serve(args) -> int:
 
     system, arch, cal = _load(args.hardware, args.workload, _overrides(args), args.variant)
     ew = args.expert_dtype or (arch.expert_weight_dtype.value if arch.expert_weight_dtype else None)
-    grid = Grid.of(tp=args.tp, da=args.da, ep=args.ep, pp=args.pp, concurrency=args.concurrency, compute=args.dtype,
+    grid = Grid.of(tp=args.tp, da=args.da, ep=args.ep, pp=args.pp, cp=args.cp, concurrency=args.concurrency,
+                   compute=args.dtype,
                    expert_weights=ew)
     price = cost.price_for(system, cal, args.price)
     df = search.frontier_sweep(system, arch, Mix(args.input, args.output), [args.mode], grid=grid, cal=cal,
@@ -260,7 +264,7 @@ def cmd_pareto(args) -> int:
     from perfmodel.serving.steady_state import Mix
 
     frames = []
-    grid_kw = {k: v for k, v in dict(tp=args.tp, da=args.da, pp=args.pp, concurrency=args.concurrency,
+    grid_kw = {k: v for k, v in dict(tp=args.tp, da=args.da, pp=args.pp, cp=args.cp, concurrency=args.concurrency,
                                      dtypes=args.dtypes).items() if v}
     modes = args.mode if isinstance(args.mode, list) else [args.mode]
     for name in args.hardware:
@@ -307,7 +311,7 @@ def cmd_sensitivity(args) -> int:
     else:
         system, arch, cal = _load(args.hardware, args.workload, _overrides(args), args.variant)
         ew = args.expert_dtype or (arch.expert_weight_dtype.value if arch.expert_weight_dtype else None)
-        grid = Grid.of(tp=args.tp, da=args.da, ep=args.ep, pp=args.pp, concurrency=args.concurrency[0],
+        grid = Grid.of(tp=args.tp, da=args.da, ep=args.ep, pp=args.pp, cp=args.cp, concurrency=args.concurrency[0],
                        compute=args.dtype, expert_weights=ew)
         mix = Mix(args.input, args.output)
 

@@ -130,7 +130,8 @@ def cmd_simulate(args) -> int:
 
     system, arch, cal = _load(args.hardware, args.workload, _overrides(args), args.variant)
     ew = args.expert_dtype or (arch.expert_weight_dtype.value if arch.expert_weight_dtype else None)
-    plan = deployment.one_plan(tp=args.tp, da=args.da, ep=args.ep, pp=args.pp, compute=args.dtype, expert_weights=ew)
+    plan = deployment.one_plan(tp=args.tp, da=args.da, ep=args.ep, pp=args.pp, cp=args.cp, compute=args.dtype,
+                               expert_weights=ew)
     if args.prefix_cached:
         raise ValueError("--prefix-cached is the steady state's; a simulation draws its prefixes: --prefix-share F "
                          "--prefix-tokens N --prefixes G")

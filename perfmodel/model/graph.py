@@ -303,6 +303,8 @@ def _attention_score_recompute(op: Op) -> Op:
 def build_graph(key: GraphKey, phase: Phase, recompute: Recompute = Recompute.NONE) -> tuple[Op, ...]:
     """Symbolic operator graph of one device for `phase`; cached per structure."""
     fwd = _forward(key, phase)
+    if phase == Phase.PREFILL:
+        return tuple(fwd + _prefill_cp_comm(key))
     if phase != Phase.TRAIN:
         return tuple(fwd)
     step = [dataclasses.replace(o, count=o.count * nmb) for o in fwd]
@@ -319,6 +321,19 @@ def build_graph(key: GraphKey, phase: Phase, recompute: Recompute = Recompute.NO
                   fm.adam_step(n_params / zs, bo_r, bo_w), formula="adam_step"))
     ops += _training_plan_comm(key, n_params)
     return tuple(ops)
+
+
+def _prefill_cp_comm(key: GraphKey) -> list[Op]:
+    """Context-parallel prefill (a long prompt split over cp ranks, each computing its T / cp queries, load
+    balanced): every rank needs the keys and values of the whole prompt (and of the prior context C0), so each
+    attention layer all-gathers them over the cp group (ring attention exchanges the same bytes in cp - 1
+    steps). Bytes per rank: 2 (B / d_a) (C0 + T) KV_dev d_h b_kv. Priced as a collective after the layer's
+    compute (not overlapped: conservative); MLA layers exchange their compressed cache, counted here as full
+    heads (an overestimate). Zero without context parallelism (i_cp = 0)."""
+    attn_layers = (Lfa if key.full else 0) + (Lsw if key.sliding else 0)
+    kv = 2 * (B / da) * fm.kv_length(T, C0) * KV_dev * dh * bkv
+    return [Op("cp.kv_all_gather", "plan", OpKind.COLLECTIVE, Pass.FORWARD, attn_layers * i_cp, Work(),
+               Comm(Collective.ALL_GATHER, kv, "cp"), formula="collective")]
 
 
 def _training_plan_comm(key: GraphKey, n_params: sp.Expr) -> list[Op]:

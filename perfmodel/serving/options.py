@@ -96,9 +96,9 @@ class Setup:
     host: float
     flash: bool
 
-    def knobs(self, g, phase: Phase, batch, seq_len, context) -> bd.Knobs:
+    def knobs(self, g, phase: Phase, batch, seq_len, context, cp=None) -> bd.Knobs:
         """The grid's (steady_state.Grid) knobs with the stack's attention kernels."""
-        kn = g.knobs(phase, batch, seq_len, context)
+        kn = g.knobs(phase, batch, seq_len, context, cp)
         return kn if self.flash else dataclasses.replace(kn, flash_attention=False)
 
 

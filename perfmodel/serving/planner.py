@@ -50,6 +50,7 @@ class PlanOptions:
 
 
 SPAN_CHIPS = 64  # replicas may span scale-up domains up to this many chips (large-EP MoE serving across nodes)
+LONG_CONTEXT_TOKENS = 65_536  # from this request length the planner also tries context-parallel plans
 
 
 def _size(df: pd.DataFrame, system: System, peak_tokens_per_s: float, whole_scaleup: bool,
@@ -107,7 +108,7 @@ def _refine(system: System, arch: ModelArch, row: pd.Series, demand: Demand, mix
         return np.maximum(step, np.floor(np.asarray(c, dtype=float) / step) * step).astype(np.int64)
 
     def evaluate(cs: np.ndarray, with_ttft: bool = True) -> pd.DataFrame:
-        g = Grid.of(tp=row["tp"], da=row["da"], ep=row["ep"], pp=row["pp"], concurrency=cs,
+        g = Grid.of(tp=row["tp"], da=row["da"], ep=row["ep"], pp=row["pp"], cp=row["cp"], concurrency=cs,
                     compute=row["compute_dtype"], weights=row["weights_dtype"],
                     expert_weights=row["expert_weights_dtype"], kv_cache=row["kv_dtype"])
         f = serve(system, arch, g, mix, opts, cal)
@@ -179,7 +180,8 @@ def _answer(one: pd.Series, cap: pd.Series, price, peak: float, demand: Demand, 
     usd_m = one["billed_chips"] * price.usd_per_chip_hour * cost.HOURS_PER_MONTH if price.available else np.nan
     return {
         "feasible": True, "mode": one["mode"],
-        "tp": one["tp"], "da": one["da"], "ep": one["ep"], "pp": one["pp"], "concurrency": one["concurrency"],
+        "tp": one["tp"], "da": one["da"], "ep": one["ep"], "pp": one["pp"], "cp": one["cp"],
+        "concurrency": one["concurrency"],
         "capacity_concurrency": cap["concurrency"],
         "compute_dtype": one["compute_dtype"], "expert_weights_dtype": one["expert_weights_dtype"],
         "ttft_s": one["ttft_at_max_input_s"], "time_per_output_token_s": one["time_per_output_token_s"],
@@ -229,11 +231,13 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
             cal = cal.with_overrides({k: v for k, v in cal_overrides.items() if k in cal.params})
         price = cost.price_for(system, cal, options.prices.get(name))
         kw = {"max_chips": options.max_replica_chips or max(system.scaleup_chips, SPAN_CHIPS), **options.grid_kw}
+        if mix_max.input_tokens + mix_max.output_tokens >= LONG_CONTEXT_TOKENS and "cp" not in kw:
+            kw["cp"] = [2 ** j for j in range(0, int(np.log2(kw["max_chips"])) + 1)]  # context parallel plans
         df = search.frontier_sweep(system, arch, mix, modes, cal=cal, price=price, **kw)
         ok = df["kv_fits"] & df["valid"] & (df["time_per_output_token_s"] <= demand.tpot_s)
         df = df[ok]
         if len(df) and mix_max != mix:
-            g = Grid.of(tp=df["tp"], da=df["da"], ep=df["ep"], pp=df["pp"], concurrency=df["concurrency"],
+            g = Grid.of(tp=df["tp"], da=df["da"], ep=df["ep"], pp=df["pp"], cp=df["cp"], concurrency=df["concurrency"],
                         compute=df["compute_dtype"].tolist(), weights=df["weights_dtype"].tolist(),
                         expert_weights=df["expert_weights_dtype"].tolist(), kv_cache=df["kv_dtype"].tolist())
             ttft = np.concatenate([serve(system, arch, g.take(np.flatnonzero((df["mode"] == m.value).to_numpy())),

@@ -9,7 +9,8 @@
                    point if its y beats the running maximum of every point with larger x (O(N log N))
 
 Plans: t in powers of two up to the attention heads and the domain (or `max_chips`: a replica spanning
-whole scale-up domains, its collectives placed over the scale-out tier by comm/topology); d_a (attention data parallel)
+whole scale-up domains, its collectives placed over the scale-out tier by comm/topology); context parallel
+c (`cp`, default 1: long contexts) multiplies the replica's chips; d_a (attention data parallel)
 in powers of two and divisors of the domain; p in {1, 2, 4}; e (expert parallel, MoE only) in
 powers of two dividing t x d_a and E. Concurrency C per replica on a geometric grid, rounded up
 to a multiple of d_a x p. Data-type recipes: for each compute type d in {bf16, fp8, mxfp8, mxfp4}
@@ -79,7 +80,7 @@ def _divisors(n: int) -> list[int]:
 
 def plan_grid(system: System, arch: ModelArch, dtypes: Iterable | None = None, concurrency: Iterable | None = None,
               tp: Iterable | None = None, da: Iterable | None = None, pp: Iterable | None = None,
-              max_chips: int | None = None) -> Grid:
+              max_chips: int | None = None, cp: Iterable | None = None) -> Grid:
     """Every valid serving configuration in the scale-up domain (module doc), as one Grid; with `max_chips`
     above the domain, replicas that span whole scale-up domains over the scale-out network too (expert
     parallelism and attention-DP over EFA / InfiniBand, pipeline stages across nodes)."""
@@ -91,24 +92,26 @@ def plan_grid(system: System, arch: ModelArch, dtypes: Iterable | None = None, c
     pp_v = np.asarray(list(pp) if pp is not None else [p for p in DEFAULT_PP if p <= arch.num_hidden_layers], float)
     ep_v = np.asarray([e for e in pow2 if e <= max(arch.num_experts, 1)] if arch.is_moe else [1], float)
     c_v = np.asarray(list(concurrency) if concurrency is not None else default_concurrency(), float)
+    cp_v = np.asarray(list(cp) if cp is not None else [1], float)
     rec = recipes(system, arch, dtypes)
-    T, A, P, Ep, Cc, R = np.meshgrid(tp_v, da_v, pp_v, ep_v, c_v, np.arange(len(rec)), indexing="ij")
-    T, A, P, Ep, Cc, R = (x.ravel() for x in (T, A, P, Ep, Cc, R))
+    T, A, P, Ep, Cc, R, Cp = np.meshgrid(tp_v, da_v, pp_v, ep_v, c_v, np.arange(len(rec)), cp_v, indexing="ij")
+    T, A, P, Ep, Cc, R, Cp = (x.ravel() for x in (T, A, P, Ep, Cc, R, Cp))
     n = T * A
-    ok = (n * P <= dom) & (n % Ep == 0) & ((n * P <= domain) | (np.mod(n * P, domain) == 0))  # whole domains
+    chips = n * P * Cp
+    ok = (chips <= dom) & (n % Ep == 0) & ((chips <= domain) | (np.mod(chips, domain) == 0))  # whole domains
     if arch.is_moe:
         ok &= (arch.num_experts % Ep == 0)
-    T, A, P, Ep, Cc, R = (x[ok] for x in (T, A, P, Ep, Cc, R))
+    T, A, P, Ep, Cc, R, Cp = (x[ok] for x in (T, A, P, Ep, Cc, R, Cp))
     step = A * P
     Cc = np.ceil(Cc / step) * step  # whole micro-batches, >= 1 sequence per attention-DP rank
-    key = np.unique(np.stack([T, A, P, Ep, Cc, R], axis=1), axis=0)
-    T, A, P, Ep, Cc, R = key.T
+    key = np.unique(np.stack([T, A, P, Ep, Cc, R, Cp], axis=1), axis=0)
+    T, A, P, Ep, Cc, R, Cp = key.T
     if len(T) == 0:
         raise ValueError(f"{system.name}: no serving plan fits the given ranges")
     ridx = R.astype(int)
     cols = [np.asarray([r[i] for r in rec], dtype=object)[ridx] for i in range(4)]
     return Grid(tp=T, da=A, ep=Ep, pp=P, concurrency=Cc, compute=cols[0], weights=cols[1], expert_weights=cols[2],
-                kv_cache=cols[3])
+                kv_cache=cols[3], cp=Cp)
 
 
 def pareto_mask(x, y) -> np.ndarray:

@@ -91,8 +91,9 @@ def step_frame(system, arch: ModelArch, grid, su, batch, context, spec: Speculat
     summed, tokens emitted per sequence per step) over arrays of batch and context; `su` the serving setup
     (steady_state.setup), `grid` the plans (one per row)."""
     spec.validate()
-    verify = sweep(system, arch, su.knobs(grid, Phase.PREFILL, batch, spec.k + 1, context), su.cal)
-    draft = sweep(system, draft_arch(spec.draft, arch), su.knobs(grid, Phase.DECODE, batch, 1, context), su.cal)
+    verify = sweep(system, arch, su.knobs(grid, Phase.PREFILL, batch, spec.k + 1, context, cp=1), su.cal)
+    draft = sweep(system, draft_arch(spec.draft, arch), su.knobs(grid, Phase.DECODE, batch, 1, context, cp=1),
+                  su.cal)
     cols = [c for c in verify.columns if c.endswith("_s") and c in draft.columns]
     out = verify.copy()
     out[cols] = verify[cols].to_numpy() + spec.k * draft[cols].to_numpy()

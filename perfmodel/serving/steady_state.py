@@ -66,6 +66,8 @@ import numpy as np
 import pandas as pd
 
 from perfmodel.catalog.calibration import Calibration
+from perfmodel.comm import collectives
+from perfmodel.comm.algorithms import Collective
 from perfmodel.core.dtypes import DType
 from perfmodel.core.hardware import Scope, System
 from perfmodel.core.scenario import Phase
@@ -95,7 +97,8 @@ class Grid:
     """Serving configurations as equal-length arrays, one entry per configuration.
 
     tp, da, ep, pp: replica plan (see scenario.Parallelism); concurrency: sequences in flight
-    per replica; compute / weights / expert_weights / kv_cache: data types (DType objects).
+    per replica; compute / weights / expert_weights / kv_cache: data types (DType objects); cp: context
+    parallel ranks (a long sequence's prompt and KV cache split over cp groups of tp x da x pp chips).
     """
 
     tp: np.ndarray
@@ -107,14 +110,19 @@ class Grid:
     weights: np.ndarray
     expert_weights: np.ndarray
     kv_cache: np.ndarray
+    cp: np.ndarray | None = None  # None: 1 everywhere
+
+    def __post_init__(self):
+        if self.cp is None:
+            object.__setattr__(self, "cp", np.ones(len(self.tp)))
 
     @classmethod
     def of(cls, tp=1, da=1, ep=1, pp=1, concurrency=1, compute=DType.BF16, weights=None, expert_weights=None,
-           kv_cache=None) -> "Grid":
+           kv_cache=None, cp=1) -> "Grid":
         """Broadcast scalars / arrays to one length; weights default to compute, experts to weights,
         KV cache to BF16 for 16-bit compute and FP8 otherwise."""
         num = {k: np.atleast_1d(np.asarray(v, dtype=float)) for k, v in
-               dict(tp=tp, da=da, ep=ep, pp=pp, concurrency=concurrency).items()}
+               dict(tp=tp, da=da, ep=ep, pp=pp, concurrency=concurrency, cp=cp).items()}
         comp = np.atleast_1d(np.asarray(compute, dtype=object))
         w = comp if weights is None else np.atleast_1d(np.asarray(weights, dtype=object))
         e = w if expert_weights is None else np.atleast_1d(np.asarray(expert_weights, dtype=object))
@@ -126,8 +134,8 @@ class Grid:
         arrs = list(num.values()) + [comp, w, e, kv]
         n = np.broadcast_shapes(*[a.shape for a in arrs])
         b = [np.broadcast_to(a, n).ravel() for a in arrs]
-        conv = [np.asarray([_dt(x) for x in a], dtype=object) for a in b[5:]]
-        g = cls(*b[:5], *conv)
+        conv = [np.asarray([_dt(x) for x in a], dtype=object) for a in b[6:]]
+        g = cls(*b[:5], *conv, cp=b[5])
         g.validate()
         return g
 
@@ -138,7 +146,7 @@ class Grid:
         return Grid(*[getattr(self, f.name)[idx] for f in fields(self)])
 
     def validate(self) -> None:
-        for f in ("tp", "da", "ep", "pp", "concurrency"):
+        for f in ("tp", "da", "ep", "pp", "concurrency", "cp"):
             a = getattr(self, f)
             if np.any(~np.isfinite(a)) or np.any(a < 1) or np.any(a != np.round(a)):
                 raise ValueError(f"grid field {f}: every entry must be a whole number >= 1")
@@ -148,18 +156,19 @@ class Grid:
 
     @property
     def replica_chips(self) -> np.ndarray:
-        return self.tp * self.da * self.pp
+        return self.tp * self.da * self.pp * self.cp
 
-    def knobs(self, phase: Phase, batch, seq_len, context) -> bd.Knobs:
+    def knobs(self, phase: Phase, batch, seq_len, context, cp=None) -> bd.Knobs:
         return bd.Knobs(phase=phase, batch=batch, seq_len=seq_len, context=context, tp=self.tp, da=self.da,
-                        ep=self.ep, pp=self.pp, weights=self.weights, compute=self.compute,
-                        activations=DType.BF16, kv_cache=self.kv_cache, expert_weights=self.expert_weights)
+                        ep=self.ep, pp=self.pp, cp=self.cp if cp is None else cp, weights=self.weights,
+                        compute=self.compute, activations=DType.BF16, kv_cache=self.kv_cache,
+                        expert_weights=self.expert_weights)
 
     def plan_index(self) -> tuple[np.ndarray, np.ndarray]:
         """(first row of each distinct plan+dtype, inverse map row -> distinct plan), distinct plans
         in order of first appearance (hash-based: no sort of the rows)."""
         key, n_keys = np.zeros(len(self), dtype=np.int64), 1
-        for f in ("tp", "da", "ep", "pp", "compute", "weights", "expert_weights", "kv_cache"):
+        for f in ("tp", "da", "ep", "pp", "cp", "compute", "weights", "expert_weights", "kv_cache"):
             codes, uniq = pd.factorize(getattr(self, f))
             key, n_keys = key * len(uniq) + codes, n_keys * len(uniq)
         if n_keys > 2 ** 62:
@@ -203,6 +212,19 @@ def _chunk_rate(C, O, n_chunks, da, valid, reasons):
     return np.asarray(valid) & ~over, np.where(over, joined, r)
 
 
+def cp_combine_s(system: System, cal: Calibration, arch: ModelArch, grid: Grid, tokens_per_rank) -> np.ndarray:
+    """Decode with context parallelism: each of the cp ranks holds 1 / cp of every sequence's KV cache and
+    attends its query over that shard (the decode graph at context / cp, its other layers repeated on every cp
+    rank); the partial outputs merge per attention layer, as flash-decoding merges its splits: an all-reduce
+    of each query's partial output (H / t heads x d_h, BF16) and log-sum-exp (FP32) over the cp group.
+    0 without context parallelism."""
+    heads = arch.num_attention_heads / grid.tp
+    nbytes = np.asarray(tokens_per_rank, dtype=float) * heads * (arch.head_dim * 2 + 4)
+    t = collectives.collective_time(system, cal, Collective.ALL_REDUCE, nbytes, grid.cp,
+                                    grid.tp * grid.da * grid.pp)
+    return np.where(grid.cp > 1, arch.num_softmax_attention_layers * np.asarray(t, dtype=float), 0.0)
+
+
 def handoff_bytes_per_s_per_chip(system: System) -> float:
     """A disaggregated KV hand-off takes the fastest tier joining two pools: scale-up, node, or (a one-chip
     instance) the scale-out network; bytes/s per chip of the receiving replica."""
@@ -237,10 +259,11 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
     ctx_d = I + O if spans_all else I + O // 2
     spec = options.speculative
     if spec is None:
-        dec, E = sweep(system, arch, knobs(grid, Phase.DECODE, C / p, 1, ctx_d), cal), 1.0
+        dec, E = sweep(system, arch, knobs(grid, Phase.DECODE, C / p, 1, ctx_d / grid.cp, cp=1), cal), 1.0
     else:  # verify k + 1 tokens and k draft steps per step, E tokens emitted per sequence per step
-        dec, E = speculative.step_frame(system, arch, grid, su, C / p, ctx_d, spec)
-    t_d = dec["step_time_s"].to_numpy() + p2p_s(system, cal, grid, C / p / da, arch.hidden_size)
+        dec, E = speculative.step_frame(system, arch, grid, su, C / p, ctx_d / grid.cp, spec)
+    t_d = dec["step_time_s"].to_numpy() + p2p_s(system, cal, grid, C / p / da, arch.hidden_size) \
+        + cp_combine_s(system, cal, arch, grid, C / p / da)
     busy_d = _busy(dec)
     # ---- prefill: one sweep over the distinct plans
     first, inv = grid.plan_index()
@@ -249,13 +272,14 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
     if h >= I:
         raise ValueError(f"serving option prefix_tokens: {options.prefix_tokens} must be below the input length "
                          f"({mix.input_tokens}): the request's own tokens are prefilled")
+    pad = lambda n: np.ceil(n / g1.cp) * g1.cp  # noqa: E731  a context-parallel prefill pads to whole shards
     if mode == Mode.CHUNKED:
         k = float(min(options.chunk_tokens, I - h))
         n_chunks = float(np.ceil((I - h) / k))
-        pre = sweep(system, arch, knobs(g1, Phase.PREFILL, g1.da, k, h + (n_chunks - 1) * k / 2), cal)
+        pre = sweep(system, arch, knobs(g1, Phase.PREFILL, g1.da, pad(k), h + (n_chunks - 1) * k / 2), cal)
     else:
         k, n_chunks = I - h, 1.0
-        pre = sweep(system, arch, knobs(g1, Phase.PREFILL, g1.da, I - h, h), cal)
+        pre = sweep(system, arch, knobs(g1, Phase.PREFILL, g1.da, pad(I - h), h), cal)
     t_f = (pre["step_time_s"].to_numpy() + p2p_s(system, cal, g1, k, arch.hidden_size))[inv]
     busy_f = {e: v[inv] for e, v in _busy(pre).items()}
     occ_f = n_chunks * t_f / da  # prefill stage-time per request
@@ -300,7 +324,7 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
         "system": system.name, "workload": arch.name, "mode": mode.value, "mix": mix.label,
         "engine": options.engine or "none",
         "input_tokens": int(I), "output_tokens": int(O),
-        "tp": grid.tp, "da": grid.da, "ep": grid.ep, "pp": grid.pp, "concurrency": C,
+        "tp": grid.tp, "da": grid.da, "ep": grid.ep, "pp": grid.pp, "cp": grid.cp, "concurrency": C,
         "compute_dtype": _names(grid.compute), "weights_dtype": _names(grid.weights),
         "expert_weights_dtype": _names(grid.expert_weights), "kv_dtype": _names(grid.kv_cache),
         "replica_chips": chips.astype(float), "prefill_chips_per_replica": chips * prefill_share,

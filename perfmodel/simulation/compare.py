@@ -34,7 +34,8 @@ def analytic_curve(system: System, arch: ModelArch, plan: Grid, mix: Mix, option
     request rate per replica C / e2e(C)."""
     unit = int(plan.pp[0] * plan.da[0])
     cs = np.unique(np.round(np.geomspace(1, max(1, max_running // unit), 96))).astype(int) * unit
-    g = Grid.of(tp=plan.tp[0], da=plan.da[0], ep=plan.ep[0], pp=plan.pp[0], concurrency=cs, compute=plan.compute[0],
+    g = Grid.of(tp=plan.tp[0], da=plan.da[0], ep=plan.ep[0], pp=plan.pp[0], cp=plan.cp[0], concurrency=cs,
+                compute=plan.compute[0],
                 weights=plan.weights[0], expert_weights=plan.expert_weights[0], kv_cache=plan.kv_cache[0])
     df = serve(system, arch, g, mix, options, cal)
     df = df[df["kv_fits"] & df["valid"]].copy()

@@ -39,7 +39,7 @@ from perfmodel.core.workload import ModelArch
 from perfmodel.serving import speculative
 from perfmodel.serving.kv_capacity import kv_fit
 from perfmodel.serving.options import ServingOptions, setup
-from perfmodel.serving.steady_state import Grid
+from perfmodel.serving.steady_state import Grid, cp_combine_s
 from perfmodel.serving.steps import p2p_s, sweep
 
 NO_LIMIT = int(np.iinfo(np.int64).max // 4)  # a model without a KV cache: the pool never fills
@@ -142,12 +142,14 @@ def build(system: System, arch: ModelArch, plan: Grid, options: ServingOptions, 
 
     b, c = rows([batches, contexts])
     g = plan.take(np.zeros(len(b), dtype=int))
+    cp = float(plan.cp[0])  # context parallel: each rank attends over 1 / cp of the context (cp_combine_s)
     if spec is None:
-        dec = sweep(system, arch, su.knobs(g, Phase.DECODE, b / p, 1, c), su.cal)["step_time_s"].to_numpy()
+        dec = sweep(system, arch, su.knobs(g, Phase.DECODE, b / p, 1, c / cp, cp=1), su.cal)["step_time_s"].to_numpy()
         per_step = 1.0
     else:
-        dec, per_step = speculative.step_s(system, arch, g, su, b / p, c, spec)
-    dec = p * (dec + p2p_s(system, su.cal, g, b / p / da, arch.hidden_size))
+        dec, per_step = speculative.step_s(system, arch, g, su, b / p, c / cp, spec)
+    dec = p * (dec + p2p_s(system, su.cal, g, b / p / da, arch.hidden_size)
+               + cp_combine_s(system, su.cal, arch, g, b / p / da))
     n, s, cf = rows([tokens, seqs, priors])
     s = np.minimum(s, n)
     g = plan.take(np.zeros(len(n), dtype=int))
@@ -159,12 +161,13 @@ def build(system: System, arch: ModelArch, plan: Grid, options: ServingOptions, 
     kv_plan = plan.take([0, 0])
     kv_plan = Grid.of(tp=kv_plan.tp, da=kv_plan.da, ep=kv_plan.ep, pp=kv_plan.pp, concurrency=[unit, 2 * unit],
                       compute=kv_plan.compute, weights=kv_plan.weights, expert_weights=kv_plan.expert_weights,
-                      kv_cache=kv_plan.kv_cache)
+                      kv_cache=kv_plan.kv_cache, cp=kv_plan.cp)
     _, used, cmax = kv_fit(system, arch, kv_plan, ctx, su.cal, fraction)
     per_seq = float(used[1] - used[0]) / unit  # bytes per device per sequence at `ctx` tokens
     chips = int(plan.replica_chips[0])
     kv_tokens = int(max(0.0, float(cmax[0])) * ctx) if math.isfinite(float(cmax[0])) else NO_LIMIT
-    label = (f"tp{int(plan.tp[0])} da{da} ep{int(plan.ep[0])} pp{p} {plan.compute[0].value}"
+    label = (f"tp{int(plan.tp[0])} da{da} ep{int(plan.ep[0])} pp{p}" + (f" cp{int(cp)}" if cp > 1 else "")
+             + f" {plan.compute[0].value}"
              + (f" + {spec.label}" if spec else ""))
     return StepTable(batches, contexts, dec.reshape(len(batches), len(contexts)), tokens, seqs, priors,
                      pre.reshape(len(tokens), len(seqs), len(priors)), su.host, p, per_step, kv_tokens,

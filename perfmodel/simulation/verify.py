@@ -42,6 +42,7 @@ DEFAULT_PERCENTILE = 99.0
 
 def _plan(row) -> deployment.Grid:
     return deployment.one_plan(tp=int(row["tp"]), da=int(row["da"]), ep=int(row["ep"]), pp=int(row["pp"]),
+                               cp=int(row.get("cp", 1)),
                                compute=row["compute_dtype"], weights=row["weights_dtype"],
                                expert_weights=row["expert_weights_dtype"], kv_cache=row["kv_dtype"])
 
