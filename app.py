@@ -101,8 +101,8 @@ def claim_points(y_col: str):
 @st.cache_data(show_spinner="Capacity plan (every plan of each system, then the SLA)...",
                max_entries=CACHE_ENTRIES)
 def plan(systems: tuple[str, ...], workload: str, whatif: wi.WhatIf, isl: int, osl: int, rps: float, tpot_s: float,
-         ttft_s: float, peak: float, grid: str):
-    return report.capacity_plan(systems, workload, whatif, isl, osl, rps, tpot_s, ttft_s, peak, grid)
+         ttft_s: float, peak: float, grid: str, percentile: float = 0.0):
+    return report.capacity_plan(systems, workload, whatif, isl, osl, rps, tpot_s, ttft_s, peak, grid, percentile)
 
 
 @st.cache_data(show_spinner=False, max_entries=CACHE_ENTRIES)
@@ -473,14 +473,18 @@ def page_planner(ctx: dict) -> None:
     systems = c4.multiselect("Systems", ctx["catalog"]["systems"],
                              default=["trn2-ultraserver", "trn3-ultraserver"], key="plan_systems")
     grid = c4.selectbox("Plan grid", list(report.GRIDS), key="plan_grid")
+    pct = c1.selectbox("Targets at", [0, 50, 90, 99], index=0, key="plan_pct",
+                       format_func=lambda p: "the steady state" if p == 0 else f"p{p}, verified by simulation")
     if not systems:
         st.info("Choose at least one system.")
         return
-    df = plan(tuple(systems), ctx["workload"], ctx["whatif"], int(isl), int(osl), float(rps), float(tpot),
-              float(ttft), float(peak), grid)
+    with st.spinner("Planning" + (" and simulating each answer at the peak rate" if pct else "")):
+        df = plan(tuple(systems), ctx["workload"], ctx["whatif"], int(isl), int(osl), float(rps), float(tpot),
+                  float(ttft), float(peak), grid, float(pct))
     cols = ["system", "feasible", "mode", "tp", "da", "ep", "pp", "concurrency", "compute_dtype", "chips",
             "instances", "scaleups", "facility_power_peak_w", "usd_per_month", "usd_per_million_output_tokens",
-            "tokens_per_s_per_user", "ttft_s", "note"]
+            "tokens_per_s_per_user", "ttft_s", "verified", "analytic_replicas", f"sim_ttft_p{pct}_s",
+            f"sim_tpot_p{pct}_s", "note"]
     st.dataframe(shown(df, [c for c in cols if c in df]), hide_index=True, key="plan_table")
     for cav in sorted(set(df.get("power_caveat", []))):
         st.caption(cav)

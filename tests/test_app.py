@@ -186,6 +186,11 @@ def test_capacity_planner_page():
     rerun(at)
     more = [float(x.rstrip(MARKS).replace(",", "")) for x in table(at, "system", "Chips")["Chips"]]
     assert all(b > a for a, b in zip(chips, more))
+    at.number_input(key="plan_rps").set_value(20.0)
+    at.selectbox(key="plan_pct").set_value(99)  # each answer simulated at the peak rate
+    rerun(at)
+    df = table(at, "system", "Chips")
+    assert "verified" in df.columns and "Sim ttft p99 (ms)" in df.columns
 
 
 def test_formulas_page():

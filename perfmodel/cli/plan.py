@@ -60,6 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-replica-chips", type=count(1, "MAX_CHIPS"), default=0, metavar="N",
                    help="largest replica: replicas up to N chips, spanning whole scale-up domains over the scale-out "
                         "network (default: the larger of the domain and 64)")
+    p.add_argument("--trace", metavar="CSV", help="a request trace (arrival_s, input_tokens, output_tokens) as the "
+                   "demand: its rate and length distributions, with --workload, --ttft, --tpot and --percentile")
     p.add_argument("--percentile", type=positive(99.9), metavar="P",
                    help="the targets hold at this percentile of requests (e.g. 99: MLPerf Server's p99), checked by "
                         "simulating each answer at the peak rate and adding replicas until they hold (default: the "
@@ -87,6 +89,11 @@ def cmd_plan(args) -> int:
         return 0
     if args.demand:
         demand = planner.Demand.from_toml(args.demand)
+    elif args.trace:
+        from perfmodel.simulation import traffic
+
+        demand = traffic.demand_from_trace(args.trace, args.workload, args.ttft, args.tpot, args.percentile or 99.0,
+                                           args.peak_factor)
     else:
         if args.rps is None:
             raise ValueError("give --demand FILE or --rps R (with --input/--output/--ttft/--tpot)")

@@ -183,9 +183,10 @@ def claim_points(y_col: str) -> pd.DataFrame:
 def capacity_plan(systems: Iterable[str], workload: str, whatif: wi.WhatIf = wi.WhatIf(),
                   input_tokens: int = 1024, output_tokens: int = 1024, requests_per_s: float = 100.0,
                   tpot_s: float = 0.02, ttft_s: float = 2.0, peak_to_average: float = 1.0,
-                  grid: str = "quick") -> pd.DataFrame:
+                  grid: str = "quick", percentile: float = 0.0) -> pd.DataFrame:
     """planner.plan_serving for one demand: fleet (chips, instances, UltraServers), facility MW and
-    $ per month per system. Calibration what-ifs apply; spec what-ifs are not supported by the
+    $ per month per system; with a percentile (e.g. 99) each answer is verified by simulation at the peak
+    rate (simulation/verify.py). Calibration what-ifs apply; spec what-ifs are not supported by the
     planner (it loads systems by name) and raise."""
     from perfmodel.serving import planner
 
@@ -196,10 +197,17 @@ def capacity_plan(systems: Iterable[str], workload: str, whatif: wi.WhatIf = wi.
     demand = planner.Demand(workload=workload, requests_per_s=float(requests_per_s),
                             input_tokens=planner.Lengths.of(input_tokens),
                             output_tokens=planner.Lengths.of(output_tokens), ttft_s=float(ttft_s),
-                            tpot_s=float(tpot_s), peak_to_average=float(peak_to_average))
+                            tpot_s=float(tpot_s), peak_to_average=float(peak_to_average),
+                            percentile=float(percentile))
+    demand.validate()
     kw = _grid_kw(load(systems[0], workload), grid) if grid == "quick" else {}
     cal_over = {n: v for n, v in whatif.cal}
-    df = planner.plan_serving(demand, systems, planner.PlanOptions(grid_kw=kw), cal_overrides=cal_over or None)
+    opts = planner.PlanOptions(grid_kw=kw)
+    df = planner.plan_serving(demand, systems, opts, cal_overrides=cal_over or None)
+    if percentile:
+        from perfmodel.simulation import verify
+
+        df = verify.verify_plan(df, demand, opts, cal_overrides=cal_over or None)
     if "facility_power_peak_w" in df:
         df["facility_power_peak_mw"] = df["facility_power_peak_w"] / units.MW
     return df

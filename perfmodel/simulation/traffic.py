@@ -158,3 +158,30 @@ def read_trace(path: str | Path) -> Requests:
     ptok = np.minimum(cols.get("prefix_tokens", np.zeros(len(df))).astype(np.int64), inp - 1)
     return Requests(cols["arrival_s"], inp, cols["output_tokens"].astype(np.int64), pid,
                     np.where(pid >= 0, np.maximum(ptok, 0), 0))
+
+
+def demand_from_trace(path: str | Path, workload: str, ttft_s: float, tpot_s: float, percentile: float = 99.0,
+                      peak_to_average: float = 1.0, bins: int = 8):
+    """A planner demand (serving/demand.Demand) summarising a trace: its mean request rate (requests over the
+    span of arrivals) and its input / output length distributions (up to `bins` quantile groups, each its mean
+    length weighted by its share of requests), with the given targets at `percentile`."""
+    from perfmodel.serving.demand import Demand
+
+    reqs = read_trace(path)
+    if len(reqs) < 2 or reqs.arrival_s[-1] <= reqs.arrival_s[0]:
+        raise ValueError(f"{path}: a trace needs at least two requests at different times to give a rate")
+
+    def groups(x: np.ndarray) -> dict[str, float]:
+        order = np.sort(x)
+        parts = [p for p in np.array_split(order, min(bins, len(order))) if len(p)]
+        out: dict[str, float] = {}
+        for p in parts:
+            key = str(int(round(p.mean())))
+            out[key] = out.get(key, 0.0) + len(p) / len(x)
+        return out
+
+    rate = (len(reqs) - 1) / float(reqs.arrival_s[-1] - reqs.arrival_s[0])
+    return Demand.from_dict({"workload": workload, "requests_per_s": rate, "input_tokens": groups(reqs.input_tokens),
+                             "output_tokens": groups(reqs.output_tokens), "ttft_s": ttft_s, "tpot_s": tpot_s,
+                             "peak_to_average": peak_to_average, "percentile": percentile},
+                            name=Path(path).stem, where=f"{path}: ")
