@@ -32,7 +32,8 @@ def op_frame(ops, q: dict, comm: np.ndarray, col: int = 0, overhead_s: float = 0
              comm_latency: np.ndarray | None = None) -> pd.DataFrame:
     """Tidy per-operator frame for configuration `col` of a sweep (col 0 for a single scenario).
     overhead_s: the fixed per-operator overhead bound for this evaluation; comm_latency: per
-    operator, the latency part of its collective's time [op, configuration...] (None: 0)."""
+    operator, the latency part of its collective's time [op, configuration...] (None: 0). An operator that does
+    not run in this configuration (count 0: a plan collective without that parallelism) is not listed."""
     def pick(a):
         return a if a.ndim == 1 else a[:, col]
 
@@ -41,6 +42,8 @@ def op_frame(ops, q: dict, comm: np.ndarray, col: int = 0, overhead_s: float = 0
     for i, op in enumerate(ops):
         r = {"op": op.name, "block": op.group, "kind": op.kind.value, "pass": op.pass_.value,
              "count": float(pick(q["count"])[i])}
+        if r["count"] == 0:
+            continue
         for f in FIELDS:
             r[f] = float(pick(q[f])[i])
         times = {e: float(pick(q[f"t_{e}"])[i]) for e in ENGINES}
