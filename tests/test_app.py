@@ -193,6 +193,23 @@ def test_capacity_planner_page():
     assert "verified" in df.columns and "Sim ttft p99 (ms)" in df.columns
 
 
+def test_under_load_page():
+    """One replica simulated request by request: the summary and the queue chart; more traffic, longer tails."""
+    at = app(page="Under load", workload="llama-3.1-8b", system="p5.48xlarge")
+    at.number_input(key="ul_n").set_value(800)
+    rerun(at)
+
+    def p99() -> float:
+        s = table(at, "quantity", "value")
+        return float(s.loc[s["quantity"] == "ttft p99 s", "value"].iloc[0])
+
+    low = p99()
+    assert len(charts(at)) == 1
+    at.number_input(key="ul_rate").set_value(25.0)
+    rerun(at)
+    assert p99() > low
+
+
 def test_formulas_page():
     at = app(page="Formulas", workload="llama-3-70b")
     assert len(at.latex) == 4

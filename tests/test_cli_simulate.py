@@ -26,6 +26,11 @@ def test_simulate_summary_and_requests(tmp_path, capsys):
     assert code == 0 and "ttft p99" in out and " ms" in out
     frame = pd.read_csv(out_csv)
     assert len(frame) == 400 and (frame["ttft_s"] > 0).all()
+    chart, timeline = tmp_path / "queue.html", tmp_path / "queue.csv"
+    code, _, _ = run([*BASE, "--rate", "5", "--requests", "300", "--chart", str(chart), "--timeline-out",
+                      str(timeline)], capsys)
+    queue = pd.read_csv(timeline)
+    assert code == 0 and "vega" in chart.read_text() and len(queue) > 10 and queue["running"].max() > 0
     code, out, _ = run([*BASE, "--traffic", "closed", "--clients", "8", "--requests", "200", "--format", "json"],
                        capsys)
     row = json.loads(out)["rows"][0]
@@ -43,8 +48,8 @@ def test_load_sweep_writes_its_chart(tmp_path, capsys):
 def test_simulate_errors_are_one_line(tmp_path, capsys):
     code, _, err = run([*BASE, "--traffic", "trace", "--trace", str(tmp_path / "missing.csv")], capsys)
     assert code == 1 and "missing.csv" in err and "\n" not in err.strip()
-    code, _, err = run([*BASE, "--chart", "x.svg"], capsys)
-    assert code == 1 and "--load-sweep" in err
+    code, _, err = run([*BASE, "--chart", "x.pdf"], capsys)
+    assert code == 1 and ".svg, .png or .html" in err
     code, _, err = run([*BASE, "--tp", "3"], capsys)  # 32 heads do not split over 3
     assert code == 1 and "cannot run" in err
 

@@ -71,7 +71,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--tpot", type=positive(), default=0.05, metavar="S", help="SLA: TPOT target (goodput)")
     s.add_argument("--load-sweep", action="store_true",
                    help="analytic (steady state) vs simulated TTFT and TPOT from 10%% to 90%% of a replica's capacity")
-    s.add_argument("--chart", metavar="FILE", help="with --load-sweep: the TTFT-vs-load chart (.svg, .png or .html)")
+    s.add_argument("--chart", metavar="FILE", help="the run's queue over time, or with --load-sweep TTFT against load "
+                                                   "(.svg, .png or .html)")
+    s.add_argument("--timeline-out", metavar="CSV", help="waiting and running requests over time (200 bins)")
     s.add_argument("--requests-out", metavar="CSV", help="one row per simulated request")
     add_output_options(p)
     p.set_defaults(func=cmd_simulate)
@@ -109,6 +111,15 @@ def _long(summary):
     return pd.DataFrame(rows)
 
 
+def _chart(chart, args) -> None:
+    from perfmodel.report import charts
+
+    kind = args.chart.rsplit(".", 1)[-1].lower()
+    data = {"svg": lambda: charts.to_svg(chart), "png": lambda: charts.to_png(chart),
+            "html": lambda: chart.to_html()}[kind]()
+    _write(args.chart, data, args.force)
+
+
 def _write(path: str, data: str | bytes, force: bool) -> None:
     """An extra output file (chart, per-request CSV): written whole, an existing one only with --force."""
     import os
@@ -137,19 +148,15 @@ def cmd_simulate(args) -> int:
                          "--prefix-tokens N --prefixes G")
     options = ServingOptions(mode=args.mode, chunk_tokens=args.chunk, engine=args.engine,
                              speculative=_speculation(args))
-    if args.chart and (not args.load_sweep or args.chart.rsplit(".", 1)[-1].lower() not in ("svg", "png", "html")):
-        raise ValueError(f"--chart {args.chart}: a .svg, .png or .html file, with --load-sweep")
+    if args.chart and args.chart.rsplit(".", 1)[-1].lower() not in ("svg", "png", "html"):
+        raise ValueError(f"--chart {args.chart}: a .svg, .png or .html file")
     label = f"{system.display_name}: {arch.name}, tp{args.tp} da{args.da} ep{args.ep} pp{args.pp} {args.dtype}"
     if args.load_sweep:
         with progress_bar("simulating 7 loads", not args.no_progress) as cb:
             df = compare.load_sweep(system, arch, plan, Mix(args.input, args.output), options,
                                     n_requests=min(args.requests, 5000), cal=cal, progress=cb)
         if args.chart:
-            chart = charts.ttft_vs_load(df, f"{label} ({args.mode}, {args.input}/{args.output} tokens)")
-            kind = args.chart.rsplit(".", 1)[-1].lower()
-            data = {"svg": lambda: charts.to_svg(chart), "png": lambda: charts.to_png(chart),
-                    "html": lambda: chart.to_html()}[kind]()
-            _write(args.chart, data, args.force)
+            _chart(charts.ttft_vs_load(df, f"{label} ({args.mode}, {args.input}/{args.output} tokens)"), args)
         print_result(export.emit(df, args.format, f"{label}: analytic vs simulated by load", args.out,
                                  default_name="simulate_load_sweep"))
         return 0
@@ -166,6 +173,12 @@ def cmd_simulate(args) -> int:
     summary = metrics.summarize(run, (args.ttft, args.tpot))
     if args.requests_out:
         _write(args.requests_out, metrics.requests_frame(run).to_csv(index=False), args.force)
+    if args.timeline_out or args.chart:
+        queue = metrics.queue_over_time(run)
+        if args.timeline_out:
+            _write(args.timeline_out, queue.to_csv(index=False), args.force)
+        if args.chart:
+            _chart(charts.queue_over_time(queue, f"{label}: queue over time ({args.traffic}, {run.mode})"), args)
     df = pd.DataFrame([{"system": system.name, "workload": arch.name, "mode": run.mode, "traffic": args.traffic,
                         **{k: summary[k] for k in SUMMARY if k in summary}}])
     if args.format in ("table", "md"):  # one run: a column of quantities reads better than a 25-column row

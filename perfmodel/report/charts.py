@@ -217,6 +217,15 @@ def ttft_vs_load(df: pd.DataFrame, title: str = "") -> alt.Chart:
     ).properties(width=460, height=280)
 
 
+def queue_over_time(df: pd.DataFrame, title: str = "") -> alt.Chart:
+    """Requests waiting and running across the deployment against time (simulation/metrics.queue_over_time)."""
+    long = df.melt(id_vars=["time_s"], value_vars=["waiting", "running"], var_name="requests", value_name="count")
+    return alt.Chart(long, title=title).mark_line().encode(
+        x=alt.X("time_s:Q", title="simulated time (s)"), y=alt.Y("count:Q", title="requests"),
+        color=alt.Color("requests:N", title=None), tooltip=["time_s", "requests", alt.Tooltip("count", format=".1f")],
+    ).properties(width=460, height=240)
+
+
 def to_svg(chart: alt.TopLevelMixin) -> str:
     import vl_convert as vlc
 

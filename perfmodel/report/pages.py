@@ -10,6 +10,7 @@ the one-scenario runner and its chart data.
     serving_frontier(systems, ...)        the serving Pareto frontiers
     claim_points(y)                       the seed claims' points on those frontiers
     capacity_plan(systems, ...)           chips, MW and $ for a demand
+    under_load(system, workload, opts)    one replica simulated request by request (summary, queue, requests)
 
 Does not: print, or write files (export.py does).
 """
@@ -211,3 +212,26 @@ def capacity_plan(systems: Iterable[str], workload: str, whatif: wi.WhatIf = wi.
     if "facility_power_peak_w" in df:
         df["facility_power_peak_mw"] = df["facility_power_peak_w"] / units.MW
     return df
+
+
+def under_load(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf = wi.WhatIf(),
+               kind: str = "poisson", rate: float = 5.0, clients: int = 16, input_tokens: int = 1024,
+               output_tokens: int = 256, requests: int = 4000, mode: str = "aggregated", ttft_s: float = 2.0,
+               tpot_s: float = 0.05) -> dict[str, pd.DataFrame]:
+    """One deployment (the scenario's plan, one replica) simulated request by request: the run's summary
+    (quantity, value), the queue over time, and every request (simulation/). What-ifs apply to the system,
+    workload and calibration."""
+    from perfmodel.serving.options import ServingOptions
+    from perfmodel.simulation import deployment, metrics, traffic
+
+    ld = load(system, workload, whatif)
+    ew = ld.arch.expert_weight_dtype.value if ld.arch.expert_weight_dtype else None
+    plan = deployment.one_plan(tp=opts.tp, da=opts.da, ep=opts.ep, pp=opts.pp, compute=opts.dtype, expert_weights=ew)
+    shapes = traffic.Shapes(input_tokens=((int(input_tokens), 1.0),), output_tokens=((int(output_tokens), 1.0),))
+    run = deployment.simulate(ld.system, ld.arch, plan, traffic.Traffic(kind, rate=float(rate), cv=2.0,
+                                                                        clients=int(clients)),
+                              shapes, int(requests), ServingOptions(mode=mode), cal=ld.cal)
+    s = metrics.summarize(run, (float(ttft_s), float(tpot_s)))
+    rows = [(k.replace("_", " "), s[k]) for k in s.index]
+    return {"summary": pd.DataFrame(rows, columns=["quantity", "value"]), "queue": metrics.queue_over_time(run),
+            "requests": metrics.requests_frame(run)}
