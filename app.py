@@ -2,8 +2,7 @@
 
 Run:  streamlit run app.py
 Pages: hardware, roofline, memory, collectives, serving, under load (the simulation), capacity planner, formulas,
-validation. The
-sidebar holds the scenario and the what-if overrides; both live in the URL query parameters,
+validation. The sidebar holds the scenario and the what-if overrides; both live in the URL query parameters,
 so a view can be shared. Every number shown is computed in perfmodel (the report package and the
 model modules); this file only draws widgets, calls cached functions and lays out results.
 
