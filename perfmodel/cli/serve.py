@@ -98,6 +98,10 @@ def _plan_args(p: argparse.ArgumentParser, many: bool) -> None:
                         "host time per step, steps to the first token, KV allotment, running cap); on Neuron, a "
                         "software stack: nxd-inference or transformers-neuronx-2.18 (hardware_specs/stacks/neuron.toml: "
                         "its graphs' fixed costs, collectives, attention, decode span); default: the accelerator alone")
+    g.add_argument("--draft", metavar="NAME", help="speculative decoding: a draft (workloads/drafts/) or 'mtp'")
+    g.add_argument("--draft-tokens", type=count(1, 16), default=1, metavar="K", help="draft tokens per step")
+    g.add_argument("--acceptance", type=positive(), nargs="+", metavar="A",
+                   help="per-position acceptance rates (K values in [0, 1]), or one mean acceptance length E >= 1")
     if many:
         g.add_argument("--dtypes", nargs="+", type=dtype_arg, metavar="TYPE",
                        help="compute types to sweep (default: bf16 fp8 mxfp8 mxfp4 where supported)")
@@ -156,6 +160,20 @@ def _overrides(args) -> list[str]:
     return list(args.overrides) + (["power_basis_all_in=1"] if args.power_basis == "all-in" else [])
 
 
+def speculation(args):
+    """--draft / --draft-tokens / --acceptance as serving/speculative.Speculation (None without --draft)."""
+    from perfmodel.serving.speculative import Speculation
+
+    if not args.draft:
+        if args.acceptance:
+            raise ValueError("--acceptance needs --draft NAME (the draft that proposes the tokens)")
+        return None
+    acc = tuple(args.acceptance or ())
+    if len(acc) == 1 and acc[0] >= 1:
+        return Speculation(args.draft, args.draft_tokens, mean_accepted=acc[0])
+    return Speculation(args.draft, args.draft_tokens, acceptance=acc)
+
+
 def _load(name: str, workload: str, overrides: list[str], variant: str = "nominal"):
     from perfmodel import catalog
     from perfmodel.catalog import whatif as wi
@@ -211,7 +229,7 @@ def cmd_serve(args) -> int:
     price = cost.price_for(system, cal, args.price)
     df = search.frontier_sweep(system, arch, Mix(args.input, args.output), [args.mode], grid=grid, cal=cal,
                                price=price, tdp_w=args.tdp, chunk_tokens=args.chunk, engine=args.engine,
-                               prefix_tokens=args.prefix_cached)
+                               prefix_tokens=args.prefix_cached, speculative=speculation(args))
     title = f"{system.display_name}: {arch.name} serving ({args.mode}, {args.input}/{args.output} tokens)"
     misfit = ""
     if not df["kv_fits"].all():
@@ -279,7 +297,7 @@ def cmd_pareto(args) -> int:
             frames.append(search.frontier_sweep(system, arch, Mix(args.input, args.output), modes, grid=grid,
                                                 cal=cal, price=price, tdp_w=args.tdp, max_ttft_s=args.max_ttft,
                                                 chunk_tokens=args.chunk, progress=cb, engine=args.engine,
-                                                prefix_tokens=args.prefix_cached))
+                                                prefix_tokens=args.prefix_cached, speculative=speculation(args)))
     df = pd.concat(frames, ignore_index=True)
     ycol = {"concurrency": "concurrency_per_scaleup"}.get(args.y, search.Y_COLS.get(args.y))
     for name, grp in df.groupby("system"):
@@ -320,7 +338,7 @@ def cmd_sensitivity(args) -> int:
             df = search.frontier_sweep(s, arch, mix, [args.mode], grid=grid, cal=c,
                                        price=cost.price_for(s, c, args.price), tdp_w=args.tdp,
                                        chunk_tokens=args.chunk, engine=args.engine,
-                                       prefix_tokens=args.prefix_cached)
+                                       prefix_tokens=args.prefix_cached, speculative=speculation(args))
             if args.metric not in df:
                 raise ValueError(f"unknown metric {args.metric!r}; choose a numeric column such as "
                                  "tokens_per_s_per_user, output_tokens_per_s_per_chip, output_tokens_per_s_per_mw")

@@ -62,10 +62,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="tokens per step (default: the engine's, else 8192)")
     d.add_argument("--kv-blocks", type=count(0, 2 ** 31), default=0, metavar="N",
                    help="KV pool per worker in 16-token blocks (default: what HBM leaves)")
-    d.add_argument("--draft", metavar="NAME", help="speculative decoding: a draft (workloads/drafts/) or 'mtp'")
-    d.add_argument("--draft-tokens", type=count(1, 16), default=1, metavar="K", help="draft tokens per step")
-    d.add_argument("--acceptance", type=positive(1), nargs="+", metavar="A",
-                   help="per-position acceptance rates (K values), or one mean acceptance length E >= 1")
     s = p.add_argument_group("results")
     s.add_argument("--ttft", type=positive(), default=2.0, metavar="S", help="SLA: TTFT target (goodput)")
     s.add_argument("--tpot", type=positive(), default=0.05, metavar="S", help="SLA: TPOT target (goodput)")
@@ -77,17 +73,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--requests-out", metavar="CSV", help="one row per simulated request")
     add_output_options(p)
     p.set_defaults(func=cmd_simulate)
-
-
-def _speculation(args):
-    from perfmodel.serving.speculative import Speculation
-
-    if not args.draft:
-        return None
-    acc = tuple(args.acceptance or ())
-    if len(acc) == 1 and acc[0] >= 1:
-        return Speculation(args.draft, args.draft_tokens, mean_accepted=acc[0])
-    return Speculation(args.draft, args.draft_tokens, acceptance=acc)
 
 
 def _long(summary):
@@ -134,7 +119,7 @@ def _write(path: str, data: str | bytes, force: bool) -> None:
 def cmd_simulate(args) -> int:
     import pandas as pd
 
-    from perfmodel.cli.serve import _load, _overrides
+    from perfmodel.cli.serve import _load, _overrides, speculation
     from perfmodel.report import charts, export
     from perfmodel.serving.steady_state import Mix, ServingOptions
     from perfmodel.simulation import compare, deployment, metrics, traffic
@@ -147,7 +132,7 @@ def cmd_simulate(args) -> int:
         raise ValueError("--prefix-cached is the steady state's; a simulation draws its prefixes: --prefix-share F "
                          "--prefix-tokens N --prefixes G")
     options = ServingOptions(mode=args.mode, chunk_tokens=args.chunk, engine=args.engine,
-                             speculative=_speculation(args))
+                             speculative=speculation(args))
     if args.chart and args.chart.rsplit(".", 1)[-1].lower() not in ("svg", "png", "html"):
         raise ValueError(f"--chart {args.chart}: a .svg, .png or .html file")
     label = f"{system.display_name}: {arch.name}, tp{args.tp} da{args.da} ep{args.ep} pp{args.pp} {args.dtype}"

@@ -136,7 +136,7 @@ def pareto_mask(x, y) -> np.ndarray:
 def serve_sweep(system: System, arch: ModelArch, mix: Mix, modes: Iterable, grid: Grid, cal: Calibration,
                 chunk_tokens: int = 512, kv_reserve: str = "peak",
                 progress: Callable[[int, int], None] | None = None, engine: str = "",
-                prefix_tokens: int = 0) -> pd.DataFrame:
+                prefix_tokens: int = 0, speculative=None) -> pd.DataFrame:
     """serving.serve over `grid` in every mode, in chunks of CHUNK configurations (`engine`: a serving-engine
     profile around the GPU, ServingOptions.engine; `prefix_tokens`: prompt tokens served from the prefix cache)."""
     modes = [Mode(m) for m in modes]
@@ -144,7 +144,7 @@ def serve_sweep(system: System, arch: ModelArch, mix: Mix, modes: Iterable, grid
     total, done, parts = len(starts) * len(modes), 0, []
     for m in modes:
         opts = ServingOptions(mode=m, chunk_tokens=chunk_tokens, kv_reserve=kv_reserve, engine=engine,
-                              prefix_tokens=prefix_tokens)
+                              prefix_tokens=prefix_tokens, speculative=speculative)
         for s in starts:
             parts.append(serve(system, arch, grid.take(slice(s, s + CHUNK)), mix, opts, cal))
             done += 1
@@ -157,13 +157,14 @@ def frontier_sweep(system: System, arch: ModelArch, mix: Mix = Mix(), modes: Ite
                    grid: Grid | None = None, cal: Calibration | None = None, price: cost.Price | None = None,
                    tdp_w: float | None = None, max_ttft_s: float | None = None, chunk_tokens: int = 512,
                    kv_reserve: str = "peak", progress: Callable[[int, int], None] | None = None,
-                   engine: str = "", prefix_tokens: int = 0, **grid_kw) -> pd.DataFrame:
+                   engine: str = "", prefix_tokens: int = 0, speculative=None, **grid_kw) -> pd.DataFrame:
     """All configurations of `grid` (default plan_grid(**grid_kw)) in every serving mode, with
     power, cost and frontier columns: on_frontier_{chip,mw,usd} (among rows that fit in HBM and
     meet max_ttft_s). progress(done, total) is called after each chunk."""
     cal = cal or calibration_for(system)
     grid = grid if grid is not None else plan_grid(system, arch, **grid_kw)
-    df = serve_sweep(system, arch, mix, modes, grid, cal, chunk_tokens, kv_reserve, progress, engine, prefix_tokens)
+    df = serve_sweep(system, arch, mix, modes, grid, cal, chunk_tokens, kv_reserve, progress, engine, prefix_tokens,
+                     speculative)
     return finish_sweep(df, system, cal, price, tdp_w, max_ttft_s)
 
 
