@@ -185,3 +185,26 @@ def test_a_million_token_request_has_a_context_parallel_plan():
     assert df["decode_step_s"].iloc[2] < df["decode_step_s"].iloc[0]  # 1/16 of the KV read per rank
     odd = serve(trn3, a, Grid.of(tp=8, cp=16, concurrency=1, compute="fp8"), Mix(1_000_001, 1024))
     assert odd["valid"].all() and odd["ttft_s"].iloc[0] > ttft[2]  # padded to whole shards (1,000,016 tokens)
+
+
+def test_speculative_decoding_divides_the_step_by_the_accepted_tokens():
+    """TPOT = (verify k + 1 tokens + k draft steps) / E, E = 1 + sum of per-position acceptance; the verify step
+    costs at least the plain decode step (same weights read, more tokens); bad inputs are one line."""
+    from perfmodel.serving.speculative import Speculation
+
+    h100 = catalog.load_system("p5.48xlarge")
+    a = workload_files.load_workload("llama-3.1-8b")
+    spec = Speculation("eagle3-llama-3.1-8b", 3, acceptance=(0.865, 0.725, 0.635))
+    assert spec.tokens_per_step == pytest.approx(3.225)
+    plain = serving.serve_one(h100, a, concurrency=2, mix=MIX)
+    fast = serving.serve_one(h100, a, concurrency=2, mix=MIX, options=ServingOptions(speculative=spec))
+    assert fast["decode_step_s"] > plain["decode_step_s"]  # verify + 3 drafts
+    assert fast["time_per_output_token_s"] == pytest.approx(
+        fast["decode_step_s"] / 3.225 + (plain["time_per_output_token_s"] - plain["decode_step_s"]), rel=1e-6)
+    assert fast["time_per_output_token_s"] < 0.5 * plain["time_per_output_token_s"]
+    with pytest.raises(ValueError, match="non-increasing"):
+        Speculation("eagle3-llama-3.1-8b", 2, acceptance=(0.5, 0.8)).validate()
+    with pytest.raises(ValueError, match="no draft"):
+        Speculation("nope", 1, mean_accepted=1.5).validate()
+    with pytest.raises(ValueError, match="either"):
+        Speculation("mtp", 1).validate()
