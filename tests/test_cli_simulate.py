@@ -22,10 +22,10 @@ def run(argv, capsys):
 
 def test_simulate_summary_and_requests(tmp_path, capsys):
     out_csv = tmp_path / "requests.csv"
-    code, out, _ = run([*BASE, "--rate", "5", "--requests", "400", "--requests-out", str(out_csv)], capsys)
+    code, out, _ = run([*BASE, "--rate", "5", "--requests", "300", "--requests-out", str(out_csv)], capsys)
     assert code == 0 and "ttft p99" in out and " ms" in out
     frame = pd.read_csv(out_csv)
-    assert len(frame) == 400 and (frame["ttft_s"] > 0).all()
+    assert len(frame) == 300 and (frame["ttft_s"] > 0).all()
     chart, timeline = tmp_path / "queue.html", tmp_path / "queue.csv"
     code, _, _ = run([*BASE, "--rate", "5", "--requests", "300", "--chart", str(chart), "--timeline-out",
                       str(timeline)], capsys)
@@ -39,7 +39,7 @@ def test_simulate_summary_and_requests(tmp_path, capsys):
 
 def test_load_sweep_writes_its_chart(tmp_path, capsys):
     chart = tmp_path / "ttft.svg"
-    code, out, _ = run([*BASE, "--load-sweep", "--requests", "600", "--chart", str(chart), "--format", "csv"], capsys)
+    code, out, _ = run([*BASE, "--load-sweep", "--requests", "250", "--chart", str(chart), "--format", "csv"], capsys)
     assert code == 0 and chart.read_text().startswith("<svg")
     df = pd.read_csv(__import__("io").StringIO(out))
     assert len(df) == 7 and (df["sim_ttft_p99_s"] >= df["sim_ttft_p50_s"]).all()
@@ -63,6 +63,7 @@ def test_plan_from_a_trace_at_p99(tmp_path, capsys):
     assert abs(d.requests_per_s - 10) < 1.0 and d.percentile == 99
     assert abs(d.input_tokens.mean - 1100) < 60 and abs(d.output_tokens.mean - 225) < 15
     code, out, _ = run(["plan", "--trace", str(path), "--workload", "llama-3.1-8b", "--ttft", "1", "--tpot", "0.03",
-                        "--systems", "p5.48xlarge", "--no-progress", "--format", "json"], capsys)
+                        "--systems", "p5.48xlarge", "--max-replica-chips", "2", "--no-progress", "--format", "json"],
+                       capsys)
     row = json.loads(out)["rows"][0]
     assert code == 0 and row["verified"] and row["sim_ttft_p99_s"] <= 1.0 and row["sim_tpot_p99_s"] <= 0.03

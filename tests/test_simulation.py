@@ -32,7 +32,7 @@ def test_low_load_matches_the_steady_state(h100, mode):
     concurrency Little's law gives, and TPOT within 3%; at 90% queueing opens a gap."""
     s, a, plan = h100
     df = compare.load_sweep(s, a, plan, Mix(1024, 256), ServingOptions(mode=mode), loads=(0.3, 0.9),
-                            n_requests=2000)
+                            n_requests=1500)
     low, high = df.iloc[0], df.iloc[1]
     assert abs(low["ttft_p50_gap"]) < 0.10
     assert abs(low["tpot_p50_gap"]) < 0.03

@@ -218,6 +218,8 @@ def cp_combine_s(system: System, cal: Calibration, arch: ModelArch, grid: Grid, 
     rank); the partial outputs merge per attention layer, as flash-decoding merges its splits: an all-reduce
     of each query's partial output (H / t heads x d_h, BF16) and log-sum-exp (FP32) over the cp group.
     0 without context parallelism."""
+    if not np.any(grid.cp > 1):
+        return np.zeros(np.broadcast_shapes(np.shape(tokens_per_rank), grid.cp.shape))
     heads = arch.num_attention_heads / grid.tp
     nbytes = np.asarray(tokens_per_rank, dtype=float) * heads * (arch.head_dim * 2 + 4)
     t = collectives.collective_time(system, cal, Collective.ALL_REDUCE, nbytes, grid.cp,

@@ -33,6 +33,8 @@ def p2p_s(system: System, cal: Calibration, grid, tokens_per_device, hidden: int
     """Pipeline send/recv of one micro-batch's hidden states (BF16) between stages, per stage (a grid's
     plans: steady_state.Grid; 0 without pipeline stages)."""
     nbytes = np.asarray(tokens_per_device, dtype=float) * hidden * bytes_per_element(DType.BF16)
+    if not np.any(grid.pp > 1):  # no stage boundary anywhere: nothing to send (a one-rank "group" costs 0)
+        return np.zeros(np.broadcast_shapes(nbytes.shape, np.shape(grid.pp)))
     t = collectives.collective_time(system, cal, Collective.SEND_RECV, nbytes, np.where(grid.pp > 1, 2.0, 1.0),
                                     grid.tp * grid.da)
     return np.asarray(t, dtype=float)
