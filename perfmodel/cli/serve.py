@@ -132,6 +132,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="frontier axis: tokens/s per MW (default), per chip, per $, or concurrent users")
     p.add_argument("--max-ttft", type=positive(), metavar="S", help="only configurations with TTFT <= S seconds")
     p.add_argument("--all", action="store_true", help="every configuration, not only the frontier")
+    p.add_argument("--max-replica-chips", type=count(1, "MAX_CHIPS"), metavar="N",
+                   help="replicas up to N chips, spanning whole scale-up domains over the scale-out network "
+                        "(default: one scale-up domain)")
     p.add_argument("--claims-chart", action="store_true",
                    help="the S4 chart data: Trn3 vs Trn2 UltraServer gpt-oss-120b frontiers with the S1-S3 readings")
     add_output_options(p)
@@ -283,7 +286,7 @@ def cmd_pareto(args) -> int:
 
     frames = []
     grid_kw = {k: v for k, v in dict(tp=args.tp, da=args.da, pp=args.pp, cp=args.cp, concurrency=args.concurrency,
-                                     dtypes=args.dtypes).items() if v}
+                                     dtypes=args.dtypes, max_chips=args.max_replica_chips).items() if v}
     modes = args.mode if isinstance(args.mode, list) else [args.mode]
     for name in args.hardware:
         system, arch, cal = _load(name, args.workload, _overrides(args), args.variant)
