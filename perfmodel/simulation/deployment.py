@@ -202,6 +202,9 @@ def simulate(system: System, arch: ModelArch, plan: Grid, traffic: Traffic, shap
         if table.kv_tokens < sched.block_tokens:
             raise ValueError(f"{system.name} / {arch.name} / {table.label}: the weights leave no HBM for the KV "
                              "cache (the plan does not fit)")
+        if max_ctx > table.kv_tokens:
+            raise ValueError(f"{system.name} / {arch.name} / {table.label}: a request of {max_ctx:,} tokens needs more "
+                             f"KV cache than a worker's pool holds ({table.kv_tokens:,} tokens)")
         tables.append(table)
         pool = sim.back if role == "decode" else sim.front
         pool.extend(Replica(sim, i, table, sched, role) for i in range(count))

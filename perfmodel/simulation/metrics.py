@@ -54,7 +54,8 @@ def summarize(run, sla: tuple[float, float] | None = None, trim: float = TRIM, w
     frame = requests_frame(run)
     if frame["e2e_s"].isna().any():
         n = int(frame["e2e_s"].isna().sum())
-        raise RuntimeError(f"simulation ended with {n} requests unfinished (a request larger than the KV pool?)")
+        raise ValueError(f"simulation ended with {n} requests unfinished: a request needs more KV blocks than the "
+                         "pool holds (raise --kv-blocks or choose a plan with more HBM per sequence)")
     m = measured(frame, run.sim.traffic.kind == "closed", trim, warmup_s)
     span = float(m["arrival_s"].max() - m["arrival_s"].min()) or float(frame["e2e_s"].max())
     out: dict[str, float] = {"requests": len(frame), "measured_requests": len(m)}
