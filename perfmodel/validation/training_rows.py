@@ -1,0 +1,165 @@
+"""Reading a published training result as the model's inputs: hardware, model, plan, batch, data type, metric.
+
+Every training row, however its source wrote it, is read by the same rules (stated once, never per row):
+
+    hardware   a catalogue system named in the text ('trn1.32xlarge', 'p5.48xlarge'), else the accelerator:
+               A100 80GB / 40GB -> dgx-a100-80gb / -40gb, H100 -> dgx-h100, H200 -> p5e.48xlarge (8 H200,
+               3.2 Tb/s EFA), H800 -> hgx-h800, B200 -> p6-b200.48xlarge (8 B200, 8 x 400 Gb/s as a DGX B200),
+               B300 -> p6-b300.48xlarge, GB200 / GB300 -> the NVL72 rack; GPUs: the row's num_chips, else
+               'N x ...' in the text
+    model      a workload file by name after normalising case, spaces and separators ('Llama 3.1 405B',
+               'llama3_1_405b', 'Meta-Llama-3.1-405B' -> llama-3.1-405b), aliases for identical
+               architectures (MODEL_ALIASES: '-Instruct' tunings, GPT-3 sizes as NeMo and Megatron define
+               them), or a GPT from the row's own dimensions ('h=, L=, heads=, V=')
+    plan       TP / PP / DP / CP / EP / VP (interleaved stages per rank) / ZeRO or FSDP stage, as 'TP8',
+               'TP=8', 'tp 8', 'tensor parallel 8', 'FSDP 64' (ZeRO-3 over 64), 'HSDP' (ZeRO-3 inside a node);
+               DP = GPUs / (TP PP CP) when unstated
+    batch      'GBS 2048', 'global batch 2048', 'mbs 1' / 'micro batch 1' (sequences)
+    dtype      FP8 (and its recipe: per-tensor delayed or current scaling, block / MX scaling) or BF16 / FP16
+    metric     METRICS: TFLOP/s per GPU (model or hardware FLOPs), tokens/s per GPU or in total, sequences/s,
+               MFU (its stated peak), step time, time to train, GPU-hours per trillion tokens
+
+A row a rule cannot read is listed with what is missing (never guessed).
+Does not: predict (validation/training.py) or read files (validation/harness.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from perfmodel import catalog
+from perfmodel.catalog import workload_files
+
+# accelerator words -> catalogue system, most specific first
+ACCELERATORS = (
+    (r"GB300", "gb300-nvl72"), (r"GB200", "gb200-nvl72"), (r"B300", "p6-b300.48xlarge"), (r"B200", "p6-b200.48xlarge"),
+    (r"H200", "p5e.48xlarge"), (r"H800", "hgx-h800"), (r"H100", "dgx-h100"),
+    (r"A100[^,;]*40\s*GB", "dgx-a100-40gb"), (r"A100", "dgx-a100-80gb"),
+    (r"Trainium2|Trn2", "trn2.48xlarge"), (r"Trainium|Trn1", "trn1.32xlarge"),
+)
+# architectures published under other names (identical configs); GPT-3 sizes as NeMo / Megatron name them
+MODEL_ALIASES = {"gpt-3-175b": "gpt3-175b", "gpt3-175b": "gpt3-175b", "gpt-3-5b": "", "llama-3-1-8b": "llama-3.1-8b",
+                 "llama-3-1-70b": "llama-3.1-70b", "llama-3-1-405b": "llama-3.1-405b", "llama-3-3-70b": "llama-3.3-70b",
+                 "llama-31-8b": "llama-3.1-8b", "llama-31-70b": "llama-3.1-70b", "llama-31-405b": "llama-3.1-405b",
+                 "llama3-8b": "llama-3-8b", "llama3-70b": "llama-3-70b", "llama-2-7b": "llama-2-7b",
+                 "llama2-7b": "llama-2-7b", "llama2-13b": "llama-2-13b", "llama2-70b": "llama-2-70b",
+                 "mixtral-8x7b": "mixtral-8x7b", "deepseek-v3": "deepseek-v3", "deepseek-v3-671b": "deepseek-v3"}
+PLAN_KEYS = {"tp": r"tp|tensor[ -]parallel(?:ism)?", "pp": r"pp|pipeline[ -]parallel(?:ism)?",
+             "dp": r"dp|data[ -]parallel(?:ism)?", "cp": r"cp|context[ -]parallel(?:ism)?",
+             "ep": r"ep|expert[ -]parallel(?:ism)?", "vp": r"vp|virtual[ -]pipeline|interleav\w*"}
+
+
+@dataclass(frozen=True)
+class Plan:
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    cp: int = 1
+    ep: int = 1
+    vp: int = 1
+    zero: int = 0
+
+    @property
+    def chips(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+
+def system_of(hardware: str) -> str:
+    """The catalogue system a row's hardware text names (module doc), or ''."""
+    text = str(hardware)
+    first = text.split()[0] if text.strip() else ""
+    if first in catalog.list_systems():
+        return first
+    return next((name for pattern, name in ACCELERATORS if re.search(pattern, text, re.I)), "")
+
+
+def gpus_of(row) -> int:
+    """The run's accelerator count: num_chips, else 'N x' / 'N GPUs' in the hardware text; 0 when unstated."""
+    v = str(row.get("num_chips", "")).strip()
+    if re.fullmatch(r"\d+(\.0+)?", v):
+        return int(float(v))
+    hit = re.search(r"(\d+)\s*(?:x\b|GPUs?\b|chips?\b)", str(row.get("hardware", "")), re.I)
+    return int(hit.group(1)) if hit else 0
+
+
+def _key(text: str) -> str:
+    t = text.lower().strip()
+    t = re.sub(r"^(meta-|nvidia-|mistralai-)", "", re.sub(r"[\s_/]+", "-", t))
+    t = re.sub(r"-(instruct|chat|base|hf)\b", "", t)
+    return re.sub(r"-+", "-", t).strip("-")
+
+
+def workload_of(model: str) -> str:
+    """Workload file of a row's model text (module doc), or '' (a GPT with stated dimensions is built by the
+    caller from them)."""
+    name = re.split(r"\s*\(", str(model))[0]
+    key = _key(name)
+    known = workload_files.list_workloads()
+    for cand in (key, MODEL_ALIASES.get(key, ""), key.replace("llama3", "llama-3"),
+                 re.sub(r"llama-(\d)-(\d)-", r"llama-\1.\2-", key)):
+        if cand and cand in known:
+            return cand
+        if cand in MODEL_ALIASES and MODEL_ALIASES[cand] in known:
+            return MODEL_ALIASES[cand]
+    return ""
+
+
+def plan_of(text: str, gpus: int = 0) -> Plan:
+    """Parallel plan from the row's text (module doc); DP fills the GPUs when unstated."""
+    t = str(text)
+    vals: dict[str, int] = {}
+    for k, pat in PLAN_KEYS.items():
+        hit = re.search(rf"(?<![a-z])(?:{pat})\s*(?:=|:)?\s*(\d+)", t, re.I)
+        if hit:
+            vals[k] = int(hit.group(1))
+    zero = 0
+    fsdp = re.search(r"FSDP\s*(?:=|:)?\s*(\d+)?", t, re.I)
+    z = re.search(r"ZeRO[- ]?(?:stage\s*)?([0-3])", t, re.I)
+    if z:
+        zero = int(z.group(1))
+    elif fsdp or re.search(r"HSDP|distributed optimi[sz]er", t, re.I):
+        zero = 3 if (fsdp or re.search(r"HSDP", t, re.I)) else 1
+        if fsdp and fsdp.group(1) and "dp" not in vals:
+            vals["dp"] = int(fsdp.group(1))
+    p = Plan(**{k: vals.get(k, 1) for k in ("tp", "pp", "cp", "ep", "vp")}, dp=vals.get("dp", 0) or 1, zero=zero)
+    if "dp" not in vals and gpus and gpus % (p.tp * p.pp * p.cp) == 0:
+        p = Plan(p.tp, p.pp, gpus // (p.tp * p.pp * p.cp), p.cp, p.ep, p.vp, p.zero)
+    return p
+
+
+def batch_of(text: str) -> tuple[int, int]:
+    """(global batch, micro batch) in sequences; 0 where the text states none."""
+    t = str(text)
+    g = re.search(r"(?:GBS|global[ -]batch(?:[ -]size)?)\s*(?:=|:)?\s*(\d+)", t, re.I)
+    m = re.search(r"(?:MBS|micro[ -]?batch(?:[ -]size)?)\s*(?:=|:)?\s*(\d+)", t, re.I)
+    return (int(g.group(1)) if g else 0), (int(m.group(1)) if m else 0)
+
+
+def fp8_of(text: str) -> str:
+    """'' for 16-bit training, else the FP8 recipe named: 'delayed' (per-tensor delayed scaling, Transformer
+    Engine's default), 'current' (per-tensor current scaling), 'block' (block / MX scaling)."""
+    t = str(text)
+    if not re.search(r"FP8|MXFP8", t, re.I):
+        return ""
+    if re.search(r"MXFP8|block|blockwise|MX\b|sub-?channel", t, re.I):
+        return "block"
+    return "current" if re.search(r"current", t, re.I) else "delayed"
+
+
+METRICS = (  # (pattern on 'metric unit', kind)
+    (r"MFU|model flops? utili[sz]ation", "mfu"),
+    (r"tflop|teraflop", "tflops_per_gpu"),
+    (r"tokens?\s*/\s*s(?:ec)?\w*\s*(?:/|per)\s*(?:gpu|device|chip|accelerator)", "tokens_per_s_per_gpu"),
+    (r"tokens?\s*/\s*s|tokens per second|throughput.*tokens", "tokens_per_s"),
+    (r"seq(?:uence)?s?\s*/\s*s|samples?\s*/\s*s", "sequences_per_s"),
+    (r"step time|time per (?:iteration|step)|iteration time|s/it", "step_time"),
+    (r"time[ -]to[ -]train|days to train|training time", "time_to_train"),
+    (r"gpu[ -]hours", "gpu_hours"),
+)
+
+
+def metric_of(metric: str, unit: str = "") -> str:
+    """The metric's kind (METRICS), or '' when none matches."""
+    text = f"{metric} {unit}"
+    return next((kind for pat, kind in METRICS if re.search(pat, text, re.I)), "")
