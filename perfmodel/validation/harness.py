@@ -238,7 +238,8 @@ def parse_points(text: str) -> list[tuple[float, float, str]]:
 # the modules of this package that register families (the harness and the calibration fit do not)
 # (in this order: families register, and report, in import order)
 FAMILY_MODULES = ("perfmodel.validation.comm", "perfmodel.validation.inference", "perfmodel.validation.kernels",
-                  "perfmodel.validation.serving", "perfmodel.validation.training", "perfmodel.validation.inferencex")
+                  "perfmodel.validation.serving", "perfmodel.validation.training", "perfmodel.validation.training_public",
+                  "perfmodel.validation.inferencex")
 
 
 def load_validation_modules() -> None:

@@ -87,7 +87,8 @@ def megatron_flop(arch, global_batch: int, seq: int) -> float:
 
 def _is_megatron(r: pd.DataFrame) -> pd.Series:
     return (r["phase"].eq("train") & r["metric"].str.contains("TFLOP/s per GPU", regex=False)
-            & r["parallelism"].str.contains(r"TP\d+ PP\d+ DP\d+") & r["model"].str.contains(r"h=\d+"))
+            & r["parallelism"].str.contains(r"TP\d+ PP\d+ DP\d+") & r["model"].str.contains(r"h=\d+")
+            & r["model"].str.match(r"GPT\b"))
 
 
 @register_validation("megatron", selects=_is_megatron)

@@ -86,7 +86,7 @@ def gpus_of(row) -> int:
 def _key(text: str) -> str:
     t = text.lower().strip()
     t = re.sub(r"^(meta-|nvidia-|mistralai-)", "", re.sub(r"[\s_/]+", "-", t))
-    t = re.sub(r"-(instruct|chat|base|hf)\b", "", t)
+    t = re.sub(r"-(instruct|chat|base|hf|moe|dense)\b", "", t)
     return re.sub(r"-+", "-", t).strip("-")
 
 

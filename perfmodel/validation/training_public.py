@@ -1,0 +1,174 @@
+"""Validation family 'training': any published training row, read by validation/training_rows.py's rules.
+
+Rows with phase 'train' that the source-specific families (megatron, mosaicml, flash-attention-2 in
+training.py) do not claim: NeMo / Megatron-Bridge performance tables, torchtitan benchmarks, the Megatron-LM
+README and its DeepSeek-V3 write-up, BigScience's BLOOM logs, MT-NLG (reference/training_public_dev.csv).
+One run may be published as several rows (-a / -b: tokens/s and TFLOP/s of the same run); each is one case.
+
+Per run (stated once, nothing fitted):
+    model        the workload file training_rows.workload_of names, else a GPT from the row's dimensions
+                 (h=, L=, heads=, V=; GPT-3 template; V = 51,200 when unstated: Megatron's padded GPT-2
+                 vocabulary); a run with neither is listed
+    plan         training_rows.plan_of; micro-batches per step = GBS / (DP x MBS); the interleaved schedule
+                 when VP > 1; a row whose plan is not stated is listed with that reason
+    precision    FP8 recipes run the matmuls in FP8 (weights and activations BF16); else BF16
+    recompute    'full recompute' / 'activation checkpointing' in the notes: full; 'selective': selective;
+                 else none
+    attention    flash attention, except Megatron-DeepSpeed and MT-NLG (2021-22, before FlashAttention):
+                 scores through HBM
+    metric       tokens/s per GPU and time per iteration are the modelled ones; TFLOP/s per GPU and MFU use
+                 the source's own FLOP count: when the run also states tokens/s (or time per iteration),
+                 predicted = measured x modelled rate / measured rate (the source's FLOPs per token cancel);
+                 else 'hardware FLOPs with recompute' is Megatron's Eq. 3 count and 'model FLOPs' 6 N_active
+                 + 6 L h s per token (causal attention), an MFU over the peak it states
+
+Does not: fit anything; every miss is reported with its error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pandas as pd
+
+from perfmodel import catalog, training
+from perfmodel.catalog import workload_files
+from perfmodel.core import units
+from perfmodel.core.dtypes import DType
+from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Precision, Recompute, Scenario
+from perfmodel.core.workload import parameter_count
+from perfmodel.validation import training_rows as tr
+from perfmodel.validation.harness import frame, register_validation, row, unexpressed
+from perfmodel.validation.training import _is_fa2_training, _is_megatron, megatron_flop
+
+RATE_KINDS = ("tokens_per_s_per_gpu", "step_time")
+PRE_FLASH = r"Megatron-DeepSpeed|MT-NLG|DeepSpeed and Megatron"
+
+
+def _selects(r: pd.DataFrame) -> pd.Series:
+    legacy = _is_megatron(r) | _is_fa2_training(r) | (r["metric"].eq("MFU") & r["parallelism"].str.contains("FSDP")
+                                                      & r["model"].str.contains("MPT", regex=False))
+    return r["phase"].eq("train") & ~legacy
+
+
+def run_key(case_id: str) -> str:
+    return re.sub(r"-[a-z]$", "", str(case_id))
+
+
+def arch_of(model: str):
+    """The run's architecture (module doc), or None."""
+    name = tr.workload_of(model)
+    if name:
+        return workload_files.load_workload(name)
+    kv = dict(re.findall(r"\b(h|L|heads|V)=(\d+)", str(model)))
+    if not {"h", "L", "heads"} <= set(kv):
+        return None
+    h, layers, heads = int(kv["h"]), int(kv["L"]), int(kv["heads"])
+    base = workload_files.load_workload("gpt3-6.7b")
+    return dataclasses.replace(base, name=f"gpt-h{h}-l{layers}", display_name=model.split("(")[0].strip(),
+                               hidden_size=h, num_hidden_layers=layers, num_attention_heads=heads,
+                               num_key_value_heads=heads, head_dim=h // heads, intermediate_size=4 * h,
+                               vocab_size=int(kv.get("V", 51200)), published_parameters=0.0)
+
+
+def _recompute(notes: str) -> Recompute:
+    if re.search(r"selective", notes, re.I):
+        return Recompute.SELECTIVE
+    if re.search(r"full (?:activation )?recompute|activation checkpointing|recompute(?:-| )(?:granularity )?full",
+                 notes, re.I):
+        return Recompute.FULL
+    return Recompute.NONE
+
+
+def scenario_of(m, arch, gpus: int) -> Scenario | str:
+    """The run's training scenario, or why it has none."""
+    if re.search(r"not stated", str(m["parallelism"]), re.I):
+        return "the parallel plan is not stated"
+    plan = tr.plan_of(m["parallelism"], gpus)
+    if plan.chips != gpus:
+        return f"the plan ({plan.tp} x {plan.pp} x {plan.cp} x DP {plan.dp}) does not cover the {gpus} GPUs"
+    gbs, mbs = tr.batch_of(m["batch"])
+    mbs = mbs or int((re.search(r"local bs (\d+)", str(m["batch"])) or [0, 1])[1])
+    if not gbs:
+        return "the global batch is not stated"
+    if gbs % (plan.dp * mbs):
+        return f"GBS {gbs} is not a whole number of micro-batches of {mbs} over DP {plan.dp}"
+    fp8 = tr.fp8_of(m["dtype"])
+    prec = Precision(weights=DType.BF16, compute=DType.FP8 if fp8 else DType.BF16, activations=DType.BF16,
+                     kv_cache=DType.BF16)
+    par = Parallelism(tp=plan.tp, pp=plan.pp, dp=plan.dp, cp=plan.cp, ep=plan.ep, zero=plan.zero,
+                      microbatches=gbs // (plan.dp * mbs), pp_schedule="interleaved" if plan.vp > 1 else "1f1b",
+                      pp_virtual=plan.vp)
+    return Scenario(phase=Phase.TRAIN, batch=mbs, seq_len=int(float(m["input_len"])), parallel=par,
+                    recompute=_recompute(str(m["notes"])), precision=prec, optimizer=Optimizer.ADAM_MIXED,
+                    flash_attention=not re.search(PRE_FLASH, f"{m['source']} {m['notes']}", re.I))
+
+
+def _model_flop_per_token(arch, seq: int) -> float:
+    """6 N_active + 6 L h s: matmuls fwd + bwd and causal attention (half of 12 L h s)."""
+    return 6.0 * parameter_count(arch).active_per_token + 6.0 * arch.num_hidden_layers * arch.hidden_size * seq
+
+
+def _predict(m, kind: str, r, sc: Scenario, arch, gpus: int, measured_rate: dict) -> float:
+    """Predicted value of one row (module doc)."""
+    seq = sc.seq_len
+    gbs = sc.batch * sc.parallel.dp * sc.parallel.microbatches
+    tok = float(r["tokens_per_s_per_chip"])
+    if kind == "tokens_per_s_per_gpu":
+        return tok
+    if kind == "step_time":
+        return float(r["step_time_s"])
+    if measured_rate:  # the source's own FLOPs per token: they cancel in the ratio
+        (rk, mv), = measured_rate.items()
+        modelled = tok if rk == "tokens_per_s_per_gpu" else 1.0 / float(r["step_time_s"])
+        measured = mv if rk == "tokens_per_s_per_gpu" else 1.0 / mv
+        return float(m["value_num"]) * modelled / measured
+    if kind == "tflops_per_gpu" and re.search(r"hardware|recompute", str(m["metric"]), re.I):
+        return megatron_flop(arch, gbs, seq) / (float(r["step_time_s"]) * gpus) / units.TFLOPS
+    flop = _model_flop_per_token(arch, seq) * tok
+    if kind == "tflops_per_gpu":
+        return flop / units.TFLOPS
+    peak = re.search(r"peak\s*(?:of\s*)?(\d+(?:\.\d+)?)\s*TFLOP", str(m["notes"]), re.I)
+    return 100 * flop / (float(peak.group(1)) * units.TFLOPS) if peak else float("nan")
+
+
+@register_validation("training", selects=_selects)
+def training_public(rows: pd.DataFrame) -> pd.DataFrame:
+    """Published training rows of any source (module doc)."""
+    out = []
+    rows = rows.assign(run=rows["case_id"].map(run_key), kind=[tr.metric_of(a, b) for a, b in
+                                                               zip(rows["metric"], rows["unit"])])
+    for _, grp in rows.groupby("run", sort=False):
+        first = grp.iloc[0]
+        system_name, gpus, arch = tr.system_of(first["hardware"]), tr.gpus_of(first), arch_of(first["model"])
+        why = ("" if system_name else f"hardware {first['hardware']!r} names no catalogue system") or \
+              ("" if gpus else "the GPU count is not stated") or \
+              ("" if arch is not None else f"model {first['model']!r}: no workload file and no stated dimensions")
+        sc = scenario_of(first, arch, gpus) if not why else None
+        why = why or (sc if isinstance(sc, str) else "")
+        if why:
+            out += [unexpressed(m, why) for _, m in grp.iterrows()]
+            continue
+        system = catalog.load_system(system_name)
+        try:
+            r = training.train(system, arch, sc, nodes=max(1, gpus // system.node.chips))
+        except ValueError as exc:
+            out += [unexpressed(m, f"the plan cannot run: {exc}") for _, m in grp.iterrows()]
+            continue
+        rates = {k: float(v) for k, v in zip(grp["kind"], grp["value_num"]) if k in RATE_KINDS}
+        rate = dict(list(rates.items())[:1])
+        for _, m in grp.iterrows():
+            if not m["kind"]:
+                out.append(unexpressed(m, f"metric {m['metric']!r} is not one the family reads"))
+                continue
+            pred = _predict(m, m["kind"], r, sc, arch, gpus, rate if m["kind"] not in RATE_KINDS else {})
+            p = sc.parallel
+            out.append(row(m["case_id"], m["hardware"], m["metric"], float(m["value_num"]), pred, m["unit"],
+                           f"{arch.name}, {system.name} x {gpus}: TP{p.tp} PP{p.pp}"
+                           f"{f' VP{p.pp_virtual}' if p.pp_virtual > 1 else ''} CP{p.cp} EP{p.ep} DP{p.dp}"
+                           f" ZeRO-{p.zero}, mbs {sc.batch} x {p.microbatches}, {sc.precision.compute.value}, "
+                           f"{sc.recompute.value} recompute, {'flash' if sc.flash_attention else 'materialised'} "
+                           f"attention: step {r['step_time_s']:.2f} s, MFU {100 * r['mfu_frac']:.0f}%"
+                           f"{'' if r['fits'] else ', does NOT fit memory'}", system=system.name))
+    return frame(out)

@@ -1,0 +1,36 @@
+"""The 'training' family reads public training rows of any source (reference/training_public_dev.csv)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from perfmodel import catalog
+from perfmodel import validation as v
+
+PUBLIC = "reference/training_public_dev.csv"
+
+
+@pytest.fixture(scope="module")
+def public() -> pd.DataFrame:
+    return v.run_cases(catalog.catalog_root() / PUBLIC, families=["training"]).set_index("case_id")
+
+
+def test_every_public_row_is_predicted_or_has_a_reason(public):
+    src = pd.read_csv(catalog.catalog_root() / PUBLIC)
+    assert len(src) >= 150 and src["source"].str.strip().ne("").all()
+    assert set(public.index) <= set(src["case_id"])
+    predicted = public[public["predicted"].notna()]
+    assert len(predicted) >= 60
+    listed = public[public["predicted"].isna()]
+    assert listed["reason"].str.len().gt(10).all()
+    assert "plan is not stated" in public.at["MLM-001", "reason"]
+
+
+def test_the_source_flop_count_cancels_between_a_runs_rows(public):
+    """A run's TFLOP/s row is its tokens/s (or iteration time) row in the source's own FLOPs: one error."""
+    for a, b in (("NEMO-003-a", "NEMO-003-b"), ("BLOOM-001-b", "BLOOM-001-a")):
+        ea, eb = public.at[a, "error_frac"], public.at[b, "error_frac"]
+        if "time per iteration" in public.at[a, "metric"]:  # a time: the error of its inverse
+            ea = 1 / (1 + ea) - 1
+        assert ea == pytest.approx(eb, abs=1e-9)
