@@ -11,6 +11,7 @@ from perfmodel.validation import training_rows as tr
     ("H100-SXM5-80GB (DGX H100)", "dgx-h100"), ("A100-SXM-80GB (Selene, DGX A100)", "dgx-a100-80gb"),
     ("8 x A100 40GB", "dgx-a100-40gb"), ("GB200 NVL72", "gb200-nvl72"), ("B200 (DGX B200)", "p6-b200.48xlarge"),
     ("H200 SXM 141GB", "p5e.48xlarge"), ("trn1.32xlarge (16x Trainium)", "trn1.32xlarge"), ("TPU v5p", ""),
+    ("H100 96GB HBM2e SXM (Meta Grand Teton, 500 W power limit)", ""),
 ])
 def test_hardware_text_names_a_system(text, system):
     assert tr.system_of(text) == system

@@ -10,7 +10,9 @@ Per run (stated once, nothing fitted):
                  (h=, L=, heads=, V=; GPT-3 template; V = 51,200 when unstated: Megatron's padded GPT-2
                  vocabulary); a run with neither is listed
     plan         training_rows.plan_of; micro-batches per step = GBS / (DP x MBS); the interleaved schedule
-                 when VP > 1; a row whose plan is not stated is listed with that reason
+                 when VP > 1; a 'local bs' (torchtitan: one data-parallel rank's batch) makes GBS = local x DP
+                 and, with pipeline stages, micro-batches of 1 (torchtitan's default); a row whose plan is
+                 not stated is listed with that reason
     precision    FP8 recipes run the matmuls in FP8 (weights and activations BF16); else BF16
     recompute    'full recompute' / 'activation checkpointing' in the notes: full; 'selective': selective;
                  else none
@@ -89,7 +91,11 @@ def scenario_of(m, arch, gpus: int) -> Scenario | str:
     if plan.chips != gpus:
         return f"the plan ({plan.tp} x {plan.pp} x {plan.cp} x DP {plan.dp}) does not cover the {gpus} GPUs"
     gbs, mbs = tr.batch_of(m["batch"])
-    mbs = mbs or int((re.search(r"local bs (\d+)", str(m["batch"])) or [0, 1])[1])
+    local = re.search(r"local (?:bs|batch(?: size)?) (\d+)", str(m["batch"]), re.I)
+    if local:  # torchtitan: the batch of one data-parallel rank; pipelined in micro-batches of 1 (its default)
+        gbs = gbs or int(local.group(1)) * plan.dp
+        mbs = 1 if plan.pp > 1 else int(local.group(1))
+    mbs = mbs or 1
     if not gbs:
         return "the global batch is not stated"
     if gbs % (plan.dp * mbs):

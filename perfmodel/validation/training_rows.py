@@ -3,7 +3,8 @@
 Every training row, however its source wrote it, is read by the same rules (stated once, never per row):
 
     hardware   a catalogue system named in the text ('trn1.32xlarge', 'p5.48xlarge'), else the accelerator:
-               A100 80GB / 40GB -> dgx-a100-80gb / -40gb, H100 -> dgx-h100, H200 -> p5e.48xlarge (8 H200,
+               A100 80GB / 40GB -> dgx-a100-80gb / -40gb, H100 -> dgx-h100 (not the 96 GB HBM2e part capped
+               at 500 W: a different chip, listed), H200 -> p5e.48xlarge (8 H200,
                3.2 Tb/s EFA), H800 -> hgx-h800, B200 -> p6-b200.48xlarge (8 B200, 8 x 400 Gb/s as a DGX B200),
                B300 -> p6-b300.48xlarge, GB200 / GB300 -> the NVL72 rack; GPUs: the row's num_chips, else
                'N x ...' in the text
@@ -34,7 +35,9 @@ from perfmodel.catalog import workload_files
 # accelerator words -> catalogue system, most specific first
 ACCELERATORS = (
     (r"GB300", "gb300-nvl72"), (r"GB200", "gb200-nvl72"), (r"B300", "p6-b300.48xlarge"), (r"B200", "p6-b200.48xlarge"),
-    (r"H200", "p5e.48xlarge"), (r"H800", "hgx-h800"), (r"H100", "dgx-h100"),
+    (r"H200", "p5e.48xlarge"), (r"H800", "hgx-h800"),
+    (r"H100[^,;()]*96\s*GB|H100[^;]*500\s*W", ""),  # the 96 GB HBM2e, 500 W H100: not the catalogue's H100 SXM
+    (r"H100", "dgx-h100"),
     (r"A100[^,;]*40\s*GB", "dgx-a100-40gb"), (r"A100", "dgx-a100-80gb"),
     (r"Trainium2|Trn2", "trn2.48xlarge"), (r"Trainium|Trn1", "trn1.32xlarge"),
 )
