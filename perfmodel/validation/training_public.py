@@ -38,7 +38,7 @@ from perfmodel import catalog, training
 from perfmodel.catalog import workload_files
 from perfmodel.core import units
 from perfmodel.core.dtypes import DType
-from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Precision, Recompute, Scenario
+from perfmodel.core.scenario import Optimizer, Phase, Precision, Recompute, Scenario
 from perfmodel.core.workload import parameter_count
 from perfmodel.validation import training_rows as tr
 from perfmodel.validation.harness import frame, register_validation, row, unexpressed
@@ -103,9 +103,8 @@ def scenario_of(m, arch, gpus: int) -> Scenario | str:
     fp8 = tr.fp8_of(m["dtype"])
     prec = Precision(weights=DType.BF16, compute=DType.FP8 if fp8 else DType.BF16, activations=DType.BF16,
                      kv_cache=DType.BF16)
-    par = Parallelism(tp=plan.tp, pp=plan.pp, dp=plan.dp, cp=plan.cp, ep=plan.ep, zero=plan.zero,
-                      microbatches=gbs // (plan.dp * mbs), pp_schedule="interleaved" if plan.vp > 1 else "1f1b",
-                      pp_virtual=plan.vp)
+    par = dataclasses.replace(plan, microbatches=gbs // (plan.dp * mbs),
+                              pp_schedule="interleaved" if plan.pp_virtual > 1 else "1f1b")
     return Scenario(phase=Phase.TRAIN, batch=mbs, seq_len=int(float(m["input_len"])), parallel=par,
                     recompute=_recompute(str(m["notes"])), precision=prec, optimizer=Optimizer.ADAM_MIXED,
                     flash_attention=not re.search(PRE_FLASH, f"{m['source']} {m['notes']}", re.I))

@@ -27,10 +27,10 @@ Does not: predict (validation/training.py) or read files (validation/harness.py)
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from perfmodel import catalog
 from perfmodel.catalog import workload_files
+from perfmodel.core.scenario import Parallelism
 
 # accelerator words -> catalogue system, most specific first
 ACCELERATORS = (
@@ -51,21 +51,6 @@ MODEL_ALIASES = {"gpt-3-175b": "gpt3-175b", "gpt3-175b": "gpt3-175b", "gpt-3-5b"
 PLAN_KEYS = {"tp": r"tp|tensor[ -]parallel(?:ism)?", "pp": r"pp|pipeline[ -]parallel(?:ism)?",
              "dp": r"dp|data[ -]parallel(?:ism)?", "cp": r"cp|context[ -]parallel(?:ism)?",
              "ep": r"ep|expert[ -]parallel(?:ism)?", "vp": r"vp|virtual[ -]pipeline|interleav\w*"}
-
-
-@dataclass(frozen=True)
-class Plan:
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1
-    cp: int = 1
-    ep: int = 1
-    vp: int = 1
-    zero: int = 0
-
-    @property
-    def chips(self) -> int:
-        return self.tp * self.pp * self.dp * self.cp
 
 
 def system_of(hardware: str) -> str:
@@ -108,8 +93,9 @@ def workload_of(model: str) -> str:
     return ""
 
 
-def plan_of(text: str, gpus: int = 0) -> Plan:
-    """Parallel plan from the row's text (module doc); DP fills the GPUs when unstated."""
+def plan_of(text: str, gpus: int = 0) -> Parallelism:
+    """Parallel plan from the row's text (module doc) as a scenario Parallelism (VP = pp_virtual); DP fills
+    the GPUs when unstated."""
     t = str(text)
     vals: dict[str, int] = {}
     for k, pat in PLAN_KEYS.items():
@@ -125,10 +111,9 @@ def plan_of(text: str, gpus: int = 0) -> Plan:
         zero = 3 if (fsdp or re.search(r"HSDP", t, re.I)) else 1
         if fsdp and fsdp.group(1) and "dp" not in vals:
             vals["dp"] = int(fsdp.group(1))
-    p = Plan(**{k: vals.get(k, 1) for k in ("tp", "pp", "cp", "ep", "vp")}, dp=vals.get("dp", 0) or 1, zero=zero)
-    if "dp" not in vals and gpus and gpus % (p.tp * p.pp * p.cp) == 0:
-        p = Plan(p.tp, p.pp, gpus // (p.tp * p.pp * p.cp), p.cp, p.ep, p.vp, p.zero)
-    return p
+    tp, pp, cp = vals.get("tp", 1), vals.get("pp", 1), vals.get("cp", 1)
+    dp = vals.get("dp", 0) or (gpus // (tp * pp * cp) if gpus and gpus % (tp * pp * cp) == 0 else 1)
+    return Parallelism(tp=tp, pp=pp, dp=dp, cp=cp, ep=vals.get("ep", 1), zero=zero, pp_virtual=vals.get("vp", 1))
 
 
 def batch_of(text: str) -> tuple[int, int]:
