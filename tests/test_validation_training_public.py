@@ -34,3 +34,22 @@ def test_the_source_flop_count_cancels_between_a_runs_rows(public):
         if "time per iteration" in public.at[a, "metric"]:  # a time: the error of its inverse
             ea = 1 / (1 + ea) - 1
         assert ea == pytest.approx(eb, abs=1e-9)
+
+
+def test_time_to_train_and_gpu_hours_follow_the_modelled_rate(tmp_path):
+    """A run written as time to train and GPU-hours per trillion tokens: both follow its tokens/s row."""
+    from perfmodel.validation.training_public import trained_tokens
+
+    assert trained_tokens("Est. time to train (10T tokens, 1K GPUs)") == 1e13
+    assert trained_tokens("300B tokens") == 3e11 and trained_tokens("no tokens here") == 0.0
+    src = pd.read_csv(catalog.catalog_root() / PUBLIC)
+    base = src[src["case_id"].eq("NEMO-041-a")].iloc[0].to_dict()
+    rows = [dict(base, case_id="X-001-a"),
+            dict(base, case_id="X-001-b", metric="time to train 10T tokens", value=1.0, unit="days"),
+            dict(base, case_id="X-001-c", metric="GPU-hours per trillion tokens", value=1.0, unit="h")]
+    path = tmp_path / "rows.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    out = v.run_cases(path, families=["training"]).set_index("case_id")
+    tok = out.at["X-001-a", "predicted"]
+    assert out.at["X-001-b", "predicted"] == pytest.approx(1e13 / (tok * 1024) / 86400)
+    assert out.at["X-001-c", "predicted"] == pytest.approx(1e12 / tok / 3600)

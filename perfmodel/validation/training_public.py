@@ -18,7 +18,9 @@ Per run (stated once, nothing fitted):
                  else none
     attention    flash attention, except Megatron-DeepSpeed and MT-NLG (2021-22, before FlashAttention):
                  scores through HBM
-    metric       tokens/s per GPU and time per iteration are the modelled ones; TFLOP/s per GPU and MFU use
+    metric       tokens/s per GPU and time per iteration are the modelled ones; time to train = the stated
+                 tokens / modelled tokens/s of the run; GPU-hours = stated tokens (else 10^12) / tokens/s per
+                 GPU; TFLOP/s per GPU and MFU use
                  the source's own FLOP count: when the run also states tokens/s (or time per iteration),
                  predicted = measured x modelled rate / measured rate (the source's FLOPs per token cancel);
                  else 'hardware FLOPs with recompute' is Megatron's Eq. 3 count and 'model FLOPs' 6 N_active
@@ -110,6 +112,24 @@ def scenario_of(m, arch, gpus: int) -> Scenario | str:
                     flash_attention=not re.search(PRE_FLASH, f"{m['source']} {m['notes']}", re.I))
 
 
+TRILLION = units.MILLION * units.MILLION
+TIME_UNITS = {"s": 1.0, "min": 60.0, "h": units.SECONDS_PER_HOUR, "hours": units.SECONDS_PER_HOUR,
+              "days": units.SECONDS_PER_DAY, "d": units.SECONDS_PER_DAY}
+
+
+def _time_unit(unit: str) -> float:
+    return TIME_UNITS.get(str(unit).strip().lower(), 1.0)
+
+
+def trained_tokens(text: str) -> float:
+    """Tokens a time-to-train or GPU-hours figure is for ('10T tokens', '1.5 trillion tokens', '300B tokens')."""
+    hit = re.search(r"(\d+(?:\.\d+)?)\s*(T|B|trillion|billion)\s*tokens", str(text), re.I)
+    if not hit:
+        return 0.0
+    scale = TRILLION if hit.group(2).lower() in ("t", "trillion") else units.BILLION
+    return float(hit.group(1)) * scale
+
+
 def _model_flop_per_token(arch, seq: int) -> float:
     """6 N_active + 6 L h s: matmuls fwd + bwd and causal attention (half of 12 L h s)."""
     return 6.0 * parameter_count(arch).active_per_token + 6.0 * arch.num_hidden_layers * arch.hidden_size * seq
@@ -123,7 +143,12 @@ def _predict(m, kind: str, r, sc: Scenario, arch, gpus: int, measured_rate: dict
     if kind == "tokens_per_s_per_gpu":
         return tok
     if kind == "step_time":
-        return float(r["step_time_s"])
+        return float(r["step_time_s"]) / _time_unit(m["unit"])
+    if kind in ("time_to_train", "gpu_hours"):
+        tokens = trained_tokens(f"{m['metric']} {m['notes']}")
+        if kind == "gpu_hours":  # GPU-hours for the stated tokens (per trillion when the metric says so)
+            return (tokens or TRILLION) / tok / units.SECONDS_PER_HOUR
+        return tokens / (tok * gpus) / _time_unit(m["unit"]) if tokens else float("nan")
     if measured_rate:  # the source's own FLOPs per token: they cancel in the ratio
         (rk, mv), = measured_rate.items()
         modelled = tok if rk == "tokens_per_s_per_gpu" else 1.0 / float(r["step_time_s"])
