@@ -208,3 +208,24 @@ def test_prefix_caching_in_the_steady_state_matches_the_simulation(h100):
     assert sm["ttft_p50_s"] == pytest.approx(cached["ttft_s"], rel=0.10)
     with pytest.raises(ValueError, match="prefix_tokens"):
         serve_one(s, a, concurrency=8, mix=mix, options=ServingOptions(prefix_tokens=2048))
+
+
+def test_a_demand_with_a_cached_prefix_needs_less_and_is_verified_with_it():
+    """Agentic traffic re-sending a 3,072-token prefix of 4,096: the steady state prefills 1,024 tokens per request
+    (fewer replicas or a shorter TTFT), and the simulation that verifies it draws those prefixes."""
+    from perfmodel.serving import planner
+    from perfmodel.simulation import verify
+
+    base = {"workload": "llama-3.1-8b", "requests_per_s": 30, "input_tokens": 4096, "output_tokens": 128,
+            "ttft_s": 0.4, "tpot_s": 0.02, "percentile": 99}
+    opts = planner.PlanOptions(grid_kw={"tp": [1], "da": [1], "pp": [1], "dtypes": ["fp8"]})
+    plain = planner.Demand.from_dict(base)
+    cached = planner.Demand.from_dict({**base, "prefix_share": 1.0, "prefix_tokens": 3072, "prefixes": 2})
+    assert cached.cached_tokens == 3072
+    a = planner.plan_serving(plain, ["p5.48xlarge"], opts).iloc[0]
+    b = planner.plan_serving(cached, ["p5.48xlarge"], opts).iloc[0]
+    assert (b["replicas"], b["ttft_s"]) < (a["replicas"], a["ttft_s"])
+    v = verify.verify_plan(pd.DataFrame([b]), cached, opts).iloc[0]
+    assert bool(v["verified"]) and v["sim_ttft_p99_s"] <= 0.4
+    with pytest.raises(ValueError, match="prefix_tokens"):
+        planner.Demand.from_dict({**base, "prefix_share": 1.0, "prefix_tokens": 4096})

@@ -4,7 +4,9 @@
     Demand    workload, average requests/s, input and output Lengths, TTFT and TPOT targets, the
               peak-to-average factor, and the percentile the targets hold at (0: the steady state's
               per-request values; 50-99.9: that percentile of requests in the simulation that verifies the
-              plan, simulation/verify.py). MLPerf's scenarios as demands: Server = Poisson requests at a
+              plan, simulation/verify.py), and shared prefixes (prefix_share of requests open with one of
+              `prefixes` prefixes of prefix_tokens: the steady state prices share x tokens as cache hits, the
+              simulation draws them). MLPerf's scenarios as demands: Server = Poisson requests at a
               rate under p99 targets (percentile 99); Offline = a batch with no latency bound (targets set
               to the run's length).
 Read from a TOML [demand] table or plain values; every error names the file, the field and the value.
@@ -24,7 +26,7 @@ import numpy as np
 from perfmodel.catalog import files, workload_files
 from perfmodel.core import limits
 
-NUMBER_FIELDS = ("requests_per_s", "ttft_s", "tpot_s", "peak_to_average", "percentile")
+NUMBER_FIELDS = ("requests_per_s", "ttft_s", "tpot_s", "peak_to_average", "percentile", "prefix_share")
 MAX_PEAK_TO_AVERAGE = 1000.0  # provisioning for a peak 1000x the average is a typo (the CLI's --peak-factor ceiling)
 
 
@@ -99,6 +101,14 @@ class Demand:
     peak_to_average: float = 1.0
     name: str = "demand"
     percentile: float = 0.0
+    prefix_share: float = 0.0  # share of requests opening with a shared, cached prefix (prefix caching)
+    prefix_tokens: int = 0  # its length
+    prefixes: int = 1  # distinct shared prefixes (the simulation's cache holds them; the steady state assumes hits)
+
+    @property
+    def cached_tokens(self) -> int:
+        """Mean prompt tokens served from the prefix cache (the steady state's ServingOptions.prefix_tokens)."""
+        return int(round(self.prefix_share * self.prefix_tokens))
 
     def validate(self, where: str = "demand field ") -> None:
         """Rates and targets finite and > 0 (at most limits.MAX_QUANTITY_SI), peak-to-average in
@@ -111,6 +121,17 @@ class Demand:
         if not (p == 0 or 50 <= p <= 99.9):
             raise ValueError(f"{where}percentile: 0 (the steady state's values) or a percentile in [50, 99.9] of "
                              f"simulated requests, got {p!r}")
+        s = _number(self.prefix_share, f"{where}prefix_share")
+        if not 0 <= s <= 1:
+            raise ValueError(f"{where}prefix_share: a share of requests in [0, 1], got {s!r}")
+        for f, lo in (("prefix_tokens", 0), ("prefixes", 1)):
+            t = getattr(self, f)
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or t != int(t) or t < lo:
+                raise ValueError(f"{where}{f}: a whole number >= {lo}, got {t!r}")
+        shortest = min(v for v, w in zip(self.input_tokens.values, self.input_tokens.weights) if w > 0)
+        if self.prefix_tokens >= shortest:
+            raise ValueError(f"{where}prefix_tokens: {self.prefix_tokens} must be below the shortest input "
+                             f"({shortest:g} tokens): each request prefills its own tokens")
         v = _number(self.peak_to_average, f"{where}peak_to_average")
         if not 1 <= v <= MAX_PEAK_TO_AVERAGE:
             raise ValueError(f"{where}peak_to_average: must be >= 1 and <= {MAX_PEAK_TO_AVERAGE:g}, got {v!r}")
@@ -127,7 +148,7 @@ class Demand:
         """A demand from plain values; every error starts with `where` (a file's name in from_toml)
         and names the field and the value."""
         known = {"workload", "requests_per_s", "input_tokens", "output_tokens", "ttft_s", "tpot_s",
-                 "peak_to_average", "name", "percentile"}
+                 "peak_to_average", "name", "percentile", "prefix_share", "prefix_tokens", "prefixes"}
         unknown = sorted(str(k) for k in set(d) - known)
         if unknown:
             raise ValueError(f"{where}{unknown[0]}: unknown field (known: {', '.join(sorted(known))})")
@@ -143,7 +164,9 @@ class Demand:
                   input_tokens=Lengths.of(d["input_tokens"], f"{where}input_tokens"),
                   output_tokens=Lengths.of(d["output_tokens"], f"{where}output_tokens"),
                   ttft_s=num["ttft_s"], tpot_s=num["tpot_s"], peak_to_average=num.get("peak_to_average", 1.0),
-                  name=d.get("name", name), percentile=num.get("percentile", 0.0))
+                  name=d.get("name", name), percentile=num.get("percentile", 0.0),
+                  prefix_share=num.get("prefix_share", 0.0), prefix_tokens=d.get("prefix_tokens", 0),
+                  prefixes=d.get("prefixes", 1))
         dem.validate(where)
         return dem
 

@@ -233,7 +233,8 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
         kw = {"max_chips": options.max_replica_chips or max(system.scaleup_chips, SPAN_CHIPS), **options.grid_kw}
         if mix_max.input_tokens + mix_max.output_tokens >= LONG_CONTEXT_TOKENS and "cp" not in kw:
             kw["cp"] = [2 ** j for j in range(0, int(np.log2(kw["max_chips"])) + 1)]  # context parallel plans
-        df = search.frontier_sweep(system, arch, mix, modes, cal=cal, price=price, **kw)
+        df = search.frontier_sweep(system, arch, mix, modes, cal=cal, price=price, prefix_tokens=demand.cached_tokens,
+                                   **kw)
         ok = df["kv_fits"] & df["valid"] & (df["time_per_output_token_s"] <= demand.tpot_s)
         df = df[ok]
         if len(df) and mix_max != mix:
@@ -241,7 +242,8 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
                         compute=df["compute_dtype"].tolist(), weights=df["weights_dtype"].tolist(),
                         expert_weights=df["expert_weights_dtype"].tolist(), kv_cache=df["kv_dtype"].tolist())
             ttft = np.concatenate([serve(system, arch, g.take(np.flatnonzero((df["mode"] == m.value).to_numpy())),
-                                         mix_max, ServingOptions(mode=m), cal)["ttft_s"].to_numpy()
+                                         mix_max, ServingOptions(mode=m, prefix_tokens=demand.cached_tokens),
+                                         cal)["ttft_s"].to_numpy()
                                    for m in modes])
             order = np.concatenate([np.flatnonzero((df["mode"] == m.value).to_numpy()) for m in modes])
             t = np.empty(len(df))
@@ -266,8 +268,8 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
             obj = "power"
         key = {"cost": "usd_per_month", "power": "facility_power_peak_w", "chips": "billed_chips"}[obj]
         best = df.sort_values([key, "billed_chips", "facility_power_peak_w"]).iloc[0]
-        best = df.sort_values([key, "billed_chips", "facility_power_peak_w"]).iloc[0]
-        cap, op, how = _refine(system, arch, best, demand, mix, mix_max, ServingOptions(mode=Mode(best["mode"])),
+        cap, op, how = _refine(system, arch, best, demand, mix, mix_max,
+                               ServingOptions(mode=Mode(best["mode"]), prefix_tokens=demand.cached_tokens),
                                cal, peak)
         sized = _size(pd.DataFrame([cap]), system, peak, options.whole_scaleup).iloc[0]
         op = op.copy()

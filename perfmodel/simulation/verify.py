@@ -68,7 +68,8 @@ def verify_row(row: dict, demand: planner.Demand, options: planner.PlanOptions =
         cal = cal.with_overrides({k: v for k, v in cal_overrides.items() if k in cal.params})
     arch = workload_files.load_workload(demand.workload)
     shapes = Shapes(input_tokens=tuple(zip(demand.input_tokens.values, demand.input_tokens.weights)),
-                    output_tokens=tuple(zip(demand.output_tokens.values, demand.output_tokens.weights)))
+                    output_tokens=tuple(zip(demand.output_tokens.values, demand.output_tokens.weights)),
+                    prefix_share=demand.prefix_share, prefix_tokens=demand.prefix_tokens, prefixes=demand.prefixes)
     rate = demand.requests_per_s * demand.peak_to_average
     window = float(row["ttft_s"]) + (demand.output_tokens.mean - 1) * float(row["time_per_output_token_s"])
     replicas, rounds = int(row["replicas"]), []
