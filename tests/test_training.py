@@ -126,3 +126,29 @@ def test_plan_collectives_follow_the_plan_fields():
     sp = step_arrays(s, arch, kn, sequence_parallel=True)
     b_sp = {n: b for n, _, _, _, b, _, _ in sp["_plan_ops"]}["pp.send_recv"]
     assert float(b_sp) == pytest.approx(float(p2p[0]) / 4)
+
+
+def test_fp8_training_keeps_the_attention_core_in_bf16():
+    """Under an FP8 recipe the linear layers run in FP8 and the attention core in BF16 (Transformer Engine,
+    torchao): the step is slower than all-FP8 would be, and a BF16 run is unchanged by the rule."""
+    from perfmodel import catalog, training
+    from perfmodel.catalog import workload_files
+    from perfmodel.core.dtypes import DType
+    from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Precision, Recompute, Scenario
+    from perfmodel.model.graph import graph_for
+
+    arch = workload_files.load_workload("llama-3.1-8b")
+    ops = graph_for(arch, Phase.TRAIN)
+    core = [o for o in ops if o.name == "attn.core"]
+    assert core and all(o.work.tensor_flop == 0 and o.work.tensor_b16_flop != 0 for o in core)
+    h100 = catalog.load_system("dgx-h100")
+
+    def step(compute):
+        sc = Scenario(phase=Phase.TRAIN, batch=1, seq_len=8192, parallel=Parallelism(dp=8, zero=3),
+                      recompute=Recompute.NONE, precision=Precision(weights=DType.BF16, compute=compute,
+                                                                    activations=DType.BF16, kv_cache=DType.BF16),
+                      optimizer=Optimizer.ADAM_MIXED)
+        return training.train(h100, arch, sc, nodes=1)["step_time_s"]
+
+    fp8, bf16 = step(DType.FP8), step(DType.BF16)
+    assert fp8 < bf16 < 2 * fp8  # the linear layers' 2x does not reach the whole step

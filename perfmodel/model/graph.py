@@ -284,6 +284,19 @@ def _backward(op: Op) -> Op:
               comm=op.comm, formula=op.formula)
 
 
+def _attention_in_bf16(op: Op) -> Op:
+    """Training runs the attention core in BF16 whatever the GEMMs' recipe: Transformer Engine's FP8 recipes
+    quantize the linear layers only (FP8 attention is a separate opt-in), torchao's float8 training converts
+    nn.Linear modules only. Its tensor work (forward and backward) is issued at the BF16 rate; with a 16-bit
+    compute type the two rates are the same and nothing changes."""
+    def bf16(w: Work | None) -> Work | None:
+        if w is None:
+            return None
+        return dataclasses.replace(w, tensor_flop=sp.Integer(0), tensor_b16_flop=w.tensor_b16_flop + w.tensor_flop)
+
+    return dataclasses.replace(op, work=bf16(op.work), backward=bf16(op.backward))
+
+
 def _recompute(op: Op) -> Op:
     return Op(name=op.name, group=op.group, kind=op.kind, pass_=Pass.RECOMPUTE, count=op.count,
               work=op.work.without_params(), comm=op.comm, formula=op.formula)
@@ -320,7 +333,7 @@ def build_graph(key: GraphKey, phase: Phase, recompute: Recompute = Recompute.NO
     ops.append(Op("optimizer.step", "optimizer", OpKind.OPTIMIZER, Pass.OPTIMIZER, sp.Integer(1),
                   fm.adam_step(n_params / zs, bo_r, bo_w), formula="adam_step"))
     ops += _training_plan_comm(key, n_params)
-    return tuple(ops)
+    return tuple(_attention_in_bf16(o) if o.kind == OpKind.ATTENTION else o for o in ops)
 
 
 def _prefill_cp_comm(key: GraphKey) -> list[Op]:

@@ -23,8 +23,8 @@ Families (cases with phase 'train'; each states its mapping once, never per row;
               the benchmark script's default attn_impl 'triton' = the Triton port of FlashAttention v1,
               so the attention core runs at flash_attention_1_tensor_efficiency (calibration) instead
               of attention_tensor_efficiency. BF16 rows compute in BF16; 'FP8 (amp_fp8, TE)' rows run
-              the linear layers in FP8 with BF16 weights and activations (the model runs the attention
-              core at the GEMMs' type too: a stated gap). Predicted = llm-foundry's MFU formula
+              the linear layers in FP8 with BF16 weights and activations, the attention core in BF16 (as
+              every training graph does: graph._attention_in_bf16). Predicted = llm-foundry's MFU formula
               (benchmarking README: 3 (2 N s) + 3 (4 L d s^2) FLOPs per sequence, N the parameter
               count, attention counted without the causal half) x modelled sequences/s / (GPUs x peak
               of the compute type), so both sides use one FLOP count.
@@ -160,7 +160,7 @@ def mosaicml(rows: pd.DataFrame) -> pd.DataFrame:
         accum = int(re.search(r"grad accum (\d+)", m["batch"]).group(1))
         fp8 = "FP8" in m["dtype"]
         # amp_fp8 (Transformer Engine): the linear layers run in FP8; weights, activations and the
-        # attention stay BF16 (the model runs attention at the GEMMs' compute type: a stated gap)
+        # attention stay BF16 (the training graph issues the attention core at the BF16 rate)
         prec = Precision(weights=DType.BF16, compute=DType.FP8 if fp8 else DType.BF16, activations=DType.BF16,
                          kv_cache=DType.BF16)
         rc = Recompute.NONE if "no act ckpt" in m["notes"] else Recompute.FULL
