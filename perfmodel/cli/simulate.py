@@ -79,15 +79,17 @@ def _long(summary):
     """The summary as (quantity, value) rows with units written out: times in ms, shares in %."""
     import pandas as pd
 
+    from perfmodel.core import units
+
     rows = []
     for k in SUMMARY:
         if k not in summary:
             continue
         v = float(summary[k])
         if k.endswith("_per_s") or k.endswith("_per_min"):
-            text, name = f"{v:,.2f}", k.replace("_", " ").replace(" per s", " per s").replace(" per min", " per min")
+            text, name = f"{v:,.2f}", k.replace("_", " ")
         elif k.endswith("_s"):
-            text, name = f"{v * 1e3:,.1f} ms", k[:-2].replace("_", " ")
+            text, name = f"{v / units.MS:,.1f} ms", k[:-2].replace("_", " ")
         elif k.endswith("_share"):
             text, name = f"{100 * v:.1f}%", k[:-6].replace("_", " ") + " (share)"
         else:

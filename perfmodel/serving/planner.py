@@ -49,8 +49,12 @@ class PlanOptions:
     max_replica_chips: int = 0  # a replica's largest size; 0: the larger of the scale-up domain and SPAN_CHIPS
 
 
-SPAN_CHIPS = 64  # replicas may span scale-up domains up to this many chips (large-EP MoE serving across nodes)
-LONG_CONTEXT_TOKENS = 65_536  # from this request length the planner also tries context-parallel plans
+# Search-space bounds, not physics (each multiplies the plans priced; PlanOptions overrides them):
+SPAN_CHIPS = 64  # replicas may span scale-up domains up to this many chips: 8 nodes of 8 GPUs, expert
+#                  parallelism to 64 ranks (DeepSeek-V3's 256 experts: 4 per GPU), beyond which all-to-all
+#                  over the scale-out network dominates a decode step
+LONG_CONTEXT_TOKENS = 65_536  # from this request length the planner also tries context-parallel plans (they
+#                              multiply the grid up to 7x; grid_kw={"cp": [...]} tries them at any length)
 
 
 def _size(df: pd.DataFrame, system: System, peak_tokens_per_s: float, whole_scaleup: bool,
@@ -102,7 +106,7 @@ def _refine(system: System, arch: ModelArch, row: pd.Series, demand: Demand, mix
     the answer: four vectorised serve() evaluations, never one per concurrency.
     Returns (capacity row, operating row, note)."""
     step = int(row["da"] * row["pp"])
-    memo: dict[int, tuple[pd.Series, float]] = {}
+    seen: list[pd.DataFrame] = []  # every evaluated concurrency, looked up by value (at)
 
     def whole(c) -> np.ndarray:
         return np.maximum(step, np.floor(np.asarray(c, dtype=float) / step) * step).astype(np.int64)
@@ -117,9 +121,13 @@ def _refine(system: System, arch: ModelArch, row: pd.Series, demand: Demand, mix
         else:
             tt = serve(system, arch, g, mix_max, opts, cal)["ttft_s"].to_numpy() if mix_max != mix else \
                 f["ttft_s"].to_numpy()
-        for c, (_, r), t in zip(cs, f.iterrows(), tt):
-            memo[int(c)] = (r, float(t))
-        return f.assign(ttft_at_max_input_s=tt)
+        seen.append(f.assign(ttft_at_max_input_s=tt))
+        return seen[-1]
+
+    def at(c: int, with_ttft: bool = False) -> pd.Series | None:
+        f = pd.concat(seen, ignore_index=True)
+        hit = f[(f["concurrency"] == c) & (f["ttft_at_max_input_s"].notna() | (not with_ttft))]
+        return hit.iloc[-1] if len(hit) else None
 
     def ok(f: pd.DataFrame) -> np.ndarray:
         good = f["kv_fits"] & f["valid"] & (f["time_per_output_token_s"] <= demand.tpot_s) & \
@@ -140,7 +148,7 @@ def _refine(system: System, arch: ModelArch, row: pd.Series, demand: Demand, mix
         c_max = int(fine[np.flatnonzero(g2)[-1]]) if g2.any() else c_max
 
     def thr(c: int) -> float:
-        return float(memo[c][0]["output_tokens_per_s_per_replica"])
+        return float(at(c)["output_tokens_per_s_per_replica"])
 
     replicas = math.ceil(peak / thr(c_max))
     need = peak / replicas
@@ -152,16 +160,15 @@ def _refine(system: System, arch: ModelArch, row: pd.Series, demand: Demand, mix
         fine = between(int(lows[j - 1]), int(lows[j]))
         tf = evaluate(fine, with_ttft=False)["output_tokens_per_s_per_replica"].to_numpy()
         c_op = int(fine[int(np.argmax(tf >= need))]) if (tf >= need).any() else c_op
-    if c_op not in memo or not np.isfinite(memo[c_op][1]):
+    if at(c_op, with_ttft=True) is None:
         evaluate(np.array([c_op]))
 
     def full(c: int) -> pd.Series:
         out = row.copy()
-        r, t_max = memo[c]
-        for k, v in r.items():
-            if k in out.index:
-                out[k] = v
-        out["ttft_at_max_input_s"] = t_max
+        r = at(c, with_ttft=True)
+        keep = [k for k in r.index if k in out.index]
+        out[keep] = r[keep]
+        out["ttft_at_max_input_s"] = r["ttft_at_max_input_s"]
         return out
 
     note = (f"capacity {c_max} sequences per replica at TPOT <= {demand.tpot_s * 1e3:.1f} ms (grid {c0}, refined to "

@@ -196,20 +196,21 @@ def _with_engine(prof, mode: Mode, ttft, t_d, t_f, C, valid, reasons):
     else:  # aggregated: ttft = t_d/2 + L_f; disaggregated: ttft = L_f + KV hand-off
         gpu = ttft - (0.5 * t_d if mode == Mode.AGGREGATED else 0.0)
         ttft_e = closed_loop.evaluate("first_token", t_d=t_d, tau=tau, t_f=t_f, L_f=gpu, kappa=kappa, T_p=t_f)
-    over = C > prof["max_running"]
     why = f"engine: {prof.name} runs at most {prof['max_running']:g} sequences (max_running); the rest would queue"
-    r = np.broadcast_to(np.asarray(reasons, dtype=str), C.shape)
+    return (ttft_e, *_refuse(C > prof["max_running"], why, valid, reasons))
+
+
+def _refuse(over, why: str, valid, reasons):
+    """(valid, reasons) with the configurations in `over` refused and `why` added to their reasons."""
+    r = np.broadcast_to(np.asarray(reasons, dtype=str), np.shape(over))
     joined = np.char.add(np.char.add(r, np.where(r == "", "", "; ")), why)
-    return ttft_e, np.asarray(valid) & ~over, np.where(over, joined, r)
+    return np.asarray(valid) & ~over, np.where(over, joined, r)
 
 
 def _chunk_rate(C, O, n_chunks, da, valid, reasons):
     """Chunked prefill runs one chunk per attention-DP rank per step: (C / O) n chunks are needed per step."""
-    over = (C / O) * n_chunks > da
     why = "chunked prefill: prompts arrive faster than one chunk per step per attention-DP rank can prefill them"
-    r = np.broadcast_to(np.asarray(reasons, dtype=str), C.shape)
-    joined = np.char.add(np.char.add(r, np.where(r == "", "", "; ")), why)
-    return np.asarray(valid) & ~over, np.where(over, joined, r)
+    return _refuse((C / O) * n_chunks > da, why, valid, reasons)
 
 
 def cp_combine_s(system: System, cal: Calibration, arch: ModelArch, grid: Grid, tokens_per_rank) -> np.ndarray:

@@ -229,14 +229,14 @@ class Replica:
         c_f = float((self.ctx[pre] * sched[pre]).sum() / n) if n else 0.0
         return self.t.step(b, c_d, n, int(pre.sum()), c_f)
 
-    def _advance(self, sched: np.ndarray, steps: int, end: float) -> None:
-        """Apply `steps` steps of the schedule `sched` ending at `end` (decode rows advance steps x E tokens)."""
+    def _advance(self, sched: np.ndarray, end: float) -> None:
+        """Apply one step of the schedule `sched` ending at `end` (decode rows advance E tokens)."""
         sim = self.sim
         was_pre = self.pre > 0
         e = self.t.tokens_per_step
         self.used = None
-        self.ctx = self.ctx + np.where(was_pre, sched, sched * steps * e)
-        self.left = self.left - np.where(was_pre, 0.0, sched * steps * e)
+        self.ctx = self.ctx + np.where(was_pre, sched, sched * e)
+        self.left = self.left - np.where(was_pre, 0.0, sched * e)
         self.pre = self.pre - np.where(was_pre, sched, 0.0)
         done_pre = was_pre & (self.pre <= 0)
         if done_pre.any() and self.role != "decode":  # the engine's steps to the client are decode steps
@@ -320,5 +320,5 @@ class Replica:
             if sched is None:
                 self._decode_only(done, env.now)
             else:
-                self._advance(sched, done, env.now)
+                self._advance(sched, env.now)
             self.trace.append((env.now, len(self.waiting), len(self.ids)))

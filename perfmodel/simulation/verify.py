@@ -32,12 +32,13 @@ from perfmodel.serving.options import Mode, ServingOptions
 from perfmodel.simulation import deployment, metrics
 from perfmodel.simulation.traffic import Shapes, Traffic
 
-SLICE = 4
-WINDOWS = 4.0
-MIN_REQUESTS = 3000
-MAX_REQUESTS = 24_000
-MAX_ROUNDS = 4
-DEFAULT_PERCENTILE = 99.0
+SLICE = 4  # replicas simulated: they are exchangeable, and a slice pools less than the fleet (errs safe)
+WINDOWS = 4.0  # e2e windows of arrivals: one of warm-up, one of drain, two measured
+MIN_REQUESTS = 3000  # a p99 from >= 2,000 measured requests rests on >= 20 of them
+MAX_REQUESTS = 24_000  # bounds one round at ~10 s on one core (bench_simulation: >= 141k requests/min)
+MAX_ROUNDS = 4  # replicas grow up to 1.5x a round: 4 rounds reach 5x the steady state's count
+MAX_GROWTH = 1.5  # per round, so one noisy p99 cannot oversize the answer
+DEFAULT_PERCENTILE = 99.0  # MLPerf Server's latency percentile
 
 
 def _plan(row) -> deployment.Grid:
@@ -85,7 +86,7 @@ def verify_row(row: dict, demand: planner.Demand, options: planner.PlanOptions =
         excess = max(t / demand.ttft_s, p / demand.tpot_s)
         if excess <= 1.0:
             break
-        replicas = max(replicas + 1, math.ceil(replicas * min(1.5, excess)))
+        replicas = max(replicas + 1, math.ceil(replicas * min(MAX_GROWTH, excess)))
     r, t, p, n = rounds[-1]
     met = t <= demand.ttft_s and p <= demand.tpot_s
     out = planner.resize(row, system, cal, r, demand, options) if r != int(row["replicas"]) else dict(row)

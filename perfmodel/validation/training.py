@@ -64,10 +64,15 @@ def attention_kernel(system, generation: str):
     return cal.with_overrides({"attention_tensor_efficiency": cal[f"{generation}_tensor_efficiency"]})
 
 
+GPT2_PADDED_VOCAB = 51200  # Megatron-LM pads GPT-2's 50,257-token vocabulary to a multiple of 128 x TP
+
+
 def _gpt_arch(model: str):
-    """GPT architecture from a MEG row: 'GPT 1.7B (h=2304, L=24, heads=24, V=51200)' on the GPT-3 template."""
-    kv = dict(re.findall(r"(h|L|heads|V)=(\d+)", model))
-    h, layers, heads, vocab = int(kv["h"]), int(kv["L"]), int(kv["heads"]), int(kv["V"])
+    """GPT architecture from a row's dimensions: 'GPT 1.7B (h=2304, L=24, heads=24, V=51200)' on the GPT-3
+    template; V = Megatron's padded GPT-2 vocabulary when the row states none."""
+    kv = dict(re.findall(r"\b(h|L|heads|V)=(\d+)", model))
+    h, layers, heads = int(kv["h"]), int(kv["L"]), int(kv["heads"])
+    vocab = int(kv.get("V", GPT2_PADDED_VOCAB))
     base = workload_files.load_workload("gpt3-6.7b")
     return dataclasses.replace(base, name=f"gpt-h{h}-l{layers}", display_name=model.split("(")[0].strip(),
                                hidden_size=h, num_hidden_layers=layers, num_attention_heads=heads,
@@ -139,8 +144,12 @@ def llm_foundry_flop_per_seq(arch, seq: int) -> float:
     return 3 * 2.0 * n * seq + 3 * 4.0 * arch.num_hidden_layers * arch.hidden_size * seq * seq
 
 
-@register_validation("mosaicml", selects=lambda r: r["phase"].eq("train") & r["metric"].eq("MFU")
-                     & r["parallelism"].str.contains("FSDP"))
+def _is_mosaic(r: pd.DataFrame) -> pd.Series:
+    return (r["phase"].eq("train") & r["metric"].eq("MFU") & r["parallelism"].str.contains("FSDP")
+            & r["model"].str.contains("MPT", regex=False))
+
+
+@register_validation("mosaicml", selects=_is_mosaic)
 def mosaicml(rows: pd.DataFrame) -> pd.DataFrame:
     """MOSAIC rows: MPT training MFU with FSDP (ZeRO-3) on DGX-class nodes, llm-foundry's MFU formula."""
     out = []

@@ -44,16 +44,14 @@ from perfmodel.core.scenario import Optimizer, Phase, Precision, Recompute, Scen
 from perfmodel.core.workload import parameter_count
 from perfmodel.validation import training_rows as tr
 from perfmodel.validation.harness import frame, register_validation, row, unexpressed
-from perfmodel.validation.training import _is_fa2_training, _is_megatron, megatron_flop
+from perfmodel.validation.training import _gpt_arch, _is_fa2_training, _is_megatron, _is_mosaic, megatron_flop
 
 RATE_KINDS = ("tokens_per_s_per_gpu", "step_time")
 PRE_FLASH = r"Megatron-DeepSpeed|MT-NLG|DeepSpeed and Megatron"
 
 
 def _selects(r: pd.DataFrame) -> pd.Series:
-    legacy = _is_megatron(r) | _is_fa2_training(r) | (r["metric"].eq("MFU") & r["parallelism"].str.contains("FSDP")
-                                                      & r["model"].str.contains("MPT", regex=False))
-    return r["phase"].eq("train") & ~legacy
+    return r["phase"].eq("train") & ~(_is_megatron(r) | _is_fa2_training(r) | _is_mosaic(r))
 
 
 def run_key(case_id: str) -> str:
@@ -65,15 +63,7 @@ def arch_of(model: str):
     name = tr.workload_of(model)
     if name:
         return workload_files.load_workload(name)
-    kv = dict(re.findall(r"\b(h|L|heads|V)=(\d+)", str(model)))
-    if not {"h", "L", "heads"} <= set(kv):
-        return None
-    h, layers, heads = int(kv["h"]), int(kv["L"]), int(kv["heads"])
-    base = workload_files.load_workload("gpt3-6.7b")
-    return dataclasses.replace(base, name=f"gpt-h{h}-l{layers}", display_name=model.split("(")[0].strip(),
-                               hidden_size=h, num_hidden_layers=layers, num_attention_heads=heads,
-                               num_key_value_heads=heads, head_dim=h // heads, intermediate_size=4 * h,
-                               vocab_size=int(kv.get("V", 51200)), published_parameters=0.0)
+    return _gpt_arch(model) if {"h", "L", "heads"} <= set(re.findall(r"\b(h|L|heads)=\d+", str(model))) else None
 
 
 def _recompute(notes: str) -> Recompute:

@@ -41,13 +41,8 @@ ACCELERATORS = (
     (r"A100[^,;]*40\s*GB", "dgx-a100-40gb"), (r"A100", "dgx-a100-80gb"),
     (r"Trainium2|Trn2", "trn2.48xlarge"), (r"Trainium|Trn1", "trn1.32xlarge"),
 )
-# architectures published under other names (identical configs); GPT-3 sizes as NeMo / Megatron name them
-MODEL_ALIASES = {"gpt-3-175b": "gpt3-175b", "gpt3-175b": "gpt3-175b", "gpt-3-5b": "", "llama-3-1-8b": "llama-3.1-8b",
-                 "llama-3-1-70b": "llama-3.1-70b", "llama-3-1-405b": "llama-3.1-405b", "llama-3-3-70b": "llama-3.3-70b",
-                 "llama-31-8b": "llama-3.1-8b", "llama-31-70b": "llama-3.1-70b", "llama-31-405b": "llama-3.1-405b",
-                 "llama3-8b": "llama-3-8b", "llama3-70b": "llama-3-70b", "llama-2-7b": "llama-2-7b",
-                 "llama2-7b": "llama-2-7b", "llama2-13b": "llama-2-13b", "llama2-70b": "llama-2-70b",
-                 "mixtral-8x7b": "mixtral-8x7b", "deepseek-v3": "deepseek-v3", "deepseek-v3-671b": "deepseek-v3"}
+# architectures published under another name (the same config); spellings are handled by _key's rules
+MODEL_ALIASES = {"codellama-13b": "llama-2-13b"}
 PLAN_KEYS = {"tp": r"tp|tensor[ -]parallel(?:ism)?", "pp": r"pp|pipeline[ -]parallel(?:ism)?",
              "dp": r"dp|data[ -]parallel(?:ism)?", "cp": r"cp|context[ -]parallel(?:ism)?",
              "ep": r"ep|expert[ -]parallel(?:ism)?", "vp": r"vp|virtual[ -]pipeline|interleav\w*"}
@@ -72,24 +67,27 @@ def gpus_of(row) -> int:
 
 
 def _key(text: str) -> str:
-    t = text.lower().strip()
-    t = re.sub(r"^(meta-|nvidia-|mistralai-)", "", re.sub(r"[\s_/]+", "-", t))
+    """A model name as a workload key: lower case, separators as '-', publisher prefixes and tuning / MoE
+    suffixes dropped, version digits joined as the files name them ('llama3_1' -> 'llama-3.1', 'GPT-3' ->
+    'gpt3')."""
+    t = re.sub(r"[\s_/]+", "-", text.lower().strip())
+    t = re.sub(r"^(meta-|nvidia-|mistralai-)", "", t)
     t = re.sub(r"-(instruct|chat|base|hf|moe|dense)\b", "", t)
+    t = re.sub(r"^llama-?(\d)(?:-|\.)?(\d)?-", lambda m: f"llama-{m[1]}{'.' + m[2] if m[2] else ''}-", t)
+    t = re.sub(r"^gpt-3-", "gpt3-", t)
     return re.sub(r"-+", "-", t).strip("-")
 
 
 def workload_of(model: str) -> str:
     """Workload file of a row's model text (module doc), or '' (a GPT with stated dimensions is built by the
-    caller from them)."""
-    name = re.split(r"\s*\(", str(model))[0]
-    key = _key(name)
+    caller from them). A trailing size after a versioned name is dropped when the rest names a file
+    ('DeepSeek-V3 671B' -> deepseek-v3)."""
+    key = _key(re.split(r"\s*\(", str(model))[0])
+    key = MODEL_ALIASES.get(key, key)
     known = workload_files.list_workloads()
-    for cand in (key, MODEL_ALIASES.get(key, ""), key.replace("llama3", "llama-3"),
-                 re.sub(r"llama-(\d)-(\d)-", r"llama-\1.\2-", key)):
-        if cand and cand in known:
+    for cand in (key, re.sub(r"-\d+(\.\d+)?b$", "", key)):
+        if cand in known:
             return cand
-        if cand in MODEL_ALIASES and MODEL_ALIASES[cand] in known:
-            return MODEL_ALIASES[cand]
     return ""
 
 
