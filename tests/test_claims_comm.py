@@ -62,9 +62,12 @@ def test_c3_ordering_holds(rows):
 
 def test_c4(rows):
     assert rows["C4.gpt3_6.7b.efficiency"].within
-    for case in ("bert_ph1", "bert_ph2"):
+    for case in ("bert_ph1", "bert_ph2", "gpt3_6.7b"):
         r = rows[f"C4.{case}.efficiency"]
-        assert r.modelled <= 100.0 + 1e-9 and not r.within and "step time" in r.note
+        # below 100% for a reason the model states: the slowest of 256 chips paces every step (and exposed
+        # gradient sync); a miss names the per-step work the model leaves out
+        assert r.modelled < 99.0 and "slowest chip" in r.note
+        assert r.within or "step time" in r.note
     for case in ("bert_ph1", "bert_ph2", "gpt3_6.7b"):
         r = rows[f"C4.{case}.throughput_1node"]
         assert "implies MFU" in r.note and "torch-neuronx-2022" in r.note

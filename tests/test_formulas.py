@@ -10,7 +10,7 @@ from perfmodel.model import roofline as rl
 HW = {S.Rt: 100.0, rl.Rb: 100.0, S.Rv: 10.0, S.Rs: 5.0, rl.Rxv: 0.0, rl.Rxs: 5.0, rl.hv: 0.0, S.Rg: 10.0,
       S.Bhbm: 50.0, S.eta_t: 1.0, S.eta_m: 1.0, S.eta_v: 1.0, S.t_ovh: 0.0, S.mt: 1.0, S.kt: 1.0, S.kb: 1.0,
       S.nt: 1.0, S.ba: 2.0, S.bw: 1.0, S.bkv: 2.0, fm.q_a: 0.0, fm.q_w: 0.0, fm.x_tr: 0.0, fm.p_av: 1.0, fm.qb: 4.0,
-      fm.i_mat: 0.0}
+      fm.i_mat: 0.0, fm.k0: 0.0, fm.r_abw: 1.0}
 
 
 def ev(expr, **extra):
@@ -27,6 +27,22 @@ def test_matmul_by_hand():
     # pipelined time = max(1024 / 100, (64 + 128 + 128) / 50) = max(10.24, 6.4)
     assert ev(rl.op_time(w)) == pytest.approx(10.24)
     assert ev(rl.op_time(w, rl.Overlap.SERIAL)) == pytest.approx(10.24 + 6.4)
+
+
+def test_a_tiles_fixed_cost_is_extra_k_steps_by_hand():
+    w = fm.matmul(4, 8, 16)
+    # k0 = 8: each output tile pays 8 more K steps: 2 * 4 * (8 + 8) * 16 = 2048 issued for 1024 useful,
+    # i.e. efficiency K / (K + k0) = 1/2; the useful FLOPs do not change
+    assert ev(w.tensor_flop.subs(fm.k0, 8)) == 2048 and ev(w.flop) == 1024
+    assert ev(rl.op_time(w).subs(fm.k0, 8)) == pytest.approx(20.48)
+
+
+def test_a_low_precision_cast_reads_the_activation_and_writes_its_copies_by_hand():
+    w = fm.low_precision_cast(sp.Integer(100))
+    # 100 BF16 elements read (twice with an amax pass), written as 2 one-byte copies: 200 (or 400) + 200 bytes
+    vals = {S.ba: 2.0, S.bc: 1.0, fm.c8: 2.0}
+    assert float(w.read.subs({**vals, fm.r8: 0})) == 200 and float(w.write.subs(vals)) == 200
+    assert float(w.read.subs({**vals, fm.r8: 1})) == 400 and float(w.vector) == 100
 
 
 def test_matmul_tile_padding_by_hand():

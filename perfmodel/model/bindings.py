@@ -206,12 +206,16 @@ def hardware_values(system: System, cal: Calibration, compute) -> dict:
         # faster data types pack a whole number of elements per contraction lane (FP8 2x, MX 4x)
         S.mt: cal["tile_m"], S.nt: cal["tile_n"], S.kt: cal["tile_k"] * np.maximum(1.0, np.round(rt / rb)),
         S.kb: cal["tile_k"], S.t_ovh: cal["op_overhead"],
+        # a GEMM's fixed cost per output tile, in steps of its K loop (BF16 elements; the same time is more
+        # elements of a faster type)
+        fm.k0: cal["gemm_tile_fixed_k"] * np.maximum(1.0, np.round(rt / rb)),
         fm.p_av: cal["attention_vector_passes"], fm.p_sm: cal["materialised_softmax_vector_passes"],
         fm.x_tr: cal["attention_transpose_on_tensor"],
         fm.qb: cal["attention_query_block"],
         # attention kernels' tensor-core efficiency relative to GEMMs' (a family without the
         # parameter runs attention at the GEMM efficiency)
         fm.r_att: cal["attention_tensor_efficiency"] / cal["tensor_efficiency"],
+        fm.r_abw: cal["attention_backward_relative_efficiency"],
     }
 
 
@@ -239,7 +243,13 @@ def conversion_values(system: System, cal: Calibration, weights, compute) -> dic
     table = np.asarray([[q_weight(_parse_dtype(w), _parse_dtype(c)) for c in cu] for w in wu], dtype=float)
     wc, cc = np.broadcast_arrays(wc, cc)  # one entry per (weights, compute) pair present
     qw = np.asarray(table[wc, cc])
-    return {fm.q_a: _dtype_map(compute, q_act), fm.q_w: qw}
+    # a training recipe with GEMMs at 8 bits or fewer quantizes each linear layer's input and output gradient
+    # (graph_training.low_precision_casts): f_8 = 1, c_8 copies per tensor
+    return {fm.q_a: _dtype_map(compute, q_act), fm.q_w: qw,
+            fm.f8: _dtype_map(compute, lambda d: 1.0 if payload_bits(d) <= 8 else 0.0),
+            fm.c8: _dtype_map(compute, lambda d: cal["microscaled_training_copies"] if is_microscaled(d)
+                              else cal["low_precision_training_copies"]),
+            fm.r8: cal["low_precision_training_amax_reads"]}
 
 
 def expert_values(system: System, cal: Calibration, kn: "Knobs") -> dict:

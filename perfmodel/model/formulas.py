@@ -4,7 +4,8 @@ Each function returns a `Work` record of sympy expressions over the symbols in
 symbols.py. We count FLOPs, never MACs (a multiply-add is 2 FLOP). Bytes are HBM bytes.
 
     matmul      C[M,N] = A[M,K] W[K,N]     flop = 2 M K N
-                tensor work (tile-padded) = 2 q(M,m_t) q(K,k_t) q(N,n_t),  q(x,a) = a ceil(x/a)
+                tensor work (tile-padded) = 2 q(M,m_t) (q(K,k_t) + k_0) q(N,n_t),  q(x,a) = a ceil(x/a),
+                k_0 = a tile's fixed prologue / epilogue in K-loop elements (GEMM efficiency K / (K + k_0))
                 bytes = M K b_a + K N b_w + M N b_a
     attention   flash attention per layer: scores = B T h S_avg
                 flop = 2 scores (d_qk + d_v);  exp = scores;  vector = p_v scores
@@ -14,6 +15,7 @@ symbols.py. We count FLOPs, never MACs (a multiply-add is 2 FLOP). Bytes are HBM
                 score matrix written and read between the unfused kernels (see attention())
     elementwise n elements, p passes on an engine; bytes = n (reads + writes) b_a
     norm        RMSNorm 3 vector passes / LayerNorm 5 per element (+ 1 rsqrt per row)
+    low-precision cast (training) n elements: bytes = n ((1 + r_8) b_a + c_8 b_c), 1 vector pass
 
 Engine-work fields: `tensor_flop` (padded, at the compute-type rate), `tensor_b16_flop`
 (work at the BF16 rate: transposes), `vector`, `scalar`, `exp`, `gpsimd` (element-ops).
@@ -26,7 +28,7 @@ from dataclasses import dataclass, fields
 
 import sympy as sp
 
-from perfmodel.core.symbols import Ssram, ba, bkv, bw, kb, kt, mt, nt
+from perfmodel.core.symbols import Ssram, ba, bc, bkv, bw, kb, kt, mt, nt
 
 ZERO = sp.Integer(0)
 
@@ -40,6 +42,11 @@ p_sm = sp.Symbol("p_sm", nonnegative=True)  # vector passes per score element of
 qb = sp.Symbol("qb", positive=True)  # flash-attention query block (tokens per KV sweep)
 i_mat = sp.Symbol("i_mat", nonnegative=True)  # 1 if attention scores are materialised in HBM (no flash attention)
 r_att = sp.Symbol("r_att", positive=True)  # attention kernels' tensor efficiency relative to GEMMs' (eta_att / eta_t)
+k0 = sp.Symbol("k0", nonnegative=True)  # a GEMM's fixed cost per output tile (prologue, epilogue) in K-loop elements
+r_abw = sp.Symbol("r_abw", positive=True)  # flash-attention backward's tensor efficiency relative to its forward's
+f8 = sp.Symbol("f8", nonnegative=True)  # 1 if training GEMMs run at 8 bits or fewer (a low-precision recipe), else 0
+c8 = sp.Symbol("c8", nonnegative=True)  # quantized copies a low-precision training recipe writes per tensor
+r8 = sp.Symbol("r8", nonnegative=True)  # extra reads per tensor to find its scale first (current / dynamic scaling)
 
 
 def q(x: sp.Expr, tile: sp.Expr) -> sp.Expr:
@@ -87,13 +94,14 @@ def matmul(M: sp.Expr, K: sp.Expr, N: sp.Expr, *, weights: bool = True, bias: bo
            dequant: sp.Expr = q_w) -> Work:
     """C[M,N] = A[M,K] @ W[K,N] (+ bias).
 
-    flop = 2 M K N;  tensor = 2 q(M,m_t) q(K,k_t) q(N,n_t);
+    flop = 2 M K N;  tensor = 2 q(M,m_t) (q(K,k_t) + k_0) q(N,n_t)   (k_0: each output tile's fixed
+    prologue / epilogue as extra K-loop steps: efficiency K / (K + k_0) falls for short K, as TP-split layers have);
     bytes = M K b_a + weight_reads K N b_w + M N b_a;
     quantize/dequantize: q_a M K + q_w K N vector passes (zero where the hardware converts natively).
     With weights=False the second operand is an activation (no parameters, no dequantization).
     """
     flop = 2 * M * K * N
-    tensor = 2 * q(M, mt) * q(K, kt) * q(N, nt)
+    tensor = 2 * q(M, mt) * (q(K, kt) + k0) * q(N, nt)
     read = M * K * b_in + (weight_reads * K * N * b_w if weights else K * N * b_in)
     vector = q_a * M * K + (dequant * weight_reads * K * N if weights else q_a * K * N)
     params = K * N + (N if bias else 0) if weights else ZERO
@@ -117,6 +125,14 @@ def elementwise(n: sp.Expr, *, vector: sp.Expr = 0, scalar: sp.Expr = 0, exp: sp
     """n elements through `vector`/`scalar`/`exp`/`gpsimd` passes each; bytes = n (reads + writes) b."""
     return Work(vector=n * vector, scalar=n * scalar, exp=n * exp, gpsimd=n * gpsimd,
                 read=n * reads * b, write=n * writes * b, params=params)
+
+
+def low_precision_cast(n: sp.Expr) -> Work:
+    """Quantize n activation elements for low-precision GEMMs in training: read them in the activation type
+    (1 + r_8 times: current / dynamic scaling reads the tensor once for its amax before the cast), cast (one
+    vector pass), write c_8 copies in the compute type (row-wise and, where the hardware cannot read it
+    column-wise, a transposed one for the weight-gradient GEMM): bytes = n ((1 + r_8) b_a + c_8 b_c)."""
+    return Work(vector=n, read=n * (1 + r8) * ba, write=n * c8 * bc)
 
 
 def norm(rows: sp.Expr, width: sp.Expr, kind: str, *, params: bool = True) -> Work:
@@ -204,13 +220,15 @@ def attention_backward(tokens_q: sp.Expr, heads: sp.Expr, kv_heads: sp.Expr, s_a
     unfused backward's score traffic (n = B T h S_full, d = dropout):
         read += ((5 + d) b_a + d) n,   write += (2 + d) n b_a
     (dP' written; dropout backward reads dP' and the mask, writes dP; softmax backward reads dP
-    and P, writes dS; dQ and dK read dS; dV reads P')."""
+    and P, writes dS; dQ and dK read dS; dV reads P'). Flash kernels issue the backward's tensor work at
+    r_abw of the forward's efficiency (the dS = P (dP - D) step between its GEMMs and the dQ accumulation)."""
     a = _attention_parts(tokens_q, heads, kv_heads, s_avg, kv_tokens, d_qk, d_v, b_q, b_kv_elem, kv_width,
                          hbm_passes, sram_passes, s_full, dropout)
     read = a["q_bytes"] + hbm_passes * a["kv_bytes"]
     write = a["o_bytes"]
     flash_vector = 3 * a["scores"] + p_av * a["scores"]
-    return Work(flop=2 * a["flop"], tensor_flop=2 * a["tensor"], tensor_b16_flop=2 * a["transpose"],
+    slow = (1 - i_mat) / r_abw + i_mat  # flash kernels' backward runs below their forward; unfused GEMMs do not
+    return Work(flop=2 * a["flop"], tensor_flop=2 * a["tensor"] * slow, tensor_b16_flop=2 * a["transpose"] * slow,
                 vector=flash_vector + i_mat * (3 * a["n_full"] - flash_vector),
                 read=2 * read + write + a["mat_bwd_read"], write=read + a["mat_bwd_write"])
 

@@ -28,10 +28,15 @@ from perfmodel.core.workload import AttentionKind, ModelArch
 from perfmodel.model import formulas as fm
 from perfmodel.model.formulas import Work
 from perfmodel.model.graph_attention_variants import linear_attention_block, sparse_mla_core
+from perfmodel.model.graph_training import training_ops
 from perfmodel.model.ops import (TV, Comm, GraphKey, KV_dev, Ld, Lfa, Lm, Lsw, N_dev, N_rep, Op, OpKind, P, Pass, bdp,
-                                 bg, bo_r, bo_w, bwt, da, i_a2a, i_cp, i_ep, i_pp, i_sp, i_z0, i_z1, i_z2, i_z3, n_rep, nmb,
-                                 vpp, zs)
+                                 da, i_a2a, i_cp, i_ep, n_rep, nmb)
 from perfmodel.model.ops import forward_op as _op
+
+
+def _linear(name, grp, count, M, K, N, **kw) -> Op:
+    """A weighted linear layer C[M,N] = A[M,K] W[K,N] (fm.matmul), its activations in and out recorded (Op.io)."""
+    return _op(name, grp, OpKind.MATMUL, count, fm.matmul(M, K, N, **kw), formula="matmul", io=(M * K, M * N))
 
 
 def _attention_op(name, grp, count, *args, **kw) -> Op:
@@ -55,14 +60,12 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
     mat = dict(s_full=s_kv, dropout=1 if phase == Phase.TRAIN else 0)
     if g.attention == AttentionKind.MLA:
         if g.mla_q_lora:
-            ops.append(_op(f"attn{tag}.q_a", grp, OpKind.MATMUL, count, fm.matmul(N_dev, D, rq), formula="matmul"))
+            ops.append(_linear(f"attn{tag}.q_a", grp, count, N_dev, D, rq))
             ops.append(_op(f"attn{tag}.q_a_norm", grp, OpKind.NORM, count, fm.norm(N_dev, rq, "rmsnorm")))
-            ops.append(_op(f"attn{tag}.q_b", grp, OpKind.MATMUL, count, fm.matmul(N_dev, rq, H * (dn + dr) / t),
-                           formula="matmul"))
+            ops.append(_linear(f"attn{tag}.q_b", grp, count, N_dev, rq, H * (dn + dr) / t))
         else:
-            ops.append(_op(f"attn{tag}.q", grp, OpKind.MATMUL, count, fm.matmul(N_dev, D, H * (dn + dr) / t),
-                           formula="matmul"))
-        ops.append(_op(f"attn{tag}.kv_a", grp, OpKind.MATMUL, count, fm.matmul(N_dev, D, rkv + dr), formula="matmul"))
+            ops.append(_linear(f"attn{tag}.q", grp, count, N_dev, D, H * (dn + dr) / t))
+        ops.append(_linear(f"attn{tag}.kv_a", grp, count, N_dev, D, rkv + dr))
         ops.append(_op(f"attn{tag}.kv_a_norm", grp, OpKind.NORM, count, fm.norm(N_dev, rkv, "rmsnorm")))
         ops.append(_op(f"attn{tag}.rope", grp, OpKind.ELEMENTWISE, count,
                        fm.elementwise(N_dev * dr * (H / t + 1), vector=3), formula="elementwise"))
@@ -81,8 +84,7 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
             ops.append(_op(f"attn{tag}.v_absorb", grp, OpKind.MATMUL, count,
                            fm.matmul(N_dev * H / t, rkv, dv), formula="matmul"))
         else:
-            ops.append(_op(f"attn{tag}.kv_b", grp, OpKind.MATMUL, count, fm.matmul(N_dev, rkv, H * (dn + dv) / t),
-                           formula="matmul"))
+            ops.append(_linear(f"attn{tag}.kv_b", grp, count, N_dev, rkv, H * (dn + dv) / t))
             if infer:
                 ops.append(_op(f"attn{tag}.kv_cache_write", grp, OpKind.MEMORY, count,
                                Work(write=N_dev * (rkv + dr) * bkv), formula="memory"))
@@ -92,8 +94,8 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
         o_in = H * dv / t
     else:
         q_out = 2 if g.attn_gate else 1  # the output gate comes out of q_proj beside the queries
-        ops.append(_op(f"attn{tag}.qkv", grp, OpKind.MATMUL, count,
-                       fm.matmul(N_dev, D, (q_out * H + 2 * KV) * dh / t, bias=g.attention_bias), formula="matmul"))
+        ops.append(_linear(f"attn{tag}.qkv", grp, count, N_dev, D, (q_out * H + 2 * KV) * dh / t,
+                           bias=g.attention_bias))
         if g.qk_norm:  # Qwen3: RMSNorm over d_h on every query and key head (weights d_h each; MiniMax-M2's
             # span the layer's heads: (H + K) d_h, this device's share of them)
             qk_w = (H / t + KV_dev) * dh if g.qk_norm_per_layer else 2 * dh
@@ -117,8 +119,7 @@ def _attention_block(g: GraphKey, phase: Phase, count: sp.Expr, window: sp.Expr 
             ops.append(_op(f"attn{tag}.out_gate", grp, OpKind.ELEMENTWISE, count,
                            fm.elementwise(N_dev * H * dh / t, scalar=1, vector=1, reads=2), formula="elementwise"))
         o_in = H * dh / t
-    ops.append(_op(f"attn{tag}.o_proj", grp, OpKind.MATMUL, count, fm.matmul(N_dev, o_in, D, bias=g.attention_bias),
-                   formula="matmul"))
+    ops.append(_linear(f"attn{tag}.o_proj", grp, count, N_dev, o_in, D, bias=g.attention_bias))
     ops.append(_op(f"attn{tag}.tp_all_reduce", grp, OpKind.COLLECTIVE, count, Work(),
                    Comm(Collective.ALL_REDUCE, N_dev * D * ba, "tp"), formula="collective"))
     ops.append(_op(f"attn{tag}.residual", grp, OpKind.ELEMENTWISE, count,
@@ -137,9 +138,10 @@ def _mlp(tokens: sp.Expr, width: sp.Expr, g: GraphKey, name: str, grp: str, coun
         up = fm.matmul(tokens, D, width, **mm)
         act = fm.elementwise(tokens * width, scalar=1)
     down = fm.matmul(tokens, width, D, **mm)
-    return [_op(f"{name}.up", grp, OpKind.MATMUL, c, up, formula="matmul"),
+    up_width = (2 if g.gated_mlp else 1) * width
+    return [_op(f"{name}.up", grp, OpKind.MATMUL, c, up, formula="matmul", io=(tokens * D, tokens * up_width)),
             _op(f"{name}.act", grp, OpKind.ELEMENTWISE, c, act, formula="elementwise"),
-            _op(f"{name}.down", grp, OpKind.MATMUL, c, down, formula="matmul")]
+            _op(f"{name}.down", grp, OpKind.MATMUL, c, down, formula="matmul", io=(tokens * width, tokens * D))]
 
 
 def _dense_block(g: GraphKey) -> list[Op]:
@@ -178,8 +180,12 @@ def _grouped_experts(g: GraphKey) -> list[Op]:
     def grouped(w: Work) -> Work:
         return dataclasses.replace(w.scaled(n_touched), flop=w.flop * n_touched / u_r, params=w.params * E / ep)
 
-    return [_op("moe.expert.up", "moe", OpKind.MATMUL, Lm, grouped(up), formula="matmul"),
-            _op("moe.expert.down", "moe", OpKind.MATMUL, Lm, grouped(down), formula="matmul")]
+    rows = n_touched * m  # token-expert pairs of this rank's experts
+    up_width = (2 if g.gated_mlp else 1) * width
+    return [_op("moe.expert.up", "moe", OpKind.MATMUL, Lm, grouped(up), formula="matmul",
+                io=(rows * D, rows * up_width)),
+            _op("moe.expert.down", "moe", OpKind.MATMUL, Lm, grouped(down), formula="matmul",
+                io=(rows * width, rows * D))]
 
 
 def _moe_block(g: GraphKey) -> list[Op]:
@@ -264,76 +270,17 @@ def _forward(g: GraphKey, phase: Phase) -> list[Op]:
     return ops
 
 
-def _backward(op: Op) -> Op:
-    """Backward of one forward op: 2x the matmul work (dgrad + wgrad), attention as the op's own
-    backward work (fm.attention_backward: FA2-style dQ, dK, dV at 2x forward FLOPs, plus the
-    recomputed Q K^T counted as recompute; the unfused score traffic when materialised), 2x
-    elementwise work, the same collectives on gradients."""
-    w = op.work
-    if op.backward is not None:
-        bw_work = op.backward
-    elif op.kind == OpKind.MATMUL:
-        bw_work = Work(flop=2 * w.flop, tensor_flop=2 * w.tensor_flop, vector=2 * w.vector,
-                       read=w.read + w.write + w.read, write=w.read)
-    elif op.kind == OpKind.ATTENTION:
-        bw_work = Work(flop=2 * w.flop, tensor_flop=2 * w.tensor_flop, tensor_b16_flop=2 * w.tensor_b16_flop,
-                       vector=3 * w.exp + w.vector, read=2 * w.read + w.write, write=w.read)
-    else:
-        bw_work = w.scaled(2).without_params()
-    return Op(name=op.name, group=op.group, kind=op.kind, pass_=Pass.BACKWARD, count=op.count, work=bw_work,
-              comm=op.comm, formula=op.formula)
-
-
-def _attention_in_bf16(op: Op) -> Op:
-    """Training runs the attention core in BF16 whatever the GEMMs' recipe: Transformer Engine's FP8 recipes
-    quantize the linear layers only (FP8 attention is a separate opt-in), torchao's float8 training converts
-    nn.Linear modules only. Its tensor work (forward and backward) is issued at the BF16 rate; with a 16-bit
-    compute type the two rates are the same and nothing changes."""
-    def bf16(w: Work | None) -> Work | None:
-        if w is None:
-            return None
-        return dataclasses.replace(w, tensor_flop=sp.Integer(0), tensor_b16_flop=w.tensor_b16_flop + w.tensor_flop)
-
-    return dataclasses.replace(op, work=bf16(op.work), backward=bf16(op.backward))
-
-
-def _recompute(op: Op) -> Op:
-    return Op(name=op.name, group=op.group, kind=op.kind, pass_=Pass.RECOMPUTE, count=op.count,
-              work=op.work.without_params(), comm=op.comm, formula=op.formula)
-
-
-def _attention_score_recompute(op: Op) -> Op:
-    """FA backward recomputes P = softmax(Q K^T): half the forward attention FLOPs, all the exp.
-    Materialised attention (i_mat = 1) keeps P in HBM instead: nothing recomputed."""
-    w = op.work
-    flash = 1 - fm.i_mat
-    return Op(name=op.name + "_scores", group=op.group, kind=op.kind, pass_=Pass.RECOMPUTE, count=op.count,
-              work=Work(flop=w.flop / 2, tensor_flop=w.tensor_flop / 2, exp=w.exp, vector=w.vector,
-                        read=w.read / 2).scaled(flash), formula=op.formula)
 
 
 @lru_cache(maxsize=256)
 def build_graph(key: GraphKey, phase: Phase, recompute: Recompute = Recompute.NONE) -> tuple[Op, ...]:
-    """Symbolic operator graph of one device for `phase`; cached per structure."""
+    """Symbolic operator graph of one device for `phase`; cached per structure (training: graph_training)."""
     fwd = _forward(key, phase)
     if phase == Phase.PREFILL:
         return tuple(fwd + _prefill_cp_comm(key))
     if phase != Phase.TRAIN:
         return tuple(fwd)
-    step = [dataclasses.replace(o, count=o.count * nmb) for o in fwd]
-    layer_ops = [o for o in step if o.group not in ("embedding", "head")]
-    ops = list(step)
-    ops += [_backward(o) for o in reversed(step)]
-    ops += [_attention_score_recompute(o) for o in step if o.kind == OpKind.ATTENTION]
-    if recompute == Recompute.FULL:
-        ops += [_recompute(o) for o in layer_ops]
-    elif recompute == Recompute.SELECTIVE:
-        ops += [_recompute(o) for o in layer_ops if o.kind == OpKind.ATTENTION]
-    n_params = sum((o.count / nmb) * o.work.params for o in step)
-    ops.append(Op("optimizer.step", "optimizer", OpKind.OPTIMIZER, Pass.OPTIMIZER, sp.Integer(1),
-                  fm.adam_step(n_params / zs, bo_r, bo_w), formula="adam_step"))
-    ops += _training_plan_comm(key, n_params)
-    return tuple(_attention_in_bf16(o) if o.kind == OpKind.ATTENTION else o for o in ops)
+    return training_ops(key, fwd, recompute)
 
 
 def _prefill_cp_comm(key: GraphKey) -> list[Op]:
@@ -349,34 +296,6 @@ def _prefill_cp_comm(key: GraphKey) -> list[Op]:
                Comm(Collective.ALL_GATHER, kv, "cp"), formula="collective")]
 
 
-def _training_plan_comm(key: GraphKey, n_params: sp.Expr) -> list[Op]:
-    """Collectives of the parallelism plan in a training step (counts per optimizer step).
-
-    data parallel (G = P_dev b_g gradient bytes, W = P_dev b_wt weight bytes per device):
-        ZeRO 0: all-reduce(G) once;  ZeRO 1: reduce-scatter(G) + all-gather(W) once;
-        ZeRO 2: reduce-scatter(G) per micro-batch + all-gather(W) once;
-        ZeRO 3 / FSDP: reduce-scatter(G) + 2 all-gather(W) (forward, backward) per micro-batch
-    pipeline: send/recv of one micro-batch's activations N D b_a (/ t with sequence
-        parallelism), forward and backward, per micro-batch and virtual stage (2 m v)
-    context parallel: all-gather of the sequence's K,V per attention layer (forward and
-        recompute in the backward) and reduce-scatter of dK,dV (backward)
-    """
-    def comm(name, coll, nbytes, group, count, pass_=Pass.OPTIMIZER):
-        return Op(name, "plan", OpKind.COLLECTIVE, pass_, count, Work(), Comm(coll, nbytes, group),
-                  formula="collective")
-
-    attn_layers = (Lfa if key.full else 0) + (Lsw if key.sliding else 0)
-    kv = 2 * (B / da) * T * KV_dev * dh * ba
-    return [
-        comm("dp.grad_all_reduce", Collective.ALL_REDUCE, n_params * bg, "dp", i_z0),
-        comm("dp.grad_reduce_scatter", Collective.REDUCE_SCATTER, n_params * bg, "dp", i_z1 + (i_z2 + i_z3) * nmb),
-        comm("dp.weight_all_gather", Collective.ALL_GATHER, n_params * bwt, "dp", i_z1 + i_z2 + 2 * nmb * i_z3),
-        comm("pp.send_recv", Collective.SEND_RECV, N_dev * D * ba * (1 - i_sp + i_sp / t), "pp", 2 * nmb * vpp * i_pp,
-             Pass.FORWARD),
-        comm("cp.kv_all_gather", Collective.ALL_GATHER, kv, "cp", 2 * attn_layers * nmb * i_cp, Pass.FORWARD),
-        comm("cp.kv_grad_reduce_scatter", Collective.REDUCE_SCATTER, kv, "cp", attn_layers * nmb * i_cp,
-             Pass.BACKWARD),
-    ]
 
 
 def graph_for(arch: ModelArch, phase: Phase, recompute: Recompute = Recompute.NONE) -> tuple[Op, ...]:

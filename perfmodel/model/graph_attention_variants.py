@@ -47,9 +47,10 @@ def linear_attention_block(g: GraphKey, phase: Phase) -> list[Op]:
     seqs = B / da  # sequences on this device: each carries one state per layer
     h_k, h_v = Hlk / t, Hlv / t
     channels = (2 * Hlk * dlk + Hlv * dlv) / t  # q, k, v through the conv
+    in_width = channels + (Hlv * dlv + 2 * Hlv) / t  # q, k, v, z, b, a out of the input projection
     ops = [forward_op("lin.norm", grp, OpKind.NORM, c, fm.norm(N_dev, D, g.norm), formula="norm"),
-           forward_op("lin.in_proj", grp, OpKind.MATMUL, c,
-                      fm.matmul(N_dev, D, channels + (Hlv * dlv + 2 * Hlv) / t), formula="matmul"),
+           forward_op("lin.in_proj", grp, OpKind.MATMUL, c, fm.matmul(N_dev, D, in_width), formula="matmul",
+                      io=(N_dev * D, N_dev * in_width)),
            forward_op("lin.conv", grp, OpKind.ELEMENTWISE, c, av.causal_conv(N_dev, seqs, channels, Kc),
                       formula="causal_conv"),
            # fused into the delta-rule kernel (vLLM and SGLang pass use_qk_l2norm_in_kernel): no HBM traffic
@@ -71,7 +72,8 @@ def linear_attention_block(g: GraphKey, phase: Phase) -> list[Op]:
     gated_norm = fm.norm(N_dev * h_v, dlv, "rmsnorm", params=False) \
         + fm.elementwise(N_dev * h_v * dlv, scalar=1, vector=1, reads=1, writes=0, params=dlv)  # x SiLU(z)
     ops += [forward_op("lin.out_norm", grp, OpKind.NORM, c, gated_norm, formula="norm"),
-            forward_op("lin.out_proj", grp, OpKind.MATMUL, c, fm.matmul(N_dev, Hlv * dlv / t, D), formula="matmul"),
+            forward_op("lin.out_proj", grp, OpKind.MATMUL, c, fm.matmul(N_dev, Hlv * dlv / t, D), formula="matmul",
+                       io=(N_dev * Hlv * dlv / t, N_dev * D)),
             forward_op("lin.tp_all_reduce", grp, OpKind.COLLECTIVE, c, Work(),
                        Comm(Collective.ALL_REDUCE, N_dev * D * ba, "tp"), formula="collective"),
             forward_op("lin.residual", grp, OpKind.ELEMENTWISE, c, fm.elementwise(N_dev * D, vector=1, reads=2),

@@ -90,6 +90,9 @@ class Op:
     comm: Comm | None = None
     formula: str = ""  # formula family (formulas.py function) for display
     backward: Work | None = None  # the backward's work when the generic rule (_backward) does not apply
+    # a linear layer's activation elements in (its input, M K) and out (M N) per instance: what a low-precision
+    # training recipe quantizes (graph_training.low_precision_casts); None for every other operator
+    io: tuple[sp.Expr, sp.Expr] | None = None
 
 
 @dataclass(frozen=True)
@@ -134,7 +137,7 @@ class GraphKey:
             shared_expert_gate=a.shared_expert_gate)
 
 
-def forward_op(name, group, kind, count, work, comm=None, formula="", backward=None) -> Op:
+def forward_op(name, group, kind, count, work, comm=None, formula="", backward=None, io=None) -> Op:
     """An operator of the forward pass (graph.py and graph_attention_variants.py build with it)."""
     return Op(name=name, group=group, kind=kind, pass_=Pass.FORWARD, count=count, work=work, comm=comm,
-              formula=formula or kind.value, backward=backward)
+              formula=formula or kind.value, backward=backward, io=io)

@@ -3,22 +3,31 @@
 Per chip, per optimizer step (m micro-batches, p stages, v virtual stages, times in s):
 
     t_fb      = forward + backward + recompute compute of the stage (evaluate.run, TRAIN graph)
-    t_block   = tensor / expert / context-parallel collectives + pipeline send/recv (critical path);
-                a fraction f_tp = `tp_comm_overlap_frac` of it hides behind independent compute
+    t_block   = tensor / expert / context-parallel collectives (critical path); a fraction
+                f_tp = `tp_comm_overlap_frac` of it hides behind independent compute (GEMM-collective
+                pipelining: Transformer Engine userbuffers)
+    t_p2p     = pipeline send/recv; a fraction f_pp = `pp_comm_overlap_frac` hides behind the next
+                chunk's compute (Megatron-Core's overlap_p2p_comm in the interleaved schedule)
+    exposed_b = (1 - f_tp) t_block + (1 - f_pp) t_p2p
     bubble    = (p - 1) / (m v)            1F1B and GPipe: v = 1; interleaved: v = pp_virtual
-    t_pipe    = (t_fb + (1 - f_tp) t_block) (1 + bubble)
+    t_pipe    = (t_fb + exposed_b) (1 + bubble)
     data-parallel / ZeRO collectives on the dp group (G = gradient bytes, W = weight bytes per chip):
         ZeRO 0: all-reduce(G) once            hides under the last micro-batch's backward
         ZeRO 1: reduce-scatter(G) once        hides under the last micro-batch's backward
-                + all-gather(W) once          exposed (after the optimizer step)
+                + all-gather(W) once          a fraction f_ag = `param_gather_overlap_frac` hides under the
+                                              next step's first forward (Megatron-Core overlap_param_gather)
         ZeRO 2: reduce-scatter(G) per micro-batch (hides under any compute) + all-gather(W) once
         ZeRO 3: 2 all-gather(W) + reduce-scatter(G) per micro-batch (FSDP; hides under any compute)
-      hidden  = min(f c_last, t_bwd / m) + min(f c_mb, t_fb - that)    f = `comm_overlap_frac`
+      hidden  = min(f c_last, t_bwd / m) + min(f c_mb, t_fb - that) + min(f_ag c_end, t_fwd / m)
+                                                                        f = `comm_overlap_frac`
       exposed = c_total - hidden
-    contention = `comm_compute_contention_frac` x (hidden + f_tp t_block)   GPUs: SMs shared
-    step      = t_pipe + t_optimizer + exposed + contention
-Bounds: overlapped = (t_fb + (1-f_tp) t_block)(1+bubble) + t_opt + max(0, c_mb+c_last - t_fb) + c_end
-        serial     = (t_fb + t_block)(1 + bubble) + t_opt + c_total
+    contention = `comm_compute_contention_frac` x (hidden + t_block + t_p2p - exposed_b)   GPUs: SMs shared
+    straggle  = sigma z(n),  z(n) = Phi^-1((n - 0.375) / (n + 0.25))   expected slowest of n = chips ranks
+                (Blom), sigma = `rank_speed_spread_frac`: chips of one SKU differ in sustained speed, and a
+                synchronous step runs at the slowest rank's; 0 for one chip, grows like sqrt(2 ln n)
+    step      = (t_pipe + t_optimizer + exposed + contention) (1 + straggle)
+Bounds: overlapped = ((t_fb + exposed_b)(1+bubble) + t_opt + max(0, c_mb+c_last - t_fb) + c_end)(1 + straggle)
+        serial     = ((t_fb + t_block + t_p2p)(1 + bubble) + t_opt + c_total)(1 + straggle)
 Metrics: tokens/s = B m d T / step; MFU = model FLOPs of all replicas (forward + backward,
 graph with t = p = 1) / (step x chips x peak); scaling efficiency = tokens/s(N nodes) /
 (N x tokens/s(1 node)) at a fixed per-node plan (weak scaling).
@@ -27,7 +36,7 @@ The plan's collectives (ZeRO data-parallel traffic, pipeline send/recv, context-
 gathers) are operators of the training graph (graph._training_plan_comm); this module prices
 how much of each hides under compute.
 
-Does not: model stragglers, data loading, host overheads, or HBM contention from collectives.
+Does not: model data loading, host overheads, evaluation or checkpoint pauses, or HBM contention from collectives.
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import special
 
 from perfmodel.catalog import neuron_stacks
 from perfmodel.catalog.calibration import Calibration, calibration_for
@@ -60,6 +70,12 @@ def bubble_fraction(pp, microbatches, schedule: str = "1f1b", virtual=1) -> np.n
         raise ValueError(f"unknown pipeline schedule {schedule!r} (choose from {', '.join(SCHEDULES)})")
     v = np.asarray(virtual, dtype=float) if schedule == "interleaved" else 1.0
     return (np.asarray(pp, dtype=float) - 1) / (np.asarray(microbatches, dtype=float) * v)
+
+
+def slowest_rank_z(n) -> np.ndarray:
+    """Expected maximum of n standard normal draws (Blom: Phi^-1((n - 0.375) / (n + 0.25))); 0 for one rank."""
+    n = np.asarray(n, dtype=float)
+    return special.ndtri((n - 0.375) / (n + 0.25))
 
 
 def _f(x) -> np.ndarray:
@@ -137,19 +153,29 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     c_mb = np.select([zero == 2, zero >= 3], [m * rs["time_s"], m * (2 * ag["time_s"] + rs["time_s"])], 0.0)
     c_end = np.where((zero == 1) | (zero == 2), ag["time_s"], 0.0)
 
-    f_tp = cal["tp_comm_overlap_frac"]
+    f_tp, f_pp = cal["tp_comm_overlap_frac"], cal["pp_comm_overlap_frac"]
     f = cal["comm_overlap_frac"]
     blocking = t_block + t_p2p + t_cp
+    hidden_tp, hidden_pp = f_tp * (t_block + t_cp), f_pp * t_p2p
+    exposed_block = blocking - hidden_tp - hidden_pp
     bubble = bubble_fraction(pp, m, pp_schedule, v)
     t_fb = t_fwd + t_bwd
-    t_pipe = (t_fb + (1 - f_tp) * blocking) * (1 + bubble)
+    t_pipe = (t_fb + exposed_block) * (1 + bubble)
     h_last = np.minimum(f * c_last, t_bwd / m)
     h_mb = np.minimum(f * c_mb, np.maximum(t_fb - h_last, 0.0))
-    hidden = h_last + h_mb
+    # the weight all-gather after the optimizer step feeds the next step's first micro-batch: Megatron-Core
+    # gathers bucket by bucket as that forward reaches each layer (overlap_param_gather)
+    h_end = np.minimum(cal["param_gather_overlap_frac"] * c_end, t_fwd / m)
+    hidden = h_last + h_mb + h_end
     c_total = c_last + c_mb + c_end
     exposed = c_total - hidden
-    contention = cal["comm_compute_contention_frac"] * (hidden + f_tp * blocking)
-    step = t_pipe + t_opt + exposed + contention
+    contention = cal["comm_compute_contention_frac"] * (hidden + hidden_tp + hidden_pp)
+    chips = tp * da * cp * pp * dp
+    # every rank waits for the slowest at each synchronisation: the step stretches by the expected maximum of
+    # the chips' speeds (spread sigma), Blom's approximation of the maximum of n normal draws
+    straggle = cal["rank_speed_spread_frac"] * slowest_rank_z(chips)
+    work = t_pipe + t_opt + exposed + contention
+    step = work * (1 + straggle)
 
     def row(x):  # one operator's array at the configurations' shape (a read-only view)
         return np.broadcast_to(x, shape0)
@@ -161,22 +187,23 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
                   if op.comm is not None and op.group != "plan"]
     whole = dataclasses.replace(kn, tp=1, da=1, cp=1, pp=1, ep=1, dp=1)
     flop_replica = _replica_flop(system, arch, whole, cal, shape)
-    chips = tp * da * cp * pp * dp
     tokens = _f(kn.batch) * m * dp * _f(kn.seq_len)
     peak = ev.peak_flop_per_s(system, kn.compute) * np.ones(shape)
     out = {
         "step_time_s": step, "forward_s": t_fwd, "backward_s": t_bwd, "optimizer_s": t_opt,
-        "bubble_s": (t_fb + (1 - f_tp) * blocking) * bubble, "bubble_frac": bubble,
+        "bubble_s": (t_fb + exposed_block) * bubble, "bubble_frac": bubble,
         "tp_ep_cp_comm_s": t_block + t_cp, "pp_send_recv_s": t_p2p, "blocking_comm_s": blocking,
-        "blocking_comm_exposed_s": (1 - f_tp) * blocking,
+        "blocking_comm_exposed_s": exposed_block,
         "dp_comm_s": c_total, "dp_comm_hidden_s": hidden, "dp_comm_exposed_s": exposed, "contention_s": contention,
-        "comm_total_s": blocking + c_total, "comm_exposed_s": (1 - f_tp) * blocking + exposed,
-        "comm_hidden_s": f_tp * blocking + hidden,
+        "straggler_s": work * straggle,
+        "comm_total_s": blocking + c_total, "comm_exposed_s": exposed_block + exposed,
+        "comm_hidden_s": hidden_tp + hidden_pp + hidden,
+        "tp_ep_cp_comm_hidden_s": hidden_tp, "pp_send_recv_hidden_s": hidden_pp,
         "dp_algorithm": np.select([zero == 0], [ar["algorithm"]], rs["algorithm"]),
         "dp_crosses": ar["crosses"],
-        "overlapped_bound_s": (t_fb + (1 - f_tp) * blocking) * (1 + bubble) + t_opt
-        + np.maximum(c_last + c_mb - t_fb, 0.0) + c_end,
-        "serial_bound_s": (t_fb + blocking) * (1 + bubble) + t_opt + c_total,
+        "overlapped_bound_s": ((t_fb + exposed_block) * (1 + bubble) + t_opt
+                               + np.maximum(c_last + c_mb - t_fb, 0.0) + c_end) * (1 + straggle),
+        "serial_bound_s": ((t_fb + blocking) * (1 + bubble) + t_opt + c_total) * (1 + straggle),
         "grad_bytes_per_chip": grad_bytes * np.ones(shape), "params_per_chip": params_dev * np.ones(shape),
         "chips": chips, "global_batch": _f(kn.batch) * m * dp, "tokens_per_step": tokens,
         "tokens_per_s": tokens / step, "tokens_per_s_per_chip": tokens / step / chips,
@@ -266,10 +293,8 @@ def train(system: System, arch: ModelArch, scenario: Scenario, nodes: int | None
 
 def comm_frame(s: dict) -> pd.DataFrame:
     """Communication per class for one configuration: total, hidden, exposed."""
-    rows = [("tensor/expert/context parallel", s["tp_ep_cp_comm_s"], s["tp_ep_cp_comm_s"] * (
-        1 - s["blocking_comm_exposed_s"] / s["blocking_comm_s"]) if s["blocking_comm_s"] else 0.0),
-            ("pipeline send/recv", s["pp_send_recv_s"], s["pp_send_recv_s"] * (
-                1 - s["blocking_comm_exposed_s"] / s["blocking_comm_s"]) if s["blocking_comm_s"] else 0.0),
+    rows = [("tensor/expert/context parallel", s["tp_ep_cp_comm_s"], s["tp_ep_cp_comm_hidden_s"]),
+            ("pipeline send/recv", s["pp_send_recv_s"], s["pp_send_recv_hidden_s"]),
             ("data parallel / ZeRO", s["dp_comm_s"], s["dp_comm_hidden_s"])]
     return pd.DataFrame([{"class": c, "total_s": tot, "hidden_s": hid, "exposed_s": tot - hid,
                           "exposed_frac": (tot - hid) / tot if tot else 0.0} for c, tot, hid in rows])
@@ -291,7 +316,8 @@ def timeline_frame(s: dict) -> pd.DataFrame:
                  "start_s": max(fb - hidden, 0.0), "duration_s": hidden, "exposed": False})
     for name, dur, lane, exp in (("data-parallel comm, exposed", s["dp_comm_exposed_s"], "comm", True),
                                  ("compute slowed by overlapped comm", s["contention_s"], "compute", False),
-                                 ("optimizer step", s["optimizer_s"], "compute", False)):
+                                 ("optimizer step", s["optimizer_s"], "compute", False),
+                                 ("waiting for the slowest rank", s["straggler_s"], "compute", False)):
         rows.append({"lane": lane, "component": name, "start_s": t0, "duration_s": dur, "exposed": exp})
         t0 += dur
     return pd.DataFrame(rows)

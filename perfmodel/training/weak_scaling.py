@@ -24,8 +24,8 @@ def scaling(system: System, arch: ModelArch, scenario: Scenario, nodes, cal: Cal
     """Weak scaling: the scenario's plan is per node; dp grows with the node count (vectorised), under the Neuron
     training stack `stack` when one is named (step.with_stack).
 
-    Returns one row per node count with tokens/s, sequences/s, step time, exposed comm and
-    scaling_efficiency = tokens/s(N) / (N tokens/s(1 node)).
+    Returns one row per node count with tokens/s, sequences/s, step time, exposed comm, the wait for the
+    slowest rank (straggler_s) and scaling_efficiency = tokens/s(N) / (N tokens/s(1 node)).
     """
     scenario, cal = with_stack(system, scenario, cal or calibration_for(system), stack)
     p = scenario.parallel
@@ -44,6 +44,7 @@ def scaling(system: System, arch: ModelArch, scenario: Scenario, nodes, cal: Cal
                        "dp": p.dp * n, "global_batch": s["global_batch"][1:], "step_time_s": s["step_time_s"][1:],
                        "tokens_per_s": tps[1:], "sequences_per_s": s["sequences_per_s"][1:],
                        "dp_comm_s": s["dp_comm_s"][1:], "dp_comm_exposed_s": s["dp_comm_exposed_s"][1:],
-                       "dp_algorithm": s["dp_algorithm"][1:], "mfu_frac": s["mfu_frac"][1:],
+                       "dp_algorithm": s["dp_algorithm"][1:], "straggler_s": s["straggler_s"][1:],
+                       "mfu_frac": s["mfu_frac"][1:],
                        "scaling_efficiency_frac": tps[1:] / (n * tps[0])})
     return df

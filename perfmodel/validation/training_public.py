@@ -13,11 +13,16 @@ Per run (stated once, nothing fitted):
                  when VP > 1; a 'local bs' (torchtitan: one data-parallel rank's batch) makes GBS = local x DP
                  and, with pipeline stages, micro-batches of 1 (torchtitan's default); a row whose plan is
                  not stated is listed with that reason
-    precision    FP8 recipes run the matmuls in FP8 (weights and activations BF16); else BF16
+    precision    FP8 recipes run the matmuls in FP8 (weights and activations BF16); else BF16; a recipe with
+                 current / dynamic (tensorwise) scaling reads each quantized tensor once more (its amax)
     recompute    'full recompute' / 'activation checkpointing' in the notes: full; 'selective': selective;
                  else none
     attention    flash attention, except Megatron-DeepSpeed and MT-NLG (2021-22, before FlashAttention):
                  scores through HBM
+    overlap      what the stack hides (stack_overrides): Megatron-Core stacks (NeMo, Megatron-Bridge) run
+                 sequence parallelism with TP and the distributed optimizer (ZeRO-1, its weight gather under
+                 the next forward), pipeline TP collectives with their GEMMs (userbuffers; torch's AsyncTP
+                 when stated) and overlap send/recv in the interleaved schedule; others block
     metric       tokens/s per GPU and time per iteration are the modelled ones; time to train = the stated
                  tokens / modelled tokens/s of the run; GPU-hours = stated tokens (else 10^12) / tokens/s per
                  GPU; TFLOP/s per GPU and MFU use
@@ -38,6 +43,7 @@ import pandas as pd
 
 from perfmodel import catalog, training
 from perfmodel.catalog import workload_files
+from perfmodel.catalog.calibration import calibration_for
 from perfmodel.core import units
 from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Optimizer, Phase, Precision, Recompute, Scenario
@@ -48,6 +54,7 @@ from perfmodel.validation.training import _gpt_arch, _is_fa2_training, _is_megat
 
 RATE_KINDS = ("tokens_per_s_per_gpu", "step_time")
 PRE_FLASH = r"Megatron-DeepSpeed|MT-NLG|DeepSpeed and Megatron"
+MEGATRON_CORE = r"NeMo|Megatron-Bridge|Megatron-Core"  # NVIDIA's stacks on Megatron-Core (2023-)
 
 
 def _selects(r: pd.DataFrame) -> pd.Series:
@@ -75,6 +82,27 @@ def _recompute(notes: str) -> Recompute:
     return Recompute.NONE
 
 
+def stack_overrides(m, sc: Scenario) -> dict:
+    """Calibration overrides for what the run's stack does (module doc, 'overlap', 'precision'): Megatron-Core's
+    distributed optimizer gathers weights under the next forward (f_ag = 1); tensor-parallel collectives
+    pipelined with their GEMMs (Transformer Engine userbuffers in Megatron-Core recipes, torch's AsyncTP when
+    the row states it) hide all but one of tp chunks: f_tp = 1 - 1/tp; Megatron-Core's interleaved schedule
+    overlaps pipeline send/recv with the next chunk (f_pp = 1); an FP8 recipe with current (dynamic) scaling
+    reads each tensor once more for its amax."""
+    p, text = sc.parallel, f"{m['source']} {m['notes']} {m['parallelism']}"
+    core = bool(re.search(MEGATRON_CORE, text))
+    out = {}
+    if p.tp > 1 and (core or re.search(r"async ?tp", text, re.I)):
+        out["tp_comm_overlap_frac"] = 1.0 - 1.0 / p.tp
+    if core and p.pp > 1 and p.pp_virtual > 1:
+        out["pp_comm_overlap_frac"] = 1.0
+    if core and p.zero in (1, 2):
+        out["param_gather_overlap_frac"] = 1.0
+    if re.search(r"current scaling|tensorwise|dynamic scal", str(m["dtype"]), re.I):
+        out["low_precision_training_amax_reads"] = 1  # the scale needs the tensor's amax before the cast
+    return out
+
+
 def scenario_of(m, arch, gpus: int) -> Scenario | str:
     """The run's training scenario, or why it has none."""
     if re.search(r"not stated", str(m["parallelism"]), re.I):
@@ -95,8 +123,12 @@ def scenario_of(m, arch, gpus: int) -> Scenario | str:
     fp8 = tr.fp8_of(m["dtype"])
     prec = Precision(weights=DType.BF16, compute=DType.FP8 if fp8 else DType.BF16, activations=DType.BF16,
                      kv_cache=DType.BF16)
+    # Megatron-Core recipes shard activations over TP (sequence parallelism) and run the distributed optimizer
+    core = re.search(MEGATRON_CORE, f"{m['source']} {m['notes']}")
     par = dataclasses.replace(plan, microbatches=gbs // (plan.dp * mbs),
-                              pp_schedule="interleaved" if plan.pp_virtual > 1 else "1f1b")
+                              pp_schedule="interleaved" if plan.pp_virtual > 1 else "1f1b",
+                              sequence_parallel=plan.sequence_parallel or bool(core and plan.tp > 1),
+                              zero=1 if core and plan.zero == 0 and plan.dp > 1 else plan.zero)
     return Scenario(phase=Phase.TRAIN, batch=mbs, seq_len=int(float(m["input_len"])), parallel=par,
                     recompute=_recompute(str(m["notes"])), precision=prec, optimizer=Optimizer.ADAM_MIXED,
                     flash_attention=not re.search(PRE_FLASH, f"{m['source']} {m['notes']}", re.I))
@@ -171,8 +203,9 @@ def training_public(rows: pd.DataFrame) -> pd.DataFrame:
             out += [unexpressed(m, why) for _, m in grp.iterrows()]
             continue
         system = catalog.load_system(system_name)
+        cal = calibration_for(system).with_overrides(stack_overrides(first, sc))
         try:
-            r = training.train(system, arch, sc, nodes=max(1, gpus // system.node.chips))
+            r = training.train(system, arch, sc, nodes=max(1, gpus // system.node.chips), cal=cal)
         except ValueError as exc:
             out += [unexpressed(m, f"the plan cannot run: {exc}") for _, m in grp.iterrows()]
             continue

@@ -1,0 +1,150 @@
+"""The training step's operators, built from one stage's forward graph (graph.build_graph calls training_ops).
+
+Per optimizer step of m micro-batches (counts x m):
+
+    forward      the forward graph's operators; with a low-precision recipe (8-bit or narrower GEMMs) each
+                 linear layer's input is quantized first (low_precision_casts)
+    backward     per forward op (backward()): matmuls 2x (dgrad + wgrad), attention its own backward
+                 (FA2-style), elementwise 2x; a linear layer's output gradient is quantized before its GEMMs
+    recompute    flash attention's P = softmax(Q K^T) in the backward; full: every layer op again,
+                 selective: the attention cores again
+    optimizer    one Adam step over the device's parameter shard
+    plan comm    ZeRO data-parallel collectives, pipeline send/recv, context-parallel K,V exchange
+    precision    the attention core and the LM head run at BF16 whatever the GEMMs' recipe (attention_in_bf16,
+                 head_in_bf16)
+
+Does not: bind numbers or price time; the forward operators (graph.py) or the pricing (training/step.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import sympy as sp
+
+from perfmodel.comm.algorithms import Collective
+from perfmodel.core.scenario import Recompute
+from perfmodel.core.symbols import B, D, T, ba, dh, t
+from perfmodel.model import formulas as fm
+from perfmodel.model.formulas import Work
+from perfmodel.model.ops import (Comm, GraphKey, KV_dev, Lfa, Lsw, N_dev, Op, OpKind, Pass, bg, bo_r, bo_w, bwt, da,
+                                 i_cp, i_pp, i_sp, i_z0, i_z1, i_z2, i_z3, nmb, vpp, zs)
+
+
+def low_precision_casts(op: Op) -> list[Op]:
+    """The linear layer `op` and, before it, the quantization of its activations under a low-precision
+    training recipe: its input (forward, and again in a recompute) and its output gradient (backward) are
+    read in the activation type and written as c_8 quantized copies (fm.low_precision_cast). Transformer
+    Engine's FP8 recipes quantize both tensors of every GEMM, keep a row-wise and a column-wise (transposed)
+    copy: Hopper's FP8 tensor cores take K-major operands only and block scales run along K, so the wgrad
+    GEMM needs its own. Runs only when the GEMMs are 8-bit or narrower (count x f_8; f_8 = 0 at BF16)."""
+    if op.io is None:
+        return [op]
+    x_in, x_out = op.io
+    cast = Op(name=f"{op.name}.cast", group=op.group, kind=OpKind.ELEMENTWISE, pass_=Pass.FORWARD,
+              count=op.count * fm.f8, work=fm.low_precision_cast(x_in), formula="low_precision_cast",
+              backward=fm.low_precision_cast(x_out))
+    return [cast, op]
+
+
+def head_in_bf16(op: Op) -> Op:
+    """Low-precision training recipes leave the LM head in BF16: Megatron-Core's output layer is a plain
+    ColumnParallelLinear, not a Transformer Engine module; torchao's float8 conversion skips the output
+    projection (torchtitan's filter). Its tensor work is issued at the BF16 rate (unchanged at 16 bits)."""
+    return attention_in_bf16(op) if op.name == "head.lm_head" else op
+
+
+def backward(op: Op) -> Op:
+    """Backward of one forward op: 2x the matmul work (dgrad + wgrad), attention as the op's own
+    backward work (fm.attention_backward: FA2-style dQ, dK, dV at 2x forward FLOPs, plus the
+    recomputed Q K^T counted as recompute; the unfused score traffic when materialised), 2x
+    elementwise work, the same collectives on gradients."""
+    w = op.work
+    if op.backward is not None:
+        bw_work = op.backward
+    elif op.kind == OpKind.MATMUL:
+        bw_work = Work(flop=2 * w.flop, tensor_flop=2 * w.tensor_flop, vector=2 * w.vector,
+                       read=w.read + w.write + w.read, write=w.read)
+    elif op.kind == OpKind.ATTENTION:
+        bw_work = Work(flop=2 * w.flop, tensor_flop=2 * w.tensor_flop, tensor_b16_flop=2 * w.tensor_b16_flop,
+                       vector=3 * w.exp + w.vector, read=2 * w.read + w.write, write=w.read)
+    else:
+        bw_work = w.scaled(2).without_params()
+    return Op(name=op.name, group=op.group, kind=op.kind, pass_=Pass.BACKWARD, count=op.count, work=bw_work,
+              comm=op.comm, formula=op.formula)
+
+
+def attention_in_bf16(op: Op) -> Op:
+    """Training runs the attention core in BF16 whatever the GEMMs' recipe: Transformer Engine's FP8 recipes
+    quantize the linear layers only (FP8 attention is a separate opt-in), torchao's float8 training converts
+    nn.Linear modules only. Its tensor work (forward and backward) is issued at the BF16 rate; with a 16-bit
+    compute type the two rates are the same and nothing changes."""
+    def bf16(w: Work | None) -> Work | None:
+        if w is None:
+            return None
+        return dataclasses.replace(w, tensor_flop=sp.Integer(0), tensor_b16_flop=w.tensor_b16_flop + w.tensor_flop)
+
+    return dataclasses.replace(op, work=bf16(op.work), backward=bf16(op.backward))
+
+
+def _recompute(op: Op) -> Op:
+    return Op(name=op.name, group=op.group, kind=op.kind, pass_=Pass.RECOMPUTE, count=op.count,
+              work=op.work.without_params(), comm=op.comm, formula=op.formula)
+
+
+def _attention_score_recompute(op: Op) -> Op:
+    """FA backward recomputes P = softmax(Q K^T): half the forward attention FLOPs, all the exp.
+    Materialised attention (i_mat = 1) keeps P in HBM instead: nothing recomputed."""
+    w = op.work
+    flash = 1 - fm.i_mat
+    return Op(name=op.name + "_scores", group=op.group, kind=op.kind, pass_=Pass.RECOMPUTE, count=op.count,
+              work=Work(flop=w.flop / 2, tensor_flop=w.tensor_flop / 2, exp=w.exp, vector=w.vector,
+                        read=w.read / 2).scaled(flash), formula=op.formula)
+
+
+def _training_plan_comm(key: GraphKey, n_params: sp.Expr) -> list[Op]:
+    """Collectives of the parallelism plan in a training step (counts per optimizer step).
+
+    data parallel (G = P_dev b_g gradient bytes, W = P_dev b_wt weight bytes per device):
+        ZeRO 0: all-reduce(G) once;  ZeRO 1: reduce-scatter(G) + all-gather(W) once;
+        ZeRO 2: reduce-scatter(G) per micro-batch + all-gather(W) once;
+        ZeRO 3 / FSDP: reduce-scatter(G) + 2 all-gather(W) (forward, backward) per micro-batch
+    pipeline: send/recv of one micro-batch's activations N D b_a (/ t with sequence
+        parallelism), forward and backward, per micro-batch and virtual stage (2 m v)
+    context parallel: all-gather of the sequence's K,V per attention layer (forward and
+        recompute in the backward) and reduce-scatter of dK,dV (backward)
+    """
+    def comm(name, coll, nbytes, group, count, pass_=Pass.OPTIMIZER):
+        return Op(name, "plan", OpKind.COLLECTIVE, pass_, count, Work(), Comm(coll, nbytes, group),
+                  formula="collective")
+
+    attn_layers = (Lfa if key.full else 0) + (Lsw if key.sliding else 0)
+    kv = 2 * (B / da) * T * KV_dev * dh * ba
+    return [
+        comm("dp.grad_all_reduce", Collective.ALL_REDUCE, n_params * bg, "dp", i_z0),
+        comm("dp.grad_reduce_scatter", Collective.REDUCE_SCATTER, n_params * bg, "dp", i_z1 + (i_z2 + i_z3) * nmb),
+        comm("dp.weight_all_gather", Collective.ALL_GATHER, n_params * bwt, "dp", i_z1 + i_z2 + 2 * nmb * i_z3),
+        comm("pp.send_recv", Collective.SEND_RECV, N_dev * D * ba * (1 - i_sp + i_sp / t), "pp", 2 * nmb * vpp * i_pp,
+             Pass.FORWARD),
+        comm("cp.kv_all_gather", Collective.ALL_GATHER, kv, "cp", 2 * attn_layers * nmb * i_cp, Pass.FORWARD),
+        comm("cp.kv_grad_reduce_scatter", Collective.REDUCE_SCATTER, kv, "cp", attn_layers * nmb * i_cp,
+             Pass.BACKWARD),
+    ]
+
+
+def training_ops(key: GraphKey, fwd: list[Op], recompute: Recompute) -> tuple[Op, ...]:
+    """Every operator of one training step of a stage whose forward graph is `fwd` (module doc)."""
+    step = [dataclasses.replace(x, count=x.count * nmb) for o in fwd for x in low_precision_casts(o)]
+    layer_ops = [o for o in step if o.group not in ("embedding", "head")]
+    ops = list(step)
+    ops += [backward(o) for o in reversed(step)]
+    ops += [_attention_score_recompute(o) for o in step if o.kind == OpKind.ATTENTION]
+    if recompute == Recompute.FULL:
+        ops += [_recompute(o) for o in layer_ops]
+    elif recompute == Recompute.SELECTIVE:
+        ops += [_recompute(o) for o in layer_ops if o.kind == OpKind.ATTENTION]
+    n_params = sum((o.count / nmb) * o.work.params for o in step)
+    ops.append(Op("optimizer.step", "optimizer", OpKind.OPTIMIZER, Pass.OPTIMIZER, sp.Integer(1),
+                  fm.adam_step(n_params / zs, bo_r, bo_w), formula="adam_step"))
+    ops += _training_plan_comm(key, n_params)
+    return tuple(attention_in_bf16(o) if o.kind == OpKind.ATTENTION else head_in_bf16(o) for o in ops)

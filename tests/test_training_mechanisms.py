@@ -1,0 +1,154 @@
+"""Issue 20's training mechanisms: each moves the step the way its physics says, and only where it applies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfmodel import catalog, training
+from perfmodel.catalog import workload_files
+from perfmodel.catalog.calibration import calibration_for
+from perfmodel.core.dtypes import DType
+from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Precision, Recompute, Scenario
+from perfmodel.model import formulas as fm
+from perfmodel.model import kernels
+from perfmodel.model.graph import graph_for
+from perfmodel.model.ops import OpKind, Pass
+
+H100 = catalog.load_system("dgx-h100")
+A100 = catalog.load_system("dgx-a100-80gb")
+LLAMA = workload_files.load_workload("llama-3.1-8b")
+
+
+def scen(compute=DType.BF16, tp=1, pp=1, dp=8, m=8, zero=0, v=1, sp=False, seq=4096):
+    return Scenario(phase=Phase.TRAIN, batch=1, seq_len=seq, recompute=Recompute.NONE,
+                    parallel=Parallelism(tp=tp, pp=pp, dp=dp, zero=zero, microbatches=m, pp_virtual=v,
+                                         pp_schedule="interleaved" if v > 1 else "1f1b", sequence_parallel=sp),
+                    precision=Precision(weights=DType.BF16, compute=compute, activations=DType.BF16,
+                                        kv_cache=DType.BF16), optimizer=Optimizer.ADAM_MIXED)
+
+
+def no_spread(system):
+    return calibration_for(system).with_overrides({"rank_speed_spread_frac": 0.0})
+
+
+# ---------------------------------------------------------------- low-precision recipe
+
+
+def test_fp8_training_quantizes_each_linear_layers_input_and_output_gradient():
+    ops = graph_for(LLAMA, Phase.TRAIN)
+    linear = [o for o in ops if o.pass_ == Pass.FORWARD and o.io is not None]
+    casts = {o.name: o for o in ops if o.name.endswith(".cast") and o.pass_ == Pass.FORWARD}
+    assert {o.name for o in linear} == {"attn.qkv", "attn.o_proj", "mlp.up", "mlp.down"}
+    for o in linear:  # the forward casts the input (M K), the backward the output gradient (M N)
+        c = casts[f"{o.name}.cast"]
+        assert c.kind == OpKind.ELEMENTWISE and fm.f8 in c.count.free_symbols
+        assert c.work == fm.low_precision_cast(o.io[0]) and c.backward == fm.low_precision_cast(o.io[1])
+    # the LM head stays in BF16 (Megatron-Core's output layer is not a Transformer Engine module)
+    head = [o for o in ops if o.name == "head.lm_head"]
+    assert head and all(o.work.tensor_flop == 0 and o.work.tensor_b16_flop != 0 for o in head)
+
+
+def test_casts_cost_nothing_at_bf16_and_their_bytes_under_fp8():
+    cal = no_spread(H100)
+    bf16 = training.train(H100, LLAMA, scen(DType.BF16), nodes=1, cal=cal)
+    bf16_free = training.train(H100, LLAMA, scen(DType.BF16), nodes=1,
+                               cal=cal.with_overrides({"low_precision_training_copies": 0}))
+    assert bf16["step_time_s"] == pytest.approx(bf16_free["step_time_s"], rel=1e-12)
+    copies = [training.train(H100, LLAMA, scen(DType.FP8), nodes=1,
+                             cal=cal.with_overrides({"low_precision_training_copies": c}))["step_time_s"]
+              for c in (0, 1, 2)]
+    assert copies[0] < copies[1] < copies[2]  # each copy is one more byte per element written
+    current = training.train(H100, LLAMA, scen(DType.FP8), nodes=1,
+                             cal=cal.with_overrides({"low_precision_training_amax_reads": 1}))["step_time_s"]
+    assert current > copies[2]  # current scaling reads each tensor once more for its amax
+    # Blackwell reads FP8 operands column-wise: one copy; Hopper needs the transposed one
+    assert calibration_for(catalog.load_system("p6-b200.48xlarge"))["low_precision_training_copies"] == 1
+    assert calibration_for(H100)["low_precision_training_copies"] == 2
+
+
+# ---------------------------------------------------------------- GEMM efficiency by shape
+
+
+def test_short_k_gemms_run_below_long_k_ones_on_hopper_not_where_unmeasured():
+    def eff(system, k, dtype):
+        c = kernels.kernel_costs(system, {"g": fm.matmul(4096, k, 4096)}, compute=dtype, activations=dtype,
+                                 cal=calibration_for(system).with_overrides({"fp8_activation_quantize_passes": 0}))
+        return c.iloc[0]["flop"] / c.iloc[0]["tensor_busy_s"] / system.chip.tensor.rate(dtype)
+
+    k0 = calibration_for(H100)["gemm_tile_fixed_k"]
+    for dtype, k0_t in ((DType.BF16, k0), (DType.FP8, 2 * k0)):  # the same time is twice the FP8 K steps
+        assert eff(H100, 1024, dtype) / eff(H100, 16384, dtype) == pytest.approx(
+            (1024 / (1024 + k0_t)) / (16384 / (16384 + k0_t)), rel=1e-9)
+    assert eff(A100, 1024, DType.BF16) == pytest.approx(eff(A100, 16384, DType.BF16), rel=1e-9)
+
+
+def test_the_fitted_tile_cost_reproduces_deepgemms_k_trend():
+    """The source table of gemm_tile_fixed_k (DeepGEMM, H800 FP8, M = 4096): throughput at K = 512 ... 16384
+    relative to K = 16384, within 5% (one parameter, five rows)."""
+    h800 = catalog.load_system("hgx-h800")
+    rows = {512: 590.0, 1536: 990.0, 2048: 1025.0, 7168: 1304.0, 16384: 1358.0}
+    cal = calibration_for(h800)
+    k0 = 2 * cal["gemm_tile_fixed_k"]
+    for k, tflops in rows.items():
+        assert (k / (k + k0)) / (16384 / (16384 + k0)) == pytest.approx(tflops / rows[16384], rel=0.05)
+
+
+def test_flash_attention_backward_runs_below_its_forward_on_gpus():
+    cal = calibration_for(H100)
+    assert 0 < cal["attention_backward_relative_efficiency"] < 1
+    slow = training.train(H100, LLAMA, scen(), nodes=1, cal=no_spread(H100))
+    same = training.train(H100, LLAMA, scen(), nodes=1,
+                          cal=no_spread(H100).with_overrides({"attention_backward_relative_efficiency": 1.0}))
+    assert slow["backward_s"] > same["backward_s"] and slow["forward_s"] == pytest.approx(same["forward_s"])
+
+
+# ---------------------------------------------------------------- per-step costs: the slowest rank
+
+
+def test_the_slowest_rank_grows_with_the_number_of_ranks():
+    z = training.step.slowest_rank_z(np.array([1, 2, 8, 64, 1024, 16384]))
+    assert z[0] == 0 and np.all(np.diff(z) > 0)
+    assert z[2] == pytest.approx(1.42, abs=0.02)  # expected maximum of 8 normal draws
+    assert z[-1] < np.sqrt(2 * np.log(16384))  # below the asymptote
+    r = training.train(H100, LLAMA, scen(dp=64), nodes=8)
+    sigma = calibration_for(H100)["rank_speed_spread_frac"]
+    work = r["step_time_s"] - r["straggler_s"]
+    assert r["straggler_s"] == pytest.approx(work * sigma * training.step.slowest_rank_z(64))
+
+
+def test_weak_scaling_loses_to_the_slowest_rank_even_with_free_communication():
+    trn1 = catalog.load_system("trn1.32xlarge")
+    gpt = workload_files.load_workload("gpt3-6.7b")
+    sc = Scenario(phase=Phase.TRAIN, batch=1, seq_len=2048, parallel=Parallelism(tp=4, dp=4, microbatches=16),
+                  optimizer=Optimizer.ADAM_BF16_SR)
+    cal = calibration_for(trn1).with_overrides({"comm_overlap_frac": 1.0})
+    df = training.scaling(trn1, gpt, sc, [1, 16], cal=cal)
+    eff = df["scaling_efficiency_frac"].to_numpy()
+    expect = (1 + cal["rank_speed_spread_frac"] * training.step.slowest_rank_z(16)) / (
+        1 + cal["rank_speed_spread_frac"] * training.step.slowest_rank_z(256))
+    assert eff[1] < 1.0 and df["straggler_s"].iloc[1] > df["straggler_s"].iloc[0]
+    if df["dp_comm_exposed_s"].iloc[1] == 0:
+        assert eff[1] == pytest.approx(expect, rel=1e-3)
+
+
+# ---------------------------------------------------------------- overlap that real stacks have
+
+
+def test_pipeline_send_recv_hides_under_the_interleaved_schedules_compute():
+    sc = scen(tp=1, pp=4, dp=2, m=16, v=4)
+    cal = no_spread(H100)
+    blocking = training.train(H100, LLAMA, sc, nodes=1, cal=cal)
+    hidden = training.train(H100, LLAMA, sc, nodes=1, cal=cal.with_overrides({"pp_comm_overlap_frac": 1.0}))
+    assert hidden["pp_send_recv_hidden_s"] == pytest.approx(blocking["pp_send_recv_s"])
+    assert hidden["step_time_s"] < blocking["step_time_s"]
+    assert hidden.comm.set_index("class").at["pipeline send/recv", "exposed_s"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_distributed_optimizers_weight_gather_hides_under_the_next_forward():
+    sc = scen(dp=8, m=4, zero=1)
+    cal = no_spread(H100)
+    exposed = training.train(H100, LLAMA, sc, nodes=1, cal=cal)
+    gathered = training.train(H100, LLAMA, sc, nodes=1, cal=cal.with_overrides({"param_gather_overlap_frac": 1.0}))
+    assert gathered["dp_comm_exposed_s"] < exposed["dp_comm_exposed_s"]
+    assert gathered["dp_comm_hidden_s"] - exposed["dp_comm_hidden_s"] <= gathered["forward_s"] / 4 + 1e-12
