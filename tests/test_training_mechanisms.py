@@ -152,3 +152,27 @@ def test_the_distributed_optimizers_weight_gather_hides_under_the_next_forward()
     gathered = training.train(H100, LLAMA, sc, nodes=1, cal=cal.with_overrides({"param_gather_overlap_frac": 1.0}))
     assert gathered["dp_comm_exposed_s"] < exposed["dp_comm_exposed_s"]
     assert gathered["dp_comm_hidden_s"] - exposed["dp_comm_hidden_s"] <= gathered["forward_s"] / 4 + 1e-12
+
+
+def test_unfused_element_wise_ops_move_more_bytes_and_only_they():
+    cal = no_spread(A100)
+    fused = training.train(A100, LLAMA, scen(), nodes=1, cal=cal)
+    eager = training.train(A100, LLAMA, scen(), nodes=1, cal=cal.with_overrides({"elementwise_traffic_factor": 3.0}))
+    assert eager["step_time_s"] > fused["step_time_s"]
+    assert eager["mfu_frac"] < fused["mfu_frac"]
+    ops = graph_for(LLAMA, Phase.TRAIN)
+    scaled = {o.name for o in ops if fm.e_x in o.work.read.free_symbols}
+    assert {"attn.norm", "mlp.norm", "attn.rope", "mlp.act", "mlp.residual"} <= scaled
+    assert not any(n.endswith(".cast") or n.startswith("head.") or n.startswith("embed.") for n in scaled)
+
+
+@pytest.mark.parametrize("policy,matmul_share", [(Recompute.ALTERNATE_LAYERS, 0.5), (Recompute.SELECTIVE_OP, 0.5),
+                                                 (Recompute.FULL, 1.0), (Recompute.SELECTIVE, 0.0)])
+def test_recompute_policies_rerun_their_share_of_the_forward(policy, matmul_share):
+    ops = graph_for(LLAMA, Phase.TRAIN, policy)
+    fwd = {o.name: o for o in ops if o.pass_ == Pass.FORWARD}
+    rec = {o.name: o for o in ops if o.pass_ == Pass.RECOMPUTE and not o.name.endswith("_scores")}
+    share = (rec["mlp.up"].count / fwd["mlp.up"].count) if "mlp.up" in rec else 0
+    assert float(share) == matmul_share
+    if policy == Recompute.SELECTIVE_OP:  # element-wise ops again, attention kept
+        assert rec["mlp.act"].count == fwd["mlp.act"].count and "attn.core" not in rec

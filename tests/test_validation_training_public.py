@@ -71,8 +71,9 @@ def test_stack_rules_follow_what_the_row_states():
 
     def rules(case):
         m = src.loc[case]
-        sc = tp.scenario_of(m, tp.arch_of(m["model"]), int(m["num_chips"]))
-        return sc, tp.stack_overrides(m, sc)
+        arch = tp.arch_of(m["model"])
+        sc = tp.scenario_of(m, arch, int(m["num_chips"]))
+        return sc, tp.stack_overrides(m, sc, arch)
 
     sc, o = rules("NEMO-041-a")  # Megatron-Core: SP, distributed optimizer, userbuffers, interleaved overlap
     assert sc.parallel.sequence_parallel and sc.parallel.zero == 1
@@ -82,3 +83,19 @@ def test_stack_rules_follow_what_the_row_states():
     assert o == {"tp_comm_overlap_frac": pytest.approx(1 - 1 / 8)} and not sc.parallel.sequence_parallel
     assert rules("BLOOM-001-a")[1] == {}  # Megatron-DeepSpeed: every collective blocks
     assert rules("TITAN-027")[1] == {"low_precision_training_amax_reads": 1}  # torchao tensorwise: amax first
+    # torchtitan without torch.compile: each element-wise primitive its own kernel (about 3x a fused layer's bytes)
+    sc, o = rules("TITAN-019-a")
+    assert o["elementwise_traffic_factor"] == pytest.approx(3.13, abs=0.01)
+    assert sc.recompute.value == "alternate-layers" and rules("TITAN-020-a")[0].recompute.value == "selective-op"
+    assert rules("TITAN-022-a")[0].recompute.value == "none"  # 'activation checkpointing: none'
+
+
+def test_eager_traffic_is_counted_from_the_kernels():
+    from perfmodel.catalog import workload_files
+    from perfmodel.validation.training_public import EAGER_BYTES, FUSED_BYTES, eager_traffic_factor
+
+    a = workload_files.load_workload("llama-3-8b")
+    assert all(EAGER_BYTES[k] >= FUSED_BYTES[k] for k in EAGER_BYTES)
+    norm, rope, act, res = 2 * 4096, (32 + 8) * 128, 14336, 2 * 4096
+    eager = 36 * norm + 20 * rope + 10 * act + 6 * res
+    assert eager_traffic_factor(a) == pytest.approx(eager / (4 * norm + 4 * rope + 6 * act + 6 * res))

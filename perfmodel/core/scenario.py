@@ -34,6 +34,11 @@ class Recompute(str, Enum):
     NONE = "none"
     SELECTIVE = "selective"  # recompute attention scores/softmax only (Korthikanti et al. 2022)
     FULL = "full"  # recompute the whole layer forward in the backward pass
+    # torchtitan's selective activation checkpointing: 'layer' checkpoints every k-th block whole (its default
+    # selective_ac_option = 2: every other layer); 'op' saves attention and every other matmul's output and
+    # recomputes the other matmuls and the element-wise ops (graph_training.RECOMPUTED)
+    ALTERNATE_LAYERS = "alternate-layers"
+    SELECTIVE_OP = "selective-op"
 
 
 class Optimizer(str, Enum):

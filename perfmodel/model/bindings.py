@@ -216,6 +216,7 @@ def hardware_values(system: System, cal: Calibration, compute) -> dict:
         # parameter runs attention at the GEMM efficiency)
         fm.r_att: cal["attention_tensor_efficiency"] / cal["tensor_efficiency"],
         fm.r_abw: cal["attention_backward_relative_efficiency"],
+        fm.e_x: cal["elementwise_traffic_factor"],
     }
 
 

@@ -44,6 +44,7 @@ i_mat = sp.Symbol("i_mat", nonnegative=True)  # 1 if attention scores are materi
 r_att = sp.Symbol("r_att", positive=True)  # attention kernels' tensor efficiency relative to GEMMs' (eta_att / eta_t)
 k0 = sp.Symbol("k0", nonnegative=True)  # a GEMM's fixed cost per output tile (prologue, epilogue) in K-loop elements
 r_abw = sp.Symbol("r_abw", positive=True)  # flash-attention backward's tensor efficiency relative to its forward's
+e_x = sp.Symbol("e_x", positive=True)  # HBM traffic of training's element-wise ops relative to fused kernels (eager: > 1)
 f8 = sp.Symbol("f8", nonnegative=True)  # 1 if training GEMMs run at 8 bits or fewer (a low-precision recipe), else 0
 c8 = sp.Symbol("c8", nonnegative=True)  # quantized copies a low-precision training recipe writes per tensor
 r8 = sp.Symbol("r8", nonnegative=True)  # extra reads per tensor to find its scale first (current / dynamic scaling)

@@ -6,12 +6,14 @@ Per optimizer step of m micro-batches (counts x m):
                  linear layer's input is quantized first (low_precision_casts)
     backward     per forward op (backward()): matmuls 2x (dgrad + wgrad), attention its own backward
                  (FA2-style), elementwise 2x; a linear layer's output gradient is quantized before its GEMMs
-    recompute    flash attention's P = softmax(Q K^T) in the backward; full: every layer op again,
-                 selective: the attention cores again
+    recompute    flash attention's P = softmax(Q K^T) in the backward; then per policy (RECOMPUTED): full:
+                 every layer op again, selective: the attention cores, alternate layers: half of every layer
+                 op, selective op: half the matmuls and every element-wise op
     optimizer    one Adam step over the device's parameter shard
     plan comm    ZeRO data-parallel collectives, pipeline send/recv, context-parallel K,V exchange
     precision    the attention core and the LM head run at BF16 whatever the GEMMs' recipe (attention_in_bf16,
                  head_in_bf16)
+    fusion       a layer's element-wise and norm ops move e_x times the fused kernels' bytes (unfused)
 
 Does not: bind numbers or price time; the forward operators (graph.py) or the pricing (training/step.py).
 """
@@ -45,6 +47,18 @@ def low_precision_casts(op: Op) -> list[Op]:
               count=op.count * fm.f8, work=fm.low_precision_cast(x_in), formula="low_precision_cast",
               backward=fm.low_precision_cast(x_out))
     return [cast, op]
+
+
+def unfused(op: Op) -> Op:
+    """A layer's element-wise or norm operator with its HBM traffic x e_x: the graph prices each as one fused
+    kernel (Megatron-Core / Transformer Engine, torch.compile, NKI); a framework that runs every primitive as
+    its own kernel (eager PyTorch) reads and writes the tensor once per primitive (calibration
+    elementwise_traffic_factor, 1 when fused)."""
+    if op.kind not in (OpKind.ELEMENTWISE, OpKind.NORM) or op.group in ("embedding", "head") \
+            or op.formula == "low_precision_cast":
+        return op
+    return dataclasses.replace(op, work=dataclasses.replace(op.work, read=op.work.read * fm.e_x,
+                                                            write=op.work.write * fm.e_x))
 
 
 def head_in_bf16(op: Op) -> Op:
@@ -132,17 +146,26 @@ def _training_plan_comm(key: GraphKey, n_params: sp.Expr) -> list[Op]:
     ]
 
 
+# Share of each layer operator's forward run again in the backward, per recompute policy (Recompute.NONE: none)
+RECOMPUTED = {
+    Recompute.FULL: lambda o: 1,  # every layer op (Megatron's full recompute, torchtitan 'full')
+    Recompute.SELECTIVE: lambda o: 1 if o.kind == OpKind.ATTENTION else 0,  # the attention core (Korthikanti)
+    Recompute.ALTERNATE_LAYERS: lambda o: sp.Rational(1, 2),  # every other layer whole (torchtitan 'layer', 2)
+    # torchtitan 'op': every other matmul and the element-wise ops; attention and collectives' outputs are kept
+    Recompute.SELECTIVE_OP: lambda o: {OpKind.MATMUL: sp.Rational(1, 2), OpKind.ELEMENTWISE: 1,
+                                       OpKind.NORM: 1}.get(o.kind, 0),
+}
+
+
 def training_ops(key: GraphKey, fwd: list[Op], recompute: Recompute) -> tuple[Op, ...]:
     """Every operator of one training step of a stage whose forward graph is `fwd` (module doc)."""
-    step = [dataclasses.replace(x, count=x.count * nmb) for o in fwd for x in low_precision_casts(o)]
+    step = [dataclasses.replace(unfused(x), count=x.count * nmb) for o in fwd for x in low_precision_casts(o)]
     layer_ops = [o for o in step if o.group not in ("embedding", "head")]
     ops = list(step)
     ops += [backward(o) for o in reversed(step)]
     ops += [_attention_score_recompute(o) for o in step if o.kind == OpKind.ATTENTION]
-    if recompute == Recompute.FULL:
-        ops += [_recompute(o) for o in layer_ops]
-    elif recompute == Recompute.SELECTIVE:
-        ops += [_recompute(o) for o in layer_ops if o.kind == OpKind.ATTENTION]
+    share = RECOMPUTED.get(Recompute(recompute), lambda o: 0)
+    ops += [dataclasses.replace(_recompute(o), count=o.count * share(o)) for o in layer_ops if share(o)]
     n_params = sum((o.count / nmb) * o.work.params for o in step)
     ops.append(Op("optimizer.step", "optimizer", OpKind.OPTIMIZER, Pass.OPTIMIZER, sp.Integer(1),
                   fm.adam_step(n_params / zs, bo_r, bo_w), formula="adam_step"))

@@ -218,9 +218,16 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
         tokens = B * T / (da * cp)
         a_tok = activation_bytes_per_token_layer(arch, tp, ep, ba, u, sequence_parallel)
         rc = Recompute(recompute)
+        layer_input = arch.hidden_size * ba / (tp if sequence_parallel else 1.0) \
+            * np.ones_like(np.asarray(a_tok, float))
         if rc == Recompute.FULL:
-            a_tok = arch.hidden_size * ba / (tp if sequence_parallel else 1.0) * np.ones_like(np.asarray(a_tok, float))
+            a_tok = layer_input
             notes.append("full recompute: only each layer's input is kept")
+        elif rc == Recompute.ALTERNATE_LAYERS:
+            a_tok = (a_tok + layer_input) / 2
+            notes.append("every other layer recomputed: half the layers keep only their input")
+        elif rc == Recompute.SELECTIVE_OP:
+            notes.append("op-level selective recompute: counted as keeping every activation (an upper bound)")
         comp["activations"] = in_flight * layers_stage * tokens * a_tok
         if not flash_attention and rc == Recompute.NONE:
             heads = arch.num_attention_heads / tp

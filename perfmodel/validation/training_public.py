@@ -15,8 +15,9 @@ Per run (stated once, nothing fitted):
                  not stated is listed with that reason
     precision    FP8 recipes run the matmuls in FP8 (weights and activations BF16); else BF16; a recipe with
                  current / dynamic (tensorwise) scaling reads each quantized tensor once more (its amax)
-    recompute    'full recompute' / 'activation checkpointing' in the notes: full; 'selective': selective;
-                 else none
+    recompute    'full recompute' / 'activation checkpointing' in the notes: full; 'checkpointing: none':
+                 none; torchtitan's 'selective layer': every other layer, 'selective op' (and a torchtitan
+                 row's bare 'selective'): op-level; 'selective' elsewhere: Megatron's; else none
     attention    flash attention, except Megatron-DeepSpeed and MT-NLG (2021-22, before FlashAttention):
                  scores through HBM
     overlap      what the stack hides (stack_overrides): Megatron-Core stacks (NeMo, Megatron-Bridge) run
@@ -73,22 +74,53 @@ def arch_of(model: str):
     return _gpt_arch(model) if {"h", "L", "heads"} <= set(re.findall(r"\b(h|L|heads)=\d+", str(model))) else None
 
 
-def _recompute(notes: str) -> Recompute:
+def _recompute(m) -> Recompute:
+    """The recompute policy the row states: torchtitan's selective checkpointing by layer (its default: every
+    other layer) or by op ('selective' alone in a torchtitan row: its default, op); 'selective' elsewhere is
+    Megatron's (the attention core); full recompute or activation checkpointing; 'none' / 'no' is none."""
+    notes, titan = str(m["notes"]), bool(re.search(r"torchtitan", str(m["source"]), re.I))
+    stated = re.search(r"(?:checkpointing|recompute)\s*:\s*(none|no|off|full)\b", notes, re.I)
+    if stated:
+        return Recompute.FULL if stated.group(1).lower() == "full" else Recompute.NONE
+    if re.search(r"\bno (?:activation )?checkpointing", notes, re.I):
+        return Recompute.NONE
+    if re.search(r"selective\s*(?:\(?\s*)layer", notes, re.I):
+        return Recompute.ALTERNATE_LAYERS
     if re.search(r"selective", notes, re.I):
-        return Recompute.SELECTIVE
+        return Recompute.SELECTIVE_OP if titan or re.search(r"selective\s*op", notes, re.I) else Recompute.SELECTIVE
     if re.search(r"full (?:activation )?recompute|activation checkpointing|recompute(?:-| )(?:granularity )?full",
                  notes, re.I):
         return Recompute.FULL
     return Recompute.NONE
 
 
-def stack_overrides(m, sc: Scenario) -> dict:
+# Bytes per element moved by a Llama layer's element-wise ops: eager PyTorch (one kernel per primitive, counted
+# from torchtitan's model code) vs one fused kernel each (the graph's pricing), BF16 activations:
+#   RMSNorm  x.float(), pow, mean, x * rsqrt, type_as, * weight: reads 20 + writes 16 = 36 B   fused 4 B
+#   RoPE     x.float(), complex multiply, type_as: 10 + 10 = 20 B (per q and k element)         fused 4 B
+#   SwiGLU   silu, multiply: 10 B per FFN element                                              fused 6 B
+#   residual add: 6 B either way
+EAGER_BYTES = {"norm": 36.0, "rope": 20.0, "act": 10.0, "residual": 6.0}
+FUSED_BYTES = {"norm": 4.0, "rope": 4.0, "act": 6.0, "residual": 6.0}
+
+
+def eager_traffic_factor(arch) -> float:
+    """Eager over fused bytes of one layer's element-wise ops (EAGER_BYTES / FUSED_BYTES weighted by the
+    layer's elements: 2 norms and 2 residuals of h, RoPE over the q and k heads, the FFN activation)."""
+    heads = (arch.num_attention_heads + arch.num_key_value_heads) * arch.head_dim
+    ffn = arch.intermediate_size if arch.gated_mlp else 0.0
+    elems = {"norm": 2.0 * arch.hidden_size, "rope": float(heads), "act": float(ffn), "residual": 2.0 * arch.hidden_size}
+    return sum(elems[k] * EAGER_BYTES[k] for k in elems) / sum(elems[k] * FUSED_BYTES[k] for k in elems)
+
+
+def stack_overrides(m, sc: Scenario, arch) -> dict:
     """Calibration overrides for what the run's stack does (module doc, 'overlap', 'precision'): Megatron-Core's
     distributed optimizer gathers weights under the next forward (f_ag = 1); tensor-parallel collectives
     pipelined with their GEMMs (Transformer Engine userbuffers in Megatron-Core recipes, torch's AsyncTP when
     the row states it) hide all but one of tp chunks: f_tp = 1 - 1/tp; Megatron-Core's interleaved schedule
-    overlaps pipeline send/recv with the next chunk (f_pp = 1); an FP8 recipe with current (dynamic) scaling
-    reads each tensor once more for its amax."""
+    overlaps pipeline send/recv with the next chunk (f_pp = 1); torchtitan without torch.compile runs each
+    element-wise primitive as its own kernel (eager_traffic_factor); an FP8 recipe with current (dynamic)
+    scaling reads each tensor once more for its amax."""
     p, text = sc.parallel, f"{m['source']} {m['notes']} {m['parallelism']}"
     core = bool(re.search(MEGATRON_CORE, text))
     out = {}
@@ -98,6 +130,9 @@ def stack_overrides(m, sc: Scenario) -> dict:
         out["pp_comm_overlap_frac"] = 1.0
     if core and p.zero in (1, 2):
         out["param_gather_overlap_frac"] = 1.0
+    titan = re.search(r"torchtitan", str(m["source"]), re.I)
+    if titan and not re.search(r"(?<!no )(?<!no torch\.)\bcompile", text, re.I):  # eager: a kernel per primitive
+        out["elementwise_traffic_factor"] = eager_traffic_factor(arch)
     if re.search(r"current scaling|tensorwise|dynamic scal", str(m["dtype"]), re.I):
         out["low_precision_training_amax_reads"] = 1  # the scale needs the tensor's amax before the cast
     return out
@@ -130,7 +165,7 @@ def scenario_of(m, arch, gpus: int) -> Scenario | str:
                               sequence_parallel=plan.sequence_parallel or bool(core and plan.tp > 1),
                               zero=1 if core and plan.zero == 0 and plan.dp > 1 else plan.zero)
     return Scenario(phase=Phase.TRAIN, batch=mbs, seq_len=int(float(m["input_len"])), parallel=par,
-                    recompute=_recompute(str(m["notes"])), precision=prec, optimizer=Optimizer.ADAM_MIXED,
+                    recompute=_recompute(m), precision=prec, optimizer=Optimizer.ADAM_MIXED,
                     flash_attention=not re.search(PRE_FLASH, f"{m['source']} {m['notes']}", re.I))
 
 
@@ -203,7 +238,7 @@ def training_public(rows: pd.DataFrame) -> pd.DataFrame:
             out += [unexpressed(m, why) for _, m in grp.iterrows()]
             continue
         system = catalog.load_system(system_name)
-        cal = calibration_for(system).with_overrides(stack_overrides(first, sc))
+        cal = calibration_for(system).with_overrides(stack_overrides(first, sc, arch))
         try:
             r = training.train(system, arch, sc, nodes=max(1, gpus // system.node.chips), cal=cal)
         except ValueError as exc:
