@@ -176,3 +176,11 @@ def test_recompute_policies_rerun_their_share_of_the_forward(policy, matmul_shar
     assert float(share) == matmul_share
     if policy == Recompute.SELECTIVE_OP:  # element-wise ops again, attention kept
         assert rec["mlp.act"].count == fwd["mlp.act"].count and "attn.core" not in rec
+
+
+def test_the_cli_offers_every_recompute_policy():
+    import inspect
+
+    from perfmodel.cli import report
+    src = inspect.getsource(report)
+    assert all(f'"{r.value}"' in src for r in Recompute)

@@ -147,7 +147,8 @@ def test_older_attention_kernels_are_slower_on_hopper_than_on_ampere_relative_to
 
 
 def _num(expr, **vals):
-    subs = {fm.i_mat: vals.pop("i_mat"), fm.r_att: 1, fm.p_av: 4, fm.x_tr: 0, fm.mt: 1, fm.kt: 1, fm.nt: 1, fm.kb: 1}
+    subs = {fm.i_mat: vals.pop("i_mat"), fm.r_att: 1, fm.p_av: 4, fm.x_tr: 0, fm.mt: 1, fm.kt: 1, fm.nt: 1, fm.kb: 1,
+            fm.k_d: 0, fm.k_s: 0, fm.g_ref: 1, fm.r_abw: 1}
     subs.update({sp.Symbol(k, positive=True) if k not in ("ba",) else fm.ba: v for k, v in vals.items()})
     return float(sp.sympify(expr).subs(subs))
 

@@ -143,8 +143,9 @@ def _scenario_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dtype", default="bf16", type=dtype_arg, metavar="TYPE",
                    help="weights and matmul data type: bf16, fp8, mxfp8, mxfp4, fp16, fp32, ... (default bf16); "
                         "the KV cache follows (8-bit for 8-bit types)")
-    g.add_argument("--recompute", choices=("none", "selective", "full"), default="none",
-                   help="activation recomputation for training (default none)")
+    g.add_argument("--recompute", choices=("none", "selective", "full", "alternate-layers", "selective-op"),
+                   default="none", help="activation recomputation for training (default none; selective: the "
+                   "attention core, alternate-layers: every other layer, selective-op: half the matmuls, element-wise)")
     g.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=SET_HELP)
 
 

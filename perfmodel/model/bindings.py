@@ -125,6 +125,9 @@ def tensor_rate(system: System, dtype) -> float:
     return chip.tensor.rate(d)
 
 
+ATTENTION_REFERENCE = (256.0, 16384.0)  # head dim, keys per query of attention_tensor_efficiency's measurement
+
+
 def tensor_efficiency(cal: Calibration, d: DType) -> float:
     """Sustained fraction of the tensor rate of matmuls whose operands are of type `d`: 8-bit
     operands (fp8_tensor_efficiency) and 4- or 6-bit ones (fp4_tensor_efficiency) hide their loads and
@@ -216,6 +219,10 @@ def hardware_values(system: System, cal: Calibration, compute) -> dict:
         # parameter runs attention at the GEMM efficiency)
         fm.r_att: cal["attention_tensor_efficiency"] / cal["tensor_efficiency"],
         fm.r_abw: cal["attention_backward_relative_efficiency"],
+        fm.k_d: cal["attention_head_dim_fixed"], fm.k_s: cal["attention_keys_fixed"],
+        # attention_tensor_efficiency's shape (head dim, keys per query): FlashAttention-3's 740 TFLOP/s (FA-001)
+        fm.g_ref: ATTENTION_REFERENCE[0] / (ATTENTION_REFERENCE[0] + cal["attention_head_dim_fixed"])
+        * ATTENTION_REFERENCE[1] / (ATTENTION_REFERENCE[1] + cal["attention_keys_fixed"]),
         fm.e_x: cal["elementwise_traffic_factor"],
     }
 

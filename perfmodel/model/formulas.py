@@ -43,6 +43,9 @@ qb = sp.Symbol("qb", positive=True)  # flash-attention query block (tokens per K
 i_mat = sp.Symbol("i_mat", nonnegative=True)  # 1 if attention scores are materialised in HBM (no flash attention)
 r_att = sp.Symbol("r_att", positive=True)  # attention kernels' tensor efficiency relative to GEMMs' (eta_att / eta_t)
 k0 = sp.Symbol("k0", nonnegative=True)  # a GEMM's fixed cost per output tile (prologue, epilogue) in K-loop elements
+k_d = sp.Symbol("k_d", nonnegative=True)  # flash attention's fixed work per score row, in head-dim elements
+k_s = sp.Symbol("k_s", nonnegative=True)  # flash attention's fixed work per query block's sweep, in keys
+g_ref = sp.Symbol("g_ref", positive=True)  # d/(d + k_d) s/(s + k_s) at the shape attention's efficiency was measured
 r_abw = sp.Symbol("r_abw", positive=True)  # flash-attention backward's tensor efficiency relative to its forward's
 e_x = sp.Symbol("e_x", positive=True)  # HBM traffic of training's element-wise ops relative to fused kernels (eager: > 1)
 f8 = sp.Symbol("f8", nonnegative=True)  # 1 if training GEMMs run at 8 bits or fewer (a low-precision recipe), else 0
@@ -156,10 +159,14 @@ def _attention_parts(tokens_q, heads, kv_heads, s_avg, kv_tokens, d_qk, d_v, b_q
     # the blocks the causal mask removes
     s_issued = s_avg + i_mat * (s_full - s_avg)
     n_full = tokens_q * heads * s_full  # score elements of the whole matrix
+    # a flash kernel's efficiency by shape: the softmax work per score is fixed while the MMAs grow with the head
+    # dim, and each query block's sweep has a fixed prologue / epilogue: d / (d + k_d) s / (s + k_s), relative to
+    # the shape r_att was measured at (g_ref); unfused attention's GEMMs are not flash kernels (i_mat = 1)
+    shape = (1 - i_mat) * d_qk / (d_qk + k_d) * s_avg / (s_avg + k_s) / g_ref + i_mat
     return {
         "scores": scores, "n_full": n_full, "flop": 2 * scores * (d_qk + d_v),
-        "tensor": 2 * q(g_rows, mt) * kv_heads * s_issued * (q(d_qk, kt) + q(d_v, nt)) / r_att,
-        "transpose": 2 * q(g_rows, mt) * kv_heads * s_issued * kb * x_tr / r_att,
+        "tensor": 2 * q(g_rows, mt) * kv_heads * s_issued * (q(d_qk, kt) + q(d_v, nt)) / (r_att * shape),
+        "transpose": 2 * q(g_rows, mt) * kv_heads * s_issued * kb * x_tr / (r_att * shape),
         "q_bytes": tokens_q * heads * d_qk * b_q, "o_bytes": tokens_q * heads * d_v * b_q,
         "kv_bytes": kv_tokens * kv_heads * kv_width * b_kv_elem, "hbm_passes": hbm_passes,
         "sram_passes": sram_passes,
@@ -184,7 +191,10 @@ def attention(tokens_q: sp.Expr, heads: sp.Expr, kv_heads: sp.Expr, s_avg: sp.Ex
     scores = B T h S_avg (S_avg: mean keys per query; causal prefill ~ C_0 + (T+1)/2).
     flop  = 2 scores d_qk (Q K^T) + 2 scores d_v (P V)
     tensor: queries of a KV group are the M dimension: g = h / kv_heads rows per query token,
-            Q K^T = 2 q(B T g, m_t) q(d_qk, k_t) S_avg h_kv,  P V = 2 q(B T g, m_t) S_avg q(d_v, n_t) h_kv
+            Q K^T = 2 q(B T g, m_t) q(d_qk, k_t) S_avg h_kv,  P V = 2 q(B T g, m_t) S_avg q(d_v, n_t) h_kv,
+            issued at r_att x [d_qk / (d_qk + k_d)] [S_avg / (S_avg + k_s)] / g_ref of the GEMM efficiency
+            (flash kernels lose more to the softmax at small head dims and to each sweep's fixed cost at
+            few keys per query; g_ref: the same factor at the shape r_att was measured at)
     exp = scores; vector = p_av scores; transposes of P at the BF16 rate x_tr (Trainium).
     bytes: Q and O once; K,V (kv_width elements per token per KV head, default d_qk + d_v) for
            `kv_tokens` tokens: `hbm_passes` sweeps from HBM, further `sram_passes` from on-chip SRAM.

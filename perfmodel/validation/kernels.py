@@ -115,7 +115,8 @@ def flash_attention_cost(system, seqlen: int, head_dim: int, dtype: DType, causa
     parameter '<generation>_tensor_efficiency' the attention core runs at."""
     cal = calibration_for(system)
     if generation != "attention":
-        cal = cal.with_overrides({"attention_tensor_efficiency": cal[f"{generation}_tensor_efficiency"]})
+        cal = cal.with_overrides({"attention_tensor_efficiency": cal[f"{generation}_tensor_efficiency"],
+                                  "attention_head_dim_fixed": 0, "attention_keys_fixed": 0})
     batch = max(1, FA_TOKENS // seqlen)
     heads = FA_HIDDEN // head_dim
     tokens = batch * seqlen

@@ -61,7 +61,8 @@ def attention_kernel(system, generation: str):
     """The system's calibration with the attention core at the tensor efficiency of the named
     flash-attention generation ('flash_attention_1' | 'flash_attention_2'; calibration params)."""
     cal = calibration_for(system)
-    return cal.with_overrides({"attention_tensor_efficiency": cal[f"{generation}_tensor_efficiency"]})
+    return cal.with_overrides({"attention_tensor_efficiency": cal[f"{generation}_tensor_efficiency"],
+                               "attention_head_dim_fixed": 0, "attention_keys_fixed": 0})
 
 
 GPT2_PADDED_VOCAB = 51200  # Megatron-LM pads GPT-2's 50,257-token vocabulary to a multiple of 128 x TP
