@@ -47,7 +47,7 @@ k_d = sp.Symbol("k_d", nonnegative=True)  # flash attention's fixed work per sco
 k_s = sp.Symbol("k_s", nonnegative=True)  # flash attention's fixed work per query block's sweep, in keys
 g_ref = sp.Symbol("g_ref", positive=True)  # d/(d + k_d) s/(s + k_s) at the shape attention's efficiency was measured
 r_abw = sp.Symbol("r_abw", positive=True)  # flash-attention backward's tensor efficiency relative to its forward's
-e_x = sp.Symbol("e_x", positive=True)  # HBM traffic of training's element-wise ops relative to fused kernels (eager: > 1)
+e_x = sp.Symbol("e_x", positive=True)  # training element-wise ops' HBM traffic over fused kernels' (eager: > 1)
 f8 = sp.Symbol("f8", nonnegative=True)  # 1 if training GEMMs run at 8 bits or fewer (a low-precision recipe), else 0
 c8 = sp.Symbol("c8", nonnegative=True)  # quantized copies a low-precision training recipe writes per tensor
 r8 = sp.Symbol("r8", nonnegative=True)  # extra reads per tensor to find its scale first (current / dynamic scaling)
