@@ -78,7 +78,8 @@ def _recompute(m) -> Recompute:
     """The recompute policy the row states: torchtitan's selective checkpointing by layer (its default: every
     other layer) or by op ('selective' alone in a torchtitan row: its default, op); 'selective' elsewhere is
     Megatron's (the attention core); full recompute or activation checkpointing; 'none' / 'no' is none."""
-    notes, titan = str(m["notes"]), bool(re.search(r"torchtitan", str(m["source"]), re.I))
+    # a metric counted 'with (activation) recompute' (Megatron's hardware FLOPs) states that the run recomputed
+    notes, titan = f"{m['notes']} {m['metric']}", bool(re.search(r"torchtitan", str(m["source"]), re.I))
     stated = re.search(r"(?:checkpointing|recompute)\s*:\s*(none|no|off|full)\b", notes, re.I)
     if stated:
         return Recompute.FULL if stated.group(1).lower() == "full" else Recompute.NONE
@@ -88,8 +89,8 @@ def _recompute(m) -> Recompute:
         return Recompute.ALTERNATE_LAYERS
     if re.search(r"selective", notes, re.I):
         return Recompute.SELECTIVE_OP if titan or re.search(r"selective\s*op", notes, re.I) else Recompute.SELECTIVE
-    if re.search(r"full (?:activation )?recompute|activation checkpointing|recompute(?:-| )(?:granularity )?full",
-                 notes, re.I):
+    if re.search(r"full (?:activation )?recompute|activation checkpointing|recompute(?:-| )(?:granularity )?full"
+                 r"|with (?:activation )?recompute", notes, re.I):
         return Recompute.FULL
     return Recompute.NONE
 
@@ -227,7 +228,8 @@ def training_public(rows: pd.DataFrame) -> pd.DataFrame:
     rows = rows.assign(run=rows["case_id"].map(run_key), kind=[tr.metric_of(a, b) for a, b in
                                                                zip(rows["metric"], rows["unit"])])
     for _, grp in rows.groupby("run", sort=False):
-        first = grp.iloc[0]
+        first = grp.iloc[0].copy()  # the run: its first row, with every row's metric text (what it counted)
+        first["metric"] = "; ".join(grp["metric"].astype(str))
         system_name, gpus, arch = tr.system_of(first["hardware"]), tr.gpus_of(first), arch_of(first["model"])
         why = ("" if system_name else f"hardware {first['hardware']!r} names no catalogue system") or \
               ("" if gpus else "the GPU count is not stated") or \
