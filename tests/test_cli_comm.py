@@ -51,7 +51,7 @@ def test_train_json_and_csv(capsys):
 
 def test_validate_registry_and_cli(capsys):
     validation.load_validation_modules()
-    assert {"neuron-collectives", "nccl", "megatron", "mosaicml"} <= set(validation.VALIDATIONS)
+    assert {"neuron-collectives", "nccl", "training"} <= set(validation.VALIDATIONS)
     df = validation.run_validation("nccl")
     assert list(df.columns[:len(validation.CASE_OUT)]) == list(validation.CASE_OUT)
     out = json.loads(run(capsys, "validate", "nccl", "neuron-collectives", "--show", "summary", "-f", "json"))

@@ -631,7 +631,7 @@ MEASUREMENT_CASES = [
         ("parallelism", "TP8 PP99999999 DP1"), ("input_len", "1e30")]],
     *[case(f"collective-num_chips={v}", _row(COLLECTIVE, num_chips=v), ("row 2", "NRN-CC-001", "'num_chips'"))
       for v in ["0 ranks", "99999999999 ranks"]],
-    *[case(f"train-model-{label}", _row(TRAINING, model=m), ("row 2", "MEG-001", "megatron")) for label, m in [
+    *[case(f"train-model-{label}", _row(TRAINING, model=m), ("row 2", "MEG-001", "training")) for label, m in [
         ("heads=0", "GPT 1.7B (h=2304, L=24, heads=0, V=51200)")]],
     case("missing-value-column", _csv(DECODE, columns=[c for c in COLUMNS if c != "value"]), ("missing column", "value")),
     case("missing-columns", "case_id,value\nX,1\n", ("missing column", "hardware")),

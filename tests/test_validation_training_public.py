@@ -66,6 +66,7 @@ def test_a_run_on_1024_gpus_is_within_ten_percent(public):
 
 def test_stack_rules_follow_what_the_row_states():
     from perfmodel.validation import training_public as tp
+    from perfmodel.validation.training_stacks import stack_overrides
 
     src = pd.read_csv(catalog.catalog_root() / PUBLIC).set_index("case_id", drop=False)
 
@@ -73,7 +74,7 @@ def test_stack_rules_follow_what_the_row_states():
         m = src.loc[case]
         arch = tp.arch_of(m["model"])
         sc = tp.scenario_of(m, arch, int(m["num_chips"]))
-        return sc, tp.stack_overrides(m, sc, arch)
+        return sc, stack_overrides(m, sc, arch)
 
     sc, o = rules("NEMO-041-a")  # Megatron-Core: SP, distributed optimizer, userbuffers, interleaved overlap
     assert sc.parallel.sequence_parallel and sc.parallel.zero == 1
@@ -92,10 +93,26 @@ def test_stack_rules_follow_what_the_row_states():
 
 def test_eager_traffic_is_counted_from_the_kernels():
     from perfmodel.catalog import workload_files
-    from perfmodel.validation.training_public import EAGER_BYTES, FUSED_BYTES, eager_traffic_factor
+    from perfmodel.validation.training_stacks import EAGER_BYTES, FUSED_BYTES, eager_traffic_factor
 
     a = workload_files.load_workload("llama-3-8b")
     assert all(EAGER_BYTES[k] >= FUSED_BYTES[k] for k in EAGER_BYTES)
     norm, rope, act, res = 2 * 4096, (32 + 8) * 128, 14336, 2 * 4096
     eager = 36 * norm + 20 * rope + 10 * act + 6 * res
     assert eager_traffic_factor(a) == pytest.approx(eager / (4 * norm + 4 * rope + 6 * act + 6 * res))
+
+
+def test_each_publishers_rules_are_stated_once(public):
+    """Megatron-LM 2021, llm-foundry and the FlashAttention-2 paper are sources of the one family: the rows of
+    the development file keep their publishers' FLOP counts (Eq. 3, llm-foundry's MFU, the paper's count)."""
+    from perfmodel.validation.training_stacks import SOURCES, source_of
+
+    dev = v.run_cases(families=["training"]).set_index("case_id")
+    src = v.measurements().set_index("case_id", drop=False)
+    names = {s.name for s in SOURCES}
+    assert {"megatron-lm-2021", "llm-foundry", "flash-attention-2", "megatron-deepspeed"} <= names
+    assert source_of(src.loc["MEG-001"]).name == "megatron-lm-2021"
+    assert source_of(src.loc["MOSAIC-001"]).name == "llm-foundry"
+    assert source_of(src.loc["FA-005"]).name == "flash-attention-2"
+    train = dev[dev["phase"].eq("train")]
+    assert train["predicted"].notna().all() and set(train["family"]) == {"training"}

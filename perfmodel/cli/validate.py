@@ -3,7 +3,7 @@
     perfmodel validate                                  # the vendored development cases
     perfmodel validate --cases my_measurements.csv      # any file with the same columns
     perfmodel validate --cases reference/inferencex_serving_dev.csv   # a recognised format, by its columns
-    perfmodel validate nccl megatron --show summary -f json
+    perfmodel validate nccl training --show summary -f json
 
 Every command builds DataFrames with library calls and hands them to export.
 Does not: compute anything itself.

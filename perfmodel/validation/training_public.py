@@ -1,36 +1,47 @@
-"""Validation family 'training': any published training row, read by validation/training_rows.py's rules.
+"""Validation family 'training': every published training row, read by training_rows.py's rules under the
+stack and publisher rules of training_stacks.py.
 
-Rows with phase 'train' that the source-specific families (megatron, mosaicml, flash-attention-2 in
-training.py) do not claim: NeMo / Megatron-Bridge performance tables, torchtitan benchmarks, the Megatron-LM
-README and its DeepSeek-V3 write-up, BigScience's BLOOM logs, MT-NLG (reference/training_public_dev.csv).
-One run may be published as several rows (-a / -b: tokens/s and TFLOP/s of the same run); each is one case.
+Any row with phase 'train': Megatron-LM's 2021 scaling table, MosaicML's MPT benchmarks and the
+FlashAttention-2 paper (reference/published_measurements.csv), NeMo / Megatron-Bridge performance tables,
+torchtitan benchmarks, the Megatron-LM README and its DeepSeek-V3 write-up, BigScience's BLOOM logs, MT-NLG
+(reference/training_public_dev.csv). One run may be published as several rows (-a / -b: tokens/s and TFLOP/s
+of the same run); each is one case.
 
 Per run (stated once, nothing fitted):
-    model        the workload file training_rows.workload_of names, else a GPT from the row's dimensions
-                 (h=, L=, heads=, V=; GPT-3 template; V = 51,200 when unstated: Megatron's padded GPT-2
-                 vocabulary); a run with neither is listed
+    source       the publisher's stack and FLOP count (training_stacks.source_of; a run its source states in
+                 prose only, FA-005, takes the source's setup)
+    model        the workload file training_rows.workload_of names (its position table sized to the run's
+                 sequence where the stack does so: llm-foundry), else a GPT from the row's dimensions (h=, L=,
+                 heads=, V=; GPT-3 template; V = 51,200 when unstated: Megatron's padded GPT-2 vocabulary);
+                 a run with neither is listed
     plan         training_rows.plan_of; micro-batches per step = GBS / (DP x MBS); the interleaved schedule
                  when VP > 1; a 'local bs' (torchtitan: one data-parallel rank's batch) makes GBS = local x DP
-                 and, with pipeline stages, micro-batches of 1 (torchtitan's default); a row whose plan is
+                 and, with pipeline stages, micro-batches of 1 (torchtitan's default); Megatron-Core stacks
+                 add sequence parallelism with TP and the distributed optimizer (ZeRO-1); a row whose plan is
                  not stated is listed with that reason
-    precision    FP8 recipes run the matmuls in FP8 (weights and activations BF16); else BF16; a recipe with
-                 current / dynamic (tensorwise) scaling reads each quantized tensor once more (its amax)
-    recompute    'full recompute' / 'activation checkpointing' in the notes: full; 'checkpointing: none':
-                 none; torchtitan's 'selective layer': every other layer, 'selective op' (and a torchtitan
-                 row's bare 'selective'): op-level; 'selective' elsewhere: Megatron's; else none
-    attention    flash attention, except Megatron-DeepSpeed and MT-NLG (2021-22, before FlashAttention):
-                 scores through HBM
-    overlap      what the stack hides (stack_overrides): Megatron-Core stacks (NeMo, Megatron-Bridge) run
-                 sequence parallelism with TP and the distributed optimizer (ZeRO-1, its weight gather under
-                 the next forward), pipeline TP collectives with their GEMMs (userbuffers; torch's AsyncTP
-                 when stated) and overlap send/recv in the interleaved schedule; others block
+    precision    FP8 recipes run the matmuls in FP8 (weights and activations 16-bit); else the source's 16-bit
+                 type (BF16 unless stated: Megatron-LM 2021 is FP16); current / dynamic (tensorwise) scaling
+                 reads each quantized tensor once more (its amax)
+    recompute    what the row states ('full recompute', 'activation checkpointing', 'act ckpt', a FLOP count
+                 'with recompute': full; 'checkpointing: none', 'no act ckpt': none; torchtitan's 'selective
+                 layer': every other layer, 'selective op' and a torchtitan row's bare 'selective': op-level;
+                 'selective' elsewhere: Megatron's), else the source's (Megatron-LM 2021: full), else none
+    attention    flash attention at the source's kernel generation (llm-foundry: FlashAttention-1's Triton
+                 port; the FA2 paper: FA2); Megatron-LM 2021, Megatron-DeepSpeed and MT-NLG (2021-22, before
+                 FlashAttention): scores through HBM
+    overlap      what the stack hides (training_stacks.stack_overrides): Megatron-Core stacks (NeMo,
+                 Megatron-Bridge) gather the distributed optimizer's weights under the next forward, pipeline
+                 TP collectives with their GEMMs (userbuffers; torch's AsyncTP when stated) and overlap
+                 send/recv in the interleaved schedule; Megatron-LM 2021 all-reduces gradients after the
+                 whole backward; torchtitan without torch.compile runs element-wise ops unfused
     metric       tokens/s per GPU and time per iteration are the modelled ones; time to train = the stated
                  tokens / modelled tokens/s of the run; GPU-hours = stated tokens (else 10^12) / tokens/s per
-                 GPU; TFLOP/s per GPU and MFU use
-                 the source's own FLOP count: when the run also states tokens/s (or time per iteration),
-                 predicted = measured x modelled rate / measured rate (the source's FLOPs per token cancel);
-                 else 'hardware FLOPs with recompute' is Megatron's Eq. 3 count and 'model FLOPs' 6 N_active
-                 + 6 L h s per token (causal attention), an MFU over the peak it states
+                 GPU; TFLOP/s per GPU and MFU use the source's own FLOP count: when the run also states
+                 tokens/s (or time per iteration), predicted = measured x modelled rate / measured rate (the
+                 source's FLOPs per token cancel); else the source's count (Megatron's Eq. 3, llm-foundry's
+                 MFU against the chip's peak, the FA2 paper's 6 s N + 12 L h s^2); else 'hardware FLOPs with
+                 recompute' is Eq. 3 and 'model FLOPs' 6 N_active + 6 L h s per token (causal attention), an
+                 MFU over the peak the row states
 
 Does not: fit anything; every miss is reported with its error.
 """
@@ -51,26 +62,27 @@ from perfmodel.core.scenario import Optimizer, Phase, Precision, Recompute, Scen
 from perfmodel.core.workload import parameter_count
 from perfmodel.validation import training_rows as tr
 from perfmodel.validation.harness import frame, register_validation, row, unexpressed
-from perfmodel.validation.training import _gpt_arch, _is_fa2_training, _is_megatron, _is_mosaic, megatron_flop
+from perfmodel.validation.training import _gpt_arch, attention_kernel, megatron_flop
+from perfmodel.validation.training_stacks import MEGATRON_CORE, Source, source_of, stack_overrides
 
 RATE_KINDS = ("tokens_per_s_per_gpu", "step_time")
-PRE_FLASH = r"Megatron-DeepSpeed|MT-NLG|DeepSpeed and Megatron"
-MEGATRON_CORE = r"NeMo|Megatron-Bridge|Megatron-Core"  # NVIDIA's stacks on Megatron-Core (2023-)
 
 
 def _selects(r: pd.DataFrame) -> pd.Series:
-    return r["phase"].eq("train") & ~(_is_megatron(r) | _is_fa2_training(r) | _is_mosaic(r))
+    return r["phase"].eq("train")
 
 
 def run_key(case_id: str) -> str:
     return re.sub(r"-[a-z]$", "", str(case_id))
 
 
-def arch_of(model: str):
-    """The run's architecture (module doc), or None."""
+def arch_of(model: str, seq: int = 0, src: Source | None = None):
+    """The run's architecture (module doc), or None; a stack that sizes the position table to the run's sequence
+    (llm-foundry's benchmark sets max_seq_len) gets a table of `seq` rows."""
     name = tr.workload_of(model)
     if name:
-        return workload_files.load_workload(name)
+        arch = workload_files.load_workload(name)
+        return dataclasses.replace(arch, max_position_embeddings=seq) if src and src.position_table_is_seq else arch
     return _gpt_arch(model) if {"h", "L", "heads"} <= set(re.findall(r"\b(h|L|heads)=\d+", str(model))) else None
 
 
@@ -83,60 +95,16 @@ def _recompute(m) -> Recompute:
     stated = re.search(r"(?:checkpointing|recompute)\s*:\s*(none|no|off|full)\b", notes, re.I)
     if stated:
         return Recompute.FULL if stated.group(1).lower() == "full" else Recompute.NONE
-    if re.search(r"\bno (?:activation )?checkpointing", notes, re.I):
+    if re.search(r"\bno (?:activation )?checkpointing|\bno act(?:ivation)? ckpt", notes, re.I):
         return Recompute.NONE
     if re.search(r"selective\s*(?:\(?\s*)layer", notes, re.I):
         return Recompute.ALTERNATE_LAYERS
     if re.search(r"selective", notes, re.I):
         return Recompute.SELECTIVE_OP if titan or re.search(r"selective\s*op", notes, re.I) else Recompute.SELECTIVE
     if re.search(r"full (?:activation )?recompute|activation checkpointing|recompute(?:-| )(?:granularity )?full"
-                 r"|with (?:activation )?recompute", notes, re.I):
+                 r"|with (?:activation )?recompute|\bact(?:ivation)? ckpt", notes, re.I):
         return Recompute.FULL
-    return Recompute.NONE
-
-
-# Bytes per element moved by a Llama layer's element-wise ops: eager PyTorch (one kernel per primitive, counted
-# from torchtitan's model code) vs one fused kernel each (the graph's pricing), BF16 activations:
-#   RMSNorm  x.float(), pow, mean, x * rsqrt, type_as, * weight: reads 20 + writes 16 = 36 B   fused 4 B
-#   RoPE     x.float(), complex multiply, type_as: 10 + 10 = 20 B (per q and k element)         fused 4 B
-#   SwiGLU   silu, multiply: 10 B per FFN element                                              fused 6 B
-#   residual add: 6 B either way
-EAGER_BYTES = {"norm": 36.0, "rope": 20.0, "act": 10.0, "residual": 6.0}
-FUSED_BYTES = {"norm": 4.0, "rope": 4.0, "act": 6.0, "residual": 6.0}
-
-
-def eager_traffic_factor(arch) -> float:
-    """Eager over fused bytes of one layer's element-wise ops (EAGER_BYTES / FUSED_BYTES weighted by the
-    layer's elements: 2 norms and 2 residuals of h, RoPE over the q and k heads, the FFN activation)."""
-    heads = (arch.num_attention_heads + arch.num_key_value_heads) * arch.head_dim
-    ffn = arch.intermediate_size if arch.gated_mlp else 0.0
-    elems = {"norm": 2.0 * arch.hidden_size, "rope": float(heads), "act": float(ffn), "residual": 2.0 * arch.hidden_size}
-    return sum(elems[k] * EAGER_BYTES[k] for k in elems) / sum(elems[k] * FUSED_BYTES[k] for k in elems)
-
-
-def stack_overrides(m, sc: Scenario, arch) -> dict:
-    """Calibration overrides for what the run's stack does (module doc, 'overlap', 'precision'): Megatron-Core's
-    distributed optimizer gathers weights under the next forward (f_ag = 1); tensor-parallel collectives
-    pipelined with their GEMMs (Transformer Engine userbuffers in Megatron-Core recipes, torch's AsyncTP when
-    the row states it) hide all but one of tp chunks: f_tp = 1 - 1/tp; Megatron-Core's interleaved schedule
-    overlaps pipeline send/recv with the next chunk (f_pp = 1); torchtitan without torch.compile runs each
-    element-wise primitive as its own kernel (eager_traffic_factor); an FP8 recipe with current (dynamic)
-    scaling reads each tensor once more for its amax."""
-    p, text = sc.parallel, f"{m['source']} {m['notes']} {m['parallelism']}"
-    core = bool(re.search(MEGATRON_CORE, text))
-    out = {}
-    if p.tp > 1 and (core or re.search(r"async ?tp", text, re.I)):
-        out["tp_comm_overlap_frac"] = 1.0 - 1.0 / p.tp
-    if core and p.pp > 1 and p.pp_virtual > 1:
-        out["pp_comm_overlap_frac"] = 1.0
-    if core and p.zero in (1, 2):
-        out["param_gather_overlap_frac"] = 1.0
-    titan = re.search(r"torchtitan", str(m["source"]), re.I)
-    if titan and not re.search(r"(?<!no )(?<!no torch\.)\bcompile", text, re.I):  # eager: a kernel per primitive
-        out["elementwise_traffic_factor"] = eager_traffic_factor(arch)
-    if re.search(r"current scaling|tensorwise|dynamic scal", str(m["dtype"]), re.I):
-        out["low_precision_training_amax_reads"] = 1  # the scale needs the tensor's amax before the cast
-    return out
+    return source_of(m).recompute or Recompute.NONE
 
 
 def scenario_of(m, arch, gpus: int) -> Scenario | str:
@@ -156,9 +124,9 @@ def scenario_of(m, arch, gpus: int) -> Scenario | str:
         return "the global batch is not stated"
     if gbs % (plan.dp * mbs):
         return f"GBS {gbs} is not a whole number of micro-batches of {mbs} over DP {plan.dp}"
-    fp8 = tr.fp8_of(m["dtype"])
-    prec = Precision(weights=DType.BF16, compute=DType.FP8 if fp8 else DType.BF16, activations=DType.BF16,
-                     kv_cache=DType.BF16)
+    fp8, src = tr.fp8_of(m["dtype"]), source_of(m)
+    b16 = src.precision16 or DType.BF16
+    prec = Precision(weights=b16, compute=DType.FP8 if fp8 else b16, activations=b16, kv_cache=b16)
     # Megatron-Core recipes shard activations over TP (sequence parallelism) and run the distributed optimizer
     core = re.search(MEGATRON_CORE, f"{m['source']} {m['notes']}")
     par = dataclasses.replace(plan, microbatches=gbs // (plan.dp * mbs),
@@ -167,7 +135,7 @@ def scenario_of(m, arch, gpus: int) -> Scenario | str:
                               zero=1 if core and plan.zero == 0 and plan.dp > 1 else plan.zero)
     return Scenario(phase=Phase.TRAIN, batch=mbs, seq_len=int(float(m["input_len"])), parallel=par,
                     recompute=_recompute(m), precision=prec, optimizer=Optimizer.ADAM_MIXED,
-                    flash_attention=not re.search(PRE_FLASH, f"{m['source']} {m['notes']}", re.I))
+                    flash_attention=src.flash_attention)
 
 
 TRILLION = units.MILLION * units.MILLION
@@ -212,6 +180,13 @@ def _predict(m, kind: str, r, sc: Scenario, arch, gpus: int, measured_rate: dict
         modelled = tok if rk == "tokens_per_s_per_gpu" else 1.0 / float(r["step_time_s"])
         measured = mv if rk == "tokens_per_s_per_gpu" else 1.0 / mv
         return float(m["value_num"]) * modelled / measured
+    src = source_of(m)
+    if src.flop is not None and kind in ("tflops_per_gpu", "mfu"):  # the publisher's own FLOP count
+        per_gpu = src.flop(arch, gbs, seq) / (float(r["step_time_s"]) * gpus)
+        if kind == "tflops_per_gpu":
+            return per_gpu / units.TFLOPS
+        if src.peak == "chip":
+            return 100 * per_gpu / float(r["peak_flop_per_s"])
     if kind == "tflops_per_gpu" and re.search(r"hardware|recompute", str(m["metric"]), re.I):
         return megatron_flop(arch, gbs, seq) / (float(r["step_time_s"]) * gpus) / units.TFLOPS
     flop = _model_flop_per_token(arch, seq) * tok
@@ -230,17 +205,23 @@ def training_public(rows: pd.DataFrame) -> pd.DataFrame:
     for _, grp in rows.groupby("run", sort=False):
         first = grp.iloc[0].copy()  # the run: its first row, with every row's metric text (what it counted)
         first["metric"] = "; ".join(grp["metric"].astype(str))
-        system_name, gpus, arch = tr.system_of(first["hardware"]), tr.gpus_of(first), arch_of(first["model"])
+        src = source_of(first)
+        seq = int(float(first["input_len"])) if re.fullmatch(r"\s*\d+(\.0*)?\s*", str(first["input_len"])) else 0
+        system_name, gpus, arch = tr.system_of(first["hardware"]), tr.gpus_of(first), arch_of(first["model"], seq, src)
+        if src.setup is not None:  # a run its source states in prose: the source's setup
+            arch, sc, gpus = src.setup()
         why = ("" if system_name else f"hardware {first['hardware']!r} names no catalogue system") or \
               ("" if gpus else "the GPU count is not stated") or \
               ("" if arch is not None else f"model {first['model']!r}: no workload file and no stated dimensions")
-        sc = scenario_of(first, arch, gpus) if not why else None
+        if src.setup is None:
+            sc = scenario_of(first, arch, gpus) if not why else None
         why = why or (sc if isinstance(sc, str) else "")
         if why:
             out += [unexpressed(m, why) for _, m in grp.iterrows()]
             continue
         system = catalog.load_system(system_name)
-        cal = calibration_for(system).with_overrides(stack_overrides(first, sc, arch))
+        cal = attention_kernel(system, src.attention_kernel) if src.attention_kernel else calibration_for(system)
+        cal = cal.with_overrides(stack_overrides(first, sc, arch))
         try:
             r = training.train(system, arch, sc, nodes=max(1, gpus // system.node.chips), cal=cal)
         except ValueError as exc:
