@@ -86,7 +86,8 @@ def eager_traffic_factor(arch) -> float:
     layer's elements: 2 norms and 2 residuals of h, RoPE over the q and k heads, the FFN activation)."""
     heads = (arch.num_attention_heads + arch.num_key_value_heads) * arch.head_dim
     ffn = arch.intermediate_size if arch.gated_mlp else 0.0
-    elems = {"norm": 2.0 * arch.hidden_size, "rope": float(heads), "act": float(ffn), "residual": 2.0 * arch.hidden_size}
+    h = float(arch.hidden_size)
+    elems = {"norm": 2.0 * h, "rope": float(heads), "act": float(ffn), "residual": 2.0 * h}
     return sum(elems[k] * EAGER_BYTES[k] for k in elems) / sum(elems[k] * FUSED_BYTES[k] for k in elems)
 
 
