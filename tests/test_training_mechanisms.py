@@ -184,3 +184,10 @@ def test_the_cli_offers_every_recompute_policy():
     from perfmodel.cli import report
     src = inspect.getsource(report)
     assert all(f'"{r.value}"' in src for r in Recompute)
+
+
+def test_a_hidden_weight_gather_keeps_the_step_between_its_bounds():
+    sc = scen(dp=8, m=4, zero=1)
+    cal = calibration_for(H100).with_overrides({"param_gather_overlap_frac": 1.0})
+    r = training.train(H100, LLAMA, sc, nodes=1, cal=cal)
+    assert r["overlapped_bound_s"] - 1e-12 <= r["step_time_s"] <= r["serial_bound_s"] + 1e-12

@@ -26,7 +26,8 @@ Per chip, per optimizer step (m micro-batches, p stages, v virtual stages, times
                 (Blom), sigma = `rank_speed_spread_frac`: chips of one SKU differ in sustained speed, and a
                 synchronous step runs at the slowest rank's; 0 for one chip, grows like sqrt(2 ln n)
     step      = (t_pipe + t_optimizer + exposed + contention) (1 + straggle)
-Bounds: overlapped = ((t_fb + exposed_b)(1+bubble) + t_opt + max(0, c_mb+c_last - t_fb) + c_end)(1 + straggle)
+Bounds: overlapped = ((t_fb + exposed_b)(1+bubble) + t_opt + max(0, c_mb+c_last - t_fb)
+                      + max(0, c_end - t_fwd / m))(1 + straggle)
         serial     = ((t_fb + t_block + t_p2p)(1 + bubble) + t_opt + c_total)(1 + straggle)
 Metrics: tokens/s = B m d T / step; MFU = model FLOPs of all replicas (forward + backward,
 graph with t = p = 1) / (step x chips x peak); scaling efficiency = tokens/s(N nodes) /
@@ -202,7 +203,8 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
         "dp_algorithm": np.select([zero == 0], [ar["algorithm"]], rs["algorithm"]),
         "dp_crosses": ar["crosses"],
         "overlapped_bound_s": ((t_fb + exposed_block) * (1 + bubble) + t_opt
-                               + np.maximum(c_last + c_mb - t_fb, 0.0) + c_end) * (1 + straggle),
+                               + np.maximum(c_last + c_mb - t_fb, 0.0) + np.maximum(c_end - t_fwd / m, 0.0))
+                              * (1 + straggle),
         "serial_bound_s": ((t_fb + blocking) * (1 + bubble) + t_opt + c_total) * (1 + straggle),
         "grad_bytes_per_chip": grad_bytes * np.ones(shape), "params_per_chip": params_dev * np.ones(shape),
         "chips": chips, "global_batch": _f(kn.batch) * m * dp, "tokens_per_step": tokens,
