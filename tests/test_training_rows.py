@@ -53,3 +53,10 @@ def test_batches_recipes_and_metrics():
     assert tr.metric_of("throughput", "tokens/s") == "tokens_per_s"
     assert tr.metric_of("MFU", "%") == "mfu" and tr.metric_of("time per iteration", "s") == "step_time"
     assert tr.metric_of("accuracy") == ""
+
+
+def test_gpt3_sizes_follow_nemos_definitions():
+    # NeMo-Framework-Launcher conf/training/gpt3/5b.yaml and 20b.yaml: layers, hidden size, heads
+    assert tr.gpt3_dimensions("GPT-3 5B (GPT3-5B)") == "h=4096, L=24, heads=32"
+    assert tr.gpt3_dimensions("GPT3-20B") == "h=6144, L=44, heads=48"
+    assert tr.gpt3_dimensions("GPT-3 175B") == "" and tr.gpt3_dimensions("Llama 3 8B") == ""

@@ -12,8 +12,8 @@ Per run (stated once, nothing fitted):
                  prose only, FA-005, takes the source's setup)
     model        the workload file training_rows.workload_of names (its position table sized to the run's
                  sequence where the stack does so: llm-foundry), else a GPT from the row's dimensions (h=, L=,
-                 heads=, V=; GPT-3 template; V = 51,200 when unstated: Megatron's padded GPT-2 vocabulary);
-                 a run with neither is listed
+                 heads=, V=; GPT-3 template; V = 51,200 when unstated: Megatron's padded GPT-2 vocabulary) or
+                 from a GPT-3 size as NeMo defines it (training_rows.GPT3_SIZES); a run with none is listed
     plan         training_rows.plan_of; micro-batches per step = GBS / (DP x MBS); the interleaved schedule
                  when VP > 1; a 'local bs' (torchtitan: one data-parallel rank's batch) makes GBS = local x DP
                  and, with pipeline stages, micro-batches of 1 (torchtitan's default); Megatron-Core stacks
@@ -83,7 +83,10 @@ def arch_of(model: str, seq: int = 0, src: Source | None = None):
     if name:
         arch = workload_files.load_workload(name)
         return dataclasses.replace(arch, max_position_embeddings=seq) if src and src.position_table_is_seq else arch
-    return _gpt_arch(model) if {"h", "L", "heads"} <= set(re.findall(r"\b(h|L|heads)=\d+", str(model))) else None
+    if {"h", "L", "heads"} <= set(re.findall(r"\b(h|L|heads)=\d+", str(model))):
+        return _gpt_arch(model)
+    dims = tr.gpt3_dimensions(model)  # a GPT-3 size as NeMo defines it
+    return _gpt_arch(f"{str(model).split('(')[0].strip()} ({dims})") if dims else None
 
 
 def _recompute(m) -> Recompute:

@@ -43,6 +43,10 @@ ACCELERATORS = (
 )
 # architectures published under another name (the same config); spellings are handled by _key's rules
 MODEL_ALIASES = {"codellama-13b": "llama-2-13b"}
+# GPT-3 sizes without a workload file, as NeMo defines them (NVIDIA/NeMo-Framework-Launcher@f4761e6,
+# launcher_scripts/conf/training/gpt3/<size>.yaml: num_layers, hidden_size, num_attention_heads; FFN 4 h,
+# learned positions, GPT-2 BPE vocabulary): the GPT-3 template at these dimensions
+GPT3_SIZES = {"5b": "h=4096, L=24, heads=32", "20b": "h=6144, L=44, heads=48"}
 PLAN_KEYS = {"tp": r"tp|tensor[ -]parallel(?:ism)?", "pp": r"pp|pipeline[ -]parallel(?:ism)?",
              "dp": r"dp|data[ -]parallel(?:ism)?", "cp": r"cp|context[ -]parallel(?:ism)?",
              "ep": r"ep|expert[ -]parallel(?:ism)?", "vp": r"vp|virtual[ -]pipeline|interleav\w*"}
@@ -76,6 +80,12 @@ def _key(text: str) -> str:
     t = re.sub(r"^llama-?(\d)(?:-|\.)?(\d)?-", lambda m: f"llama-{m[1]}{'.' + m[2] if m[2] else ''}-", t)
     t = re.sub(r"^gpt-3-", "gpt3-", t)
     return re.sub(r"-+", "-", t).strip("-")
+
+
+def gpt3_dimensions(model: str) -> str:
+    """'h=, L=, heads=' of a GPT-3 size NeMo defines ('GPT-3 5B', 'GPT3-20B'; GPT3_SIZES), or ''."""
+    hit = re.search(r"GPT-?3[ -](\d+(?:\.\d+)?[BM])\b", str(model), re.I)
+    return GPT3_SIZES.get(hit.group(1).lower(), "") if hit else ""
 
 
 def workload_of(model: str) -> str:
