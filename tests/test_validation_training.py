@@ -238,3 +238,14 @@ def test_attention_efficiency_parameters_are_documented():
             p = cal.params[name]
             assert 0 < p.value <= cal["tensor_efficiency"] and p.reason
             assert p.status == "assumed" or p.source
+
+
+def test_development_training_rows_meet_the_issue_bars(cases):
+    """Issue 20's bars on the development training rows (21 rows: Megatron-LM 2021, MosaicML, FlashAttention-2):
+    median |error| <= 10% and p90 <= 25% (measured 8.1% / 16.6%). Its third bar, a median signed error within
+    +-5%, is not met yet (+8.1%: the small Megatron and MosaicML runs are optimistic) and is reported, not
+    asserted."""
+    e = cases.loc[cases["phase"].eq("train"), "error_frac"].dropna()
+    assert len(e) == 21
+    assert e.abs().median() <= 0.10 and e.abs().quantile(0.9) <= 0.25
+    assert abs(e.median()) < 0.10  # the bias may not grow back (the issue's bar is 0.05)
