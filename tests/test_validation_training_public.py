@@ -116,3 +116,20 @@ def test_each_publishers_rules_are_stated_once(public):
     assert source_of(src.loc["FA-005"]).name == "flash-attention-2"
     train = dev[dev["phase"].eq("train")]
     assert train["predicted"].notna().all() and set(train["family"]) == {"training"}
+
+
+def test_experts_over_data_parallel_ranks_become_the_replicas_expert_group():
+    """Megatron-Core's expert data parallelism (EP carved out of DP, NEMO-021: TP1 PP4 EP16 on 256 GPUs): the
+    16 DP ranks an expert group spans share their experts as the model's tp x da replica, each with its own
+    micro-batch; the step's tokens are unchanged."""
+    from perfmodel.validation import training_public as tp
+
+    src = pd.read_csv(catalog.catalog_root() / PUBLIC).set_index("case_id", drop=False)
+    m = src.loc["NEMO-021-a"]
+    sc = tp.scenario_of(m, tp.arch_of(m["model"]), 256)
+    p = sc.parallel
+    assert (p.tp, p.da, p.ep, p.pp, p.dp) == (1, 16, 16, 4, 4) and sc.batch == 2 * 16
+    assert sc.batch * p.microbatches * p.dp == 8192  # GBS
+    bad = m.copy()
+    bad["parallelism"] = "TP1 PP4 CP1 EP48"
+    assert "not a whole number" in tp.scenario_of(bad, tp.arch_of(m["model"]), 256)

@@ -17,8 +17,9 @@ Per run (stated once, nothing fitted):
     plan         training_rows.plan_of; micro-batches per step = GBS / (DP x MBS); the interleaved schedule
                  when VP > 1; a 'local bs' (torchtitan: one data-parallel rank's batch) makes GBS = local x DP
                  and, with pipeline stages, micro-batches of 1 (torchtitan's default); Megatron-Core stacks
-                 add sequence parallelism with TP and the distributed optimizer (ZeRO-1); a row whose plan is
-                 not stated is listed with that reason
+                 add sequence parallelism with TP and the distributed optimizer (ZeRO-1); experts over more
+                 ranks than TP (EP carved out of DP) make those DP ranks the replica's da, each with its own
+                 micro-batch; a row whose plan is not stated is listed with that reason
     precision    FP8 recipes run the matmuls in FP8 (weights and activations 16-bit); else the source's 16-bit
                  type (BF16 unless stated: Megatron-LM 2021 is FP16); current / dynamic (tensorwise) scaling
                  reads each quantized tensor once more (its amax)
@@ -127,12 +128,20 @@ def scenario_of(m, arch, gpus: int) -> Scenario | str:
         return "the global batch is not stated"
     if gbs % (plan.dp * mbs):
         return f"GBS {gbs} is not a whole number of micro-batches of {mbs} over DP {plan.dp}"
+    micro = gbs // (plan.dp * mbs)
+    if plan.ep > plan.tp * plan.da:  # experts over data-parallel ranks (Megatron-Core's expert data parallelism)
+        share = plan.ep // (plan.tp * plan.da)
+        if plan.ep % (plan.tp * plan.da) or plan.dp % share:
+            return f"EP {plan.ep} is not a whole number of TP x DP groups (TP {plan.tp}, DP {plan.dp})"
+        # the model's MoE replica is tp x da ranks that share their experts (serving's attention-DP + EP): the
+        # share DP ranks an expert group spans become da, each with its own micro-batch
+        plan, mbs = dataclasses.replace(plan, da=plan.da * share, dp=plan.dp // share), mbs * share
     fp8, src = tr.fp8_of(m["dtype"]), source_of(m)
     b16 = src.precision16 or DType.BF16
     prec = Precision(weights=b16, compute=DType.FP8 if fp8 else b16, activations=b16, kv_cache=b16)
     # Megatron-Core recipes shard activations over TP (sequence parallelism) and run the distributed optimizer
     core = re.search(MEGATRON_CORE, f"{m['source']} {m['notes']}")
-    par = dataclasses.replace(plan, microbatches=gbs // (plan.dp * mbs),
+    par = dataclasses.replace(plan, microbatches=micro,
                               pp_schedule="interleaved" if plan.pp_virtual > 1 else "1f1b",
                               sequence_parallel=plan.sequence_parallel or bool(core and plan.tp > 1),
                               zero=1 if core and plan.zero == 0 and plan.dp > 1 else plan.zero)
