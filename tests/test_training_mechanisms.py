@@ -191,3 +191,13 @@ def test_a_hidden_weight_gather_keeps_the_step_between_its_bounds():
     cal = calibration_for(H100).with_overrides({"param_gather_overlap_frac": 1.0})
     r = training.train(H100, LLAMA, sc, nodes=1, cal=cal)
     assert r["overlapped_bound_s"] - 1e-12 <= r["step_time_s"] <= r["serial_bound_s"] + 1e-12
+
+
+def test_moe_training_permutes_tokens_and_serving_does_not():
+    moe = workload_files.load_workload("qwen3-235b-a22b")
+    train = {o.name: o for o in graph_for(moe, Phase.TRAIN) if o.pass_ == Pass.FORWARD}
+    assert "moe.permute" in train
+    w = train["moe.permute"].work  # (1 + k) N D read and written: permute in, unpermute out
+    assert w.read == w.write and w.read.has(fm.ba) and train["moe.permute"].backward == w
+    assert "moe.permute" not in {o.name for o in graph_for(moe, Phase.PREFILL)}
+    assert "moe.permute" not in {o.name for o in graph_for(LLAMA, Phase.TRAIN)}

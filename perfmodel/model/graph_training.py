@@ -14,6 +14,7 @@ Per optimizer step of m micro-batches (counts x m):
     precision    the attention core and the LM head run at BF16 whatever the GEMMs' recipe (attention_in_bf16,
                  head_in_bf16)
     fusion       a layer's element-wise and norm ops move e_x times the fused kernels' bytes (unfused)
+    MoE          tokens permuted into expert order and back around the experts (token_permutation)
 
 Does not: bind numbers or price time; the forward operators (graph.py) or the pricing (training/step.py).
 """
@@ -26,10 +27,10 @@ import sympy as sp
 
 from perfmodel.comm.algorithms import Collective
 from perfmodel.core.scenario import Recompute
-from perfmodel.core.symbols import B, D, T, ba, dh, t
+from perfmodel.core.symbols import B, D, T, ba, dh, k, t
 from perfmodel.model import formulas as fm
 from perfmodel.model.formulas import Work
-from perfmodel.model.ops import (Comm, GraphKey, KV_dev, Lfa, Lsw, N_dev, Op, OpKind, Pass, bg, bo_r, bo_w, bwt, da,
+from perfmodel.model.ops import (Comm, GraphKey, KV_dev, Lfa, Lm, Lsw, N_dev, Op, OpKind, Pass, bg, bo_r, bo_w, bwt, da,
                                  i_cp, i_pp, i_sp, i_z0, i_z1, i_z2, i_z3, nmb, vpp, zs)
 
 
@@ -59,6 +60,19 @@ def unfused(op: Op) -> Op:
         return op
     return dataclasses.replace(op, work=dataclasses.replace(op.work, read=op.work.read * fm.e_x,
                                                             write=op.work.write * fm.e_x))
+
+
+def token_permutation(key: GraphKey) -> list[Op]:
+    """Training's MoE token permutation (Megatron-Core's token dispatchers): before the experts, each token is
+    copied once per chosen expert into expert order (read N D, write N k D); after them the k outputs are put
+    back and summed with the router's weights (read N k D, write N D). Separate kernels (fused into one each by
+    moe_permute_fusion), moving the tokens through HBM; their backward moves the same bytes in reverse. Serving
+    engines gather tokens inside the grouped GEMM (vLLM's fused_moe): no pass there."""
+    if not key.moe:
+        return []
+    move = fm.elementwise(N_dev * D, reads=1 + k, writes=1 + k)  # permute + unpermute: (1 + k) N D each way
+    return [Op("moe.permute", "moe", OpKind.ELEMENTWISE, Pass.FORWARD, Lm, move, formula="elementwise",
+               backward=move)]
 
 
 def head_in_bf16(op: Op) -> Op:
@@ -159,7 +173,8 @@ RECOMPUTED = {
 
 def training_ops(key: GraphKey, fwd: list[Op], recompute: Recompute) -> tuple[Op, ...]:
     """Every operator of one training step of a stage whose forward graph is `fwd` (module doc)."""
-    step = [dataclasses.replace(unfused(x), count=x.count * nmb) for o in fwd for x in low_precision_casts(o)]
+    step = [dataclasses.replace(unfused(x), count=x.count * nmb)
+            for o in fwd + token_permutation(key) for x in low_precision_casts(o)]
     layer_ops = [o for o in step if o.group not in ("embedding", "head")]
     ops = list(step)
     ops += [backward(o) for o in reversed(step)]
