@@ -50,13 +50,16 @@ def low_precision_casts(op: Op) -> list[Op]:
     return [cast, op]
 
 
+COUNTED_AS_RUN = ("low_precision_cast", "token_permutation")  # kernels priced as the stack runs them already
+
+
 def unfused(op: Op) -> Op:
     """A layer's element-wise or norm operator with its HBM traffic x e_x: the graph prices each as one fused
     kernel (Megatron-Core / Transformer Engine, torch.compile, NKI); a framework that runs every primitive as
     its own kernel (eager PyTorch) reads and writes the tensor once per primitive (calibration
     elementwise_traffic_factor, 1 when fused)."""
     if op.kind not in (OpKind.ELEMENTWISE, OpKind.NORM) or op.group in ("embedding", "head") \
-            or op.formula == "low_precision_cast":
+            or op.formula in COUNTED_AS_RUN:
         return op
     return dataclasses.replace(op, work=dataclasses.replace(op.work, read=op.work.read * fm.e_x,
                                                             write=op.work.write * fm.e_x))
@@ -71,7 +74,7 @@ def token_permutation(key: GraphKey) -> list[Op]:
     if not key.moe:
         return []
     move = fm.elementwise(N_dev * D, reads=1 + k, writes=1 + k)  # permute + unpermute: (1 + k) N D each way
-    return [Op("moe.permute", "moe", OpKind.ELEMENTWISE, Pass.FORWARD, Lm, move, formula="elementwise",
+    return [Op("moe.permute", "moe", OpKind.ELEMENTWISE, Pass.FORWARD, Lm, move, formula="token_permutation",
                backward=move)]
 
 
