@@ -201,3 +201,22 @@ def test_moe_training_permutes_tokens_and_serving_does_not():
     assert w.read == w.write and w.read.has(fm.ba) and train["moe.permute"].backward == w
     assert "moe.permute" not in {o.name for o in graph_for(moe, Phase.PREFILL)}
     assert "moe.permute" not in {o.name for o in graph_for(LLAMA, Phase.TRAIN)}
+
+
+def test_zero_shards_dense_state_over_every_replica_copy_and_experts_over_dp():
+    """Under expert data parallelism a dense parameter has dp x da copies (attention-DP ranks replicate it) and
+    the distributed optimizer shards its state over all of them; an expert's copies are the dp replicas only."""
+    from perfmodel.model import bindings as bd
+    from perfmodel.model import memory
+
+    moe = workload_files.load_workload("qwen3-235b-a22b")
+    gb200 = catalog.load_system("gb200-nvl72")
+    sc = Scenario(phase=Phase.TRAIN, batch=16, seq_len=4096, optimizer=Optimizer.ADAM_MIXED,
+                  parallel=Parallelism(tp=1, da=16, ep=16, dp=4, zero=1, microbatches=4))
+    kn = bd.on_system(gb200, bd.Knobs.of(sc))
+    fp = memory.footprint(gb200, moe, kn)
+    per = Optimizer.ADAM_MIXED.bytes_per_param["optimizer"]
+    p_all = float(np.ravel(memory.params_per_device(moe, kn, Phase.TRAIN))[0])
+    p_exp = float(np.ravel(memory.params_per_device(moe, kn, Phase.TRAIN, experts=True))[0])
+    want = (p_all - p_exp) * per / (4 * 16) + p_exp * per / 4
+    assert float(np.ravel(fp.components["optimizer_state"])[0]) == pytest.approx(want)

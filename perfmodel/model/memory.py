@@ -209,10 +209,16 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
     layers_stage = np.ceil(arch.num_hidden_layers / pp)  # the heaviest stage (bindings.stage_stretch)
     if phase == Phase.TRAIN:
         opt = Optimizer(kn.optimizer).bytes_per_param
-        comp["weights"] = P_dev * opt["weights"] / np.where(zero >= 3, dp, 1.0)
-        comp["gradients"] = P_dev * opt["gradients"] / np.where(zero >= 2, dp, 1.0)
-        comp["master_weights"] = P_dev * opt["master"] / np.where(zero >= 1, dp, 1.0)
-        comp["optimizer_state"] = P_dev * opt["optimizer"] / np.where(zero >= 1, dp, 1.0)
+
+        def sharded(nbytes, stage):  # per-parameter bytes, ZeRO-sharded from `stage` on: dense parameters over
+            # every rank that holds a copy (dp x da: attention-DP ranks replicate them), experts over dp
+            dense, experts = (P_dev - P_exp) * nbytes, P_exp * nbytes
+            return dense / np.where(zero >= stage, dp * da, 1.0) + experts / np.where(zero >= stage, dp, 1.0)
+
+        comp["weights"] = sharded(opt["weights"], 3)
+        comp["gradients"] = sharded(opt["gradients"], 2)
+        comp["master_weights"] = sharded(opt["master"], 1)
+        comp["optimizer_state"] = sharded(opt["optimizer"], 1)
         u = cal["moe_load_imbalance"] if kn.moe_imbalance is None else float(kn.moe_imbalance)
         in_flight = np.minimum(pp, f(kn.microbatches))  # 1F1B: first stage holds p micro-batches
         tokens = B * T / (da * cp)

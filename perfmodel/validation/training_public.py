@@ -208,6 +208,14 @@ def _predict(m, kind: str, r, sc: Scenario, arch, gpus: int, measured_rate: dict
     return 100 * flop / (float(peak.group(1)) * units.TFLOPS) if peak else float("nan")
 
 
+def _plan_remark(r) -> str:
+    """What the plan check says of a predicted run: its first error (the footprint is not computed then), or that
+    the footprint does not fit, or nothing."""
+    if r.check.errors:
+        return f", plan check: {r.check.errors[0]}"
+    return "" if r["fits"] else ", does NOT fit memory"
+
+
 @register_validation("training", selects=_selects)
 def training_public(rows: pd.DataFrame) -> pd.DataFrame:
     """Published training rows of any source (module doc)."""
@@ -253,5 +261,5 @@ def training_public(rows: pd.DataFrame) -> pd.DataFrame:
                            f" ZeRO-{p.zero}, mbs {sc.batch} x {p.microbatches}, {sc.precision.compute.value}, "
                            f"{sc.recompute.value} recompute, {'flash' if sc.flash_attention else 'materialised'} "
                            f"attention: step {r['step_time_s']:.2f} s, MFU {100 * r['mfu_frac']:.0f}%"
-                           f"{'' if r['fits'] else ', does NOT fit memory'}", system=system.name))
+                           f"{_plan_remark(r)}", system=system.name))
     return frame(out)
