@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -220,3 +222,13 @@ def test_zero_shards_dense_state_over_every_replica_copy_and_experts_over_dp():
     p_exp = float(np.ravel(memory.params_per_device(moe, kn, Phase.TRAIN, experts=True))[0])
     want = (p_all - p_exp) * per / (4 * 16) + p_exp * per / 4
     assert float(np.ravel(fp.components["optimizer_state"])[0]) == pytest.approx(want)
+
+
+def test_chunked_tp_overlap_hides_all_but_one_chunk_per_plan():
+    cal = no_spread(H100).with_overrides({"tp_comm_chunked_overlap": 1})
+    tp = np.array([2, 4, 8])
+    from perfmodel.model import bindings as bd
+    kn = dataclasses.replace(bd.Knobs.of(scen(tp=8, dp=1)), tp=tp)
+    s = training.step.step_arrays(H100, LLAMA, bd.on_system(H100, kn), cal)
+    hidden = s["tp_ep_cp_comm_hidden_s"] / s["tp_ep_cp_comm_s"]
+    np.testing.assert_allclose(hidden, 1 - 1 / tp)  # one vectorised sweep, each tp its own share

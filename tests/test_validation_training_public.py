@@ -78,10 +78,10 @@ def test_stack_rules_follow_what_the_row_states():
 
     sc, o = rules("NEMO-041-a")  # Megatron-Core: SP, distributed optimizer, userbuffers, interleaved overlap
     assert sc.parallel.sequence_parallel and sc.parallel.zero == 1
-    assert o["tp_comm_overlap_frac"] == pytest.approx(1 - 1 / 8) and o["pp_comm_overlap_frac"] == 1.0
+    assert o["tp_comm_chunked_overlap"] == 1 and o["pp_comm_overlap_frac"] == 1.0
     assert o["param_gather_overlap_frac"] == 1.0
     sc, o = rules("TITAN-012")  # torchtitan with AsyncTP stated: TP pipelined, nothing else
-    assert o == {"tp_comm_overlap_frac": pytest.approx(1 - 1 / 8)} and not sc.parallel.sequence_parallel
+    assert o == {"tp_comm_chunked_overlap": 1} and not sc.parallel.sequence_parallel
     assert rules("BLOOM-001-a")[1] == {}  # Megatron-DeepSpeed: every collective blocks
     assert rules("TITAN-027")[1] == {"low_precision_training_amax_reads": 1}  # torchao tensorwise: amax first
     # torchtitan without torch.compile: each element-wise primitive its own kernel (about 3x a fused layer's bytes)

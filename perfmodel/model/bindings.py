@@ -195,6 +195,7 @@ def hardware_values(system: System, cal: Calibration, compute) -> dict:
     chip = system.chip
     rt = _dtype_map(compute, lambda d: tensor_rate(system, d))
     rb = bf16_rate(system)
+    lanes = np.maximum(1.0, np.round(rt / rb))  # elements of the compute type per BF16 element's time on a K lane
     vec_exp, sc_exp = chip.vector.exp_elems_per_s, chip.scalar.exp_elems_per_s
     if not sc_exp > 0:
         raise ValueError(f"{system.name}: the scalar engine needs an exp rate (activation functions)")
@@ -207,11 +208,11 @@ def hardware_values(system: System, cal: Calibration, compute) -> dict:
         S.eta_t: _dtype_map(compute, lambda d: tensor_efficiency(cal, d)), S.eta_m: cal["hbm_efficiency"],
         S.eta_v: cal["element_efficiency"],
         # faster data types pack a whole number of elements per contraction lane (FP8 2x, MX 4x)
-        S.mt: cal["tile_m"], S.nt: cal["tile_n"], S.kt: cal["tile_k"] * np.maximum(1.0, np.round(rt / rb)),
+        S.mt: cal["tile_m"], S.nt: cal["tile_n"], S.kt: cal["tile_k"] * lanes,
         S.kb: cal["tile_k"], S.t_ovh: cal["op_overhead"],
         # a GEMM's fixed cost per output tile, in steps of its K loop (BF16 elements; the same time is more
         # elements of a faster type)
-        fm.k0: cal["gemm_tile_fixed_k"] * np.maximum(1.0, np.round(rt / rb)),
+        fm.k0: cal["gemm_tile_fixed_k"] * lanes,
         fm.p_av: cal["attention_vector_passes"], fm.p_sm: cal["materialised_softmax_vector_passes"],
         fm.x_tr: cal["attention_transpose_on_tensor"],
         fm.qb: cal["attention_query_block"],

@@ -4,8 +4,9 @@ Per chip, per optimizer step (m micro-batches, p stages, v virtual stages, times
 
     t_fb      = forward + backward + recompute compute of the stage (evaluate.run, TRAIN graph)
     t_block   = tensor / expert / context-parallel collectives (critical path); a fraction
-                f_tp = `tp_comm_overlap_frac` of it hides behind independent compute (GEMM-collective
-                pipelining: Transformer Engine userbuffers)
+                f_tp = max(`tp_comm_overlap_frac`, c (1 - 1/tp)) of it hides behind independent compute:
+                c = `tp_comm_chunked_overlap` = 1 when the stack pipelines each collective with its GEMM in
+                tp chunks (Transformer Engine userbuffers, torch AsyncTP): all but one chunk hides
     t_p2p     = pipeline send/recv; a fraction f_pp = `pp_comm_overlap_frac` hides behind the next
                 chunk's compute (Megatron-Core's overlap_p2p_comm in the interleaved schedule)
     exposed_b = (1 - f_tp) t_block + (1 - f_pp) t_p2p
@@ -157,6 +158,8 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     f_tp, f_pp = cal["tp_comm_overlap_frac"], cal["pp_comm_overlap_frac"]
     f = cal["comm_overlap_frac"]
     blocking = t_block + t_p2p + t_cp
+    # collectives pipelined with their GEMMs in tp chunks (userbuffers, AsyncTP) hide all but one chunk's
+    f_tp = np.maximum(f_tp, cal["tp_comm_chunked_overlap"] * (1 - 1 / tp))
     hidden_tp, hidden_pp = f_tp * (t_block + t_cp), f_pp * t_p2p
     exposed_block = blocking - hidden_tp - hidden_pp
     bubble = bubble_fraction(pp, m, pp_schedule, v)

@@ -54,6 +54,7 @@ from perfmodel.core.dtypes import DType
 from perfmodel.model import formulas as fm
 from perfmodel.model import kernels
 from perfmodel.validation.harness import frame, register_validation, row, unexpressed
+from perfmodel.validation.training import attention_kernel
 
 FA_TOKENS = 16384  # FlashAttention papers' benchmarks: batch x seqlen = 16k tokens
 FA_HIDDEN = 2048  # ... and hidden dimension 2048 (heads = 2048 / d_head)
@@ -113,10 +114,7 @@ def flash_attention_cost(system, seqlen: int, head_dim: int, dtype: DType, causa
                          generation: str = "attention") -> pd.Series:
     """FlashAttention forward in the papers' benchmark layout; `generation` names the calibration
     parameter '<generation>_tensor_efficiency' the attention core runs at."""
-    cal = calibration_for(system)
-    if generation != "attention":
-        cal = cal.with_overrides({"attention_tensor_efficiency": cal[f"{generation}_tensor_efficiency"],
-                                  "attention_head_dim_fixed": 0, "attention_keys_fixed": 0})
+    cal = calibration_for(system) if generation == "attention" else attention_kernel(system, generation)
     batch = max(1, FA_TOKENS // seqlen)
     heads = FA_HIDDEN // head_dim
     tokens = batch * seqlen

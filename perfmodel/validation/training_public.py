@@ -64,7 +64,7 @@ from perfmodel.core.workload import parameter_count
 from perfmodel.validation import training_rows as tr
 from perfmodel.validation.harness import frame, register_validation, row, unexpressed
 from perfmodel.validation.training import _gpt_arch, attention_kernel, megatron_flop
-from perfmodel.validation.training_stacks import MEGATRON_CORE, Source, source_of, stack_overrides
+from perfmodel.validation.training_stacks import Source, is_megatron_core, source_of, stack_overrides
 
 RATE_KINDS = ("tokens_per_s_per_gpu", "step_time")
 
@@ -90,24 +90,28 @@ def arch_of(model: str, seq: int = 0, src: Source | None = None):
     return _gpt_arch(f"{str(model).split('(')[0].strip()} ({dims})") if dims else None
 
 
-def _recompute(m) -> Recompute:
-    """The recompute policy the row states: torchtitan's selective checkpointing by layer (its default: every
-    other layer) or by op ('selective' alone in a torchtitan row: its default, op); 'selective' elsewhere is
-    Megatron's (the attention core); full recompute or activation checkpointing; 'none' / 'no' is none."""
+# What a row says of recompute, first match wins (over its notes and its metrics' names); None: 'selective'
+# alone, torchtitan's op-level policy in a torchtitan row, Megatron's (the attention core) elsewhere
+RECOMPUTE_RULES = (
+    (r"(?:checkpointing|recompute)\s*:\s*full\b", Recompute.FULL),
+    (r"(?:checkpointing|recompute)\s*:\s*(?:none|no|off)\b|\bno (?:activation )?checkpointing"
+     r"|\bno act(?:ivation)? ckpt", Recompute.NONE),
+    (r"selective\s*(?:\(?\s*)layer", Recompute.ALTERNATE_LAYERS),  # torchtitan's default k: every other layer
+    (r"selective\s*op", Recompute.SELECTIVE_OP),
+    (r"selective", None),
     # a metric counted 'with (activation) recompute' (Megatron's hardware FLOPs) states that the run recomputed
-    notes, titan = f"{m['notes']} {m['metric']}", bool(re.search(r"torchtitan", str(m["source"]), re.I))
-    stated = re.search(r"(?:checkpointing|recompute)\s*:\s*(none|no|off|full)\b", notes, re.I)
-    if stated:
-        return Recompute.FULL if stated.group(1).lower() == "full" else Recompute.NONE
-    if re.search(r"\bno (?:activation )?checkpointing|\bno act(?:ivation)? ckpt", notes, re.I):
-        return Recompute.NONE
-    if re.search(r"selective\s*(?:\(?\s*)layer", notes, re.I):
-        return Recompute.ALTERNATE_LAYERS
-    if re.search(r"selective", notes, re.I):
-        return Recompute.SELECTIVE_OP if titan or re.search(r"selective\s*op", notes, re.I) else Recompute.SELECTIVE
-    if re.search(r"full (?:activation )?recompute|activation checkpointing|recompute(?:-| )(?:granularity )?full"
-                 r"|with (?:activation )?recompute|\bact(?:ivation)? ckpt", notes, re.I):
-        return Recompute.FULL
+    (r"full (?:activation )?recompute|activation checkpointing|recompute(?:-| )(?:granularity )?full"
+     r"|with (?:activation )?recompute|\bact(?:ivation)? ckpt", Recompute.FULL),
+)
+
+
+def _recompute(m) -> Recompute:
+    """The recompute policy the row states (RECOMPUTE_RULES), else its source's, else none."""
+    text = f"{m['notes']} {m['metric']}"
+    for pattern, policy in RECOMPUTE_RULES:
+        if re.search(pattern, text, re.I):
+            titan = re.search(r"torchtitan", str(m["source"]), re.I)
+            return policy or (Recompute.SELECTIVE_OP if titan else Recompute.SELECTIVE)
     return source_of(m).recompute or Recompute.NONE
 
 
@@ -140,7 +144,7 @@ def scenario_of(m, arch, gpus: int) -> Scenario | str:
     b16 = src.precision16 or DType.BF16
     prec = Precision(weights=b16, compute=DType.FP8 if fp8 else b16, activations=b16, kv_cache=b16)
     # Megatron-Core recipes shard activations over TP (sequence parallelism) and run the distributed optimizer
-    core = re.search(MEGATRON_CORE, f"{m['source']} {m['notes']}")
+    core = is_megatron_core(m)
     par = dataclasses.replace(plan, microbatches=micro,
                               pp_schedule="interleaved" if plan.pp_virtual > 1 else "1f1b",
                               sequence_parallel=plan.sequence_parallel or bool(core and plan.tp > 1),

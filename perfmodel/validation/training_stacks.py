@@ -65,6 +65,11 @@ SOURCES = (
 DEFAULT = Source("stated", r"")
 
 
+def is_megatron_core(m) -> bool:
+    """A run on one of NVIDIA's Megatron-Core stacks (its source or notes name NeMo, Megatron-Bridge, Megatron-Core)."""
+    return bool(re.search(MEGATRON_CORE, f"{m['source']} {m['notes']}"))
+
+
 def source_of(m) -> Source:
     """The first Source whose pattern the row's source or notes match, else DEFAULT (the row's words only)."""
     text = f"{m['source']} {m['notes']}"
@@ -95,15 +100,15 @@ def stack_overrides(m, sc: Scenario, arch) -> dict:
     """Calibration overrides for what the run's stack does (module doc): its Source's, then Megatron-Core's
     distributed optimizer gathers weights under the next forward (f_ag = 1); tensor-parallel collectives
     pipelined with their GEMMs (Transformer Engine userbuffers in Megatron-Core recipes, torch's AsyncTP when
-    the row states it) hide all but one of tp chunks: f_tp = 1 - 1/tp; Megatron-Core's interleaved schedule
+    the row states it) hide all but one of tp chunks (tp_comm_chunked_overlap); Megatron-Core's interleaved schedule
     overlaps pipeline send/recv with the next chunk (f_pp = 1); torchtitan without torch.compile runs each
     element-wise primitive as its own kernel (eager_traffic_factor); an FP8 recipe with current (dynamic)
     scaling reads each tensor once more for its amax."""
     p, text = sc.parallel, f"{m['source']} {m['notes']} {m['parallelism']}"
-    core = bool(re.search(MEGATRON_CORE, text))
+    core = is_megatron_core(m)
     out = dict(source_of(m).calibration)
-    if p.tp > 1 and (core or re.search(r"async ?tp", text, re.I)):
-        out["tp_comm_overlap_frac"] = 1.0 - 1.0 / p.tp
+    if core or re.search(r"async ?tp", text, re.I):
+        out["tp_comm_chunked_overlap"] = 1
     if core and p.pp > 1 and p.pp_virtual > 1:
         out["pp_comm_overlap_frac"] = 1.0
     if core and p.zero in (1, 2):
