@@ -1,7 +1,8 @@
-"""Test session set-up: compiled graphs shared on disk by the test workers of one checkout (graph_cache),
-in the checkout's .pytest_cache (a fresh clone starts empty), unless PERFMODEL_CACHE_DIR says otherwise."""
+"""Test session set-up: compiled graphs and computed claims shared on disk by the test workers of one checkout
+(graph_cache, claims/result_cache), in the checkout's .pytest_cache (a fresh clone starts empty), unless
+PERFMODEL_CACHE_DIR says otherwise."""
 
 import os
 from pathlib import Path
 
-os.environ.setdefault("PERFMODEL_CACHE_DIR", str(Path(__file__).resolve().parent.parent / ".pytest_cache" / "graphs"))
+os.environ.setdefault("PERFMODEL_CACHE_DIR", str(Path(__file__).resolve().parent.parent / ".pytest_cache" / "perfmodel"))

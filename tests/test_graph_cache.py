@@ -31,7 +31,7 @@ def _outputs(cg):
 
 def test_a_graph_read_back_computes_what_a_fresh_compile_does(cache):
     fresh = ev.compile_graph(*ARGS)
-    assert len(list(cache.glob("*.json"))) == 1
+    assert len(list(cache.glob("graphs/*.json"))) == 1
     ev.compile_graph.cache_clear()
     again = ev.compile_graph(*ARGS)
     assert again.fn is not fresh.fn and again.symbols == fresh.symbols  # rebuilt symbols bind the same values
@@ -41,7 +41,7 @@ def test_a_graph_read_back_computes_what_a_fresh_compile_does(cache):
 
 def test_unreadable_entries_a_changed_formula_or_the_cache_off_compile_again(cache, monkeypatch):
     ev.compile_graph(*ARGS)
-    (entry,) = cache.glob("*.json")
+    (entry,) = cache.glob("graphs/*.json")
     entry.write_text("{not json")
     ev.compile_graph.cache_clear()
     assert ev.compile_graph(*ARGS).symbols  # compiled again, and the entry rewritten
@@ -50,3 +50,16 @@ def test_unreadable_entries_a_changed_formula_or_the_cache_off_compile_again(cac
     assert graph_cache.load((repr(ARGS[0]), "decode", "none", "pipelined")) is None
     monkeypatch.setenv("PERFMODEL_CACHE_DIR", "off")
     assert graph_cache.directory() is None and graph_cache.load(("anything",)) is None
+
+
+def test_a_graph_read_back_builds_no_sympy_graph_and_keeps_its_operators(cache, monkeypatch):
+    fresh = ev.compile_graph(*ARGS)
+    ev.compile_graph.cache_clear()
+
+    def no_build(*a, **k):
+        raise AssertionError("a graph read from disk was built again")
+
+    monkeypatch.setattr(ev.gr, "build_graph", no_build)
+    again = ev.compile_graph(*ARGS)
+    assert again.ops == fresh.ops  # names, blocks, kinds, passes, collectives and their groups
+    assert any(op.comm is not None and op.comm.group == "tp" for op in again.ops)

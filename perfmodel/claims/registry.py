@@ -69,12 +69,15 @@ def load_claim_modules() -> None:
 
 
 def all_claims(prefix: str = "") -> list[ClaimResult]:
-    """Every registered claim whose id starts with `prefix`, computed now, in registration order;
-    only the family modules the prefix can match are computed (an unknown letter computes none)."""
+    """Every registered claim whose id starts with `prefix`, in registration order, as the code computes it
+    now (read back from result_cache when this version of the code and catalogue computed it before); only
+    the family modules the prefix can match are computed (an unknown letter computes none)."""
+    from perfmodel.claims import result_cache
+
     load_claim_modules()
     wanted = {m for letter, m in FAMILY_MODULES.items() if letter.startswith(prefix[:1].upper())}
     rows: list[ClaimResult] = []
     for fn in CLAIMS:
         if fn.__module__ in wanted:
-            rows.extend(r for r in fn() if r.id.startswith(prefix))
+            rows.extend(r for r in result_cache.rows(fn, lambda d: ClaimResult(**d)) if r.id.startswith(prefix))
     return rows

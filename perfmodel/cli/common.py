@@ -252,7 +252,7 @@ def with_banner(title: str, banner: str, fmt: str, command: str) -> str:
 
 @contextmanager
 def progress_bar(label: str, enabled: bool = True):
-    """A rich progress bar on stderr; yields a callback(done, total)."""
+    """A rich progress bar on stderr; yields a callback(done, total, label=None) (a label renames the bar)."""
     if not enabled:
         yield None
         return
@@ -263,7 +263,7 @@ def progress_bar(label: str, enabled: bool = True):
                   TimeElapsedColumn(), console=Console(stderr=True), transient=True) as prog:
         task = prog.add_task(label, total=None)
 
-        def cb(done: int, total: int) -> None:
-            prog.update(task, completed=done, total=total)
+        def cb(done: int, total: int, label: str | None = None) -> None:
+            prog.update(task, completed=done, total=total, **({"description": label} if label else {}))
 
         yield cb

@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfmodel.cli.common import add_output_options, count, defer, dtype_arg, print_result, refuse_or_banner, with_banner, write_text
+from perfmodel.cli.common import (add_output_options, count, defer, dtype_arg, print_result, progress_bar,
+                                  refuse_or_banner, with_banner, write_text)
 
 if TYPE_CHECKING:  # the model (report, whatif, export, pandas) is imported inside the functions: see cli/parser.py
     import pandas as pd
@@ -98,7 +99,9 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=SET_HELP)
     p.add_argument("--power-basis", choices=("modelled", "all-in"), default="modelled",
                    help="chips draw by their activity (default) or all-in, provisioned at TDP (InferenceX)")
-    p.add_argument("--no-claims", action="store_true", help="leave out the seed-claims section (faster)")
+    p.add_argument("--claims", action="store_true",
+                   help="add the seed-claims sections (73 claims and S1-S3 by reading; also `perfmodel claims`)")
+    p.add_argument("--no-claims", action="store_false", dest="claims", help=argparse.SUPPRESS)  # the default now
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     add_output_options(p)
 
@@ -314,8 +317,8 @@ def cmd_report(args) -> int:
     basis = ["cal.power_basis_all_in=1"] if args.power_basis == "all-in" else []
     whatif = wi.parse_assignments(args.overrides + basis)  # calibration names are checked per system
     cases = [c for c in report.CASES if c.key in args.cases]
-    with _progress(not args.no_progress) as progress:
-        rep = report.build_report(cases, args.systems, whatif, progress, with_claims=not args.no_claims)
+    with progress_bar("evaluating", not args.no_progress) as progress:
+        rep = report.build_report(cases, args.systems, whatif, progress, with_claims=args.claims)
     cmp = rep.comparison
     if len(cmp.errors) and not len(cmp.results):  # nothing ran: an error, not an empty report
         e = cmp.errors.iloc[0]
@@ -337,39 +340,10 @@ def cmd_report(args) -> int:
     meta = {"cases": [c.key for c in cases], "systems": args.systems, "whatif": whatif.assignments(),
             "legend": rep.legend, "units": "SI (s, bytes, FLOP/s, W, USD)"}
     sheets = {**cmp.sheets()}
-    if not args.no_claims:
+    if args.claims:
         sheets["claims"] = report.claims_frame()
     print_result(export.emit_sheets(sheets, args.format, "results", args.out, meta, name))
     return 0
-
-
-class _progress:
-    """A rich progress bar on stderr (only on a terminal), as a context manager yielding a callback."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled and sys.stderr.isatty()
-        self.bar = None
-
-    def __enter__(self):
-        if not self.enabled:
-            return None
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            console=Console(stderr=True), transient=True)
-        self.bar.__enter__()
-        self.task = self.bar.add_task("evaluating", total=None)
-
-        def update(i: int, n: int, label: str) -> None:
-            self.bar.update(self.task, total=n, completed=i, description=label)
-
-        return update
-
-    def __exit__(self, *exc):
-        if self.bar is not None:
-            self.bar.__exit__(*exc)
-        return False
 
 
 def cmd_knobs(args) -> int:

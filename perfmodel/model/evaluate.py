@@ -36,26 +36,19 @@ from perfmodel.core.dtypes import DType
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Phase, Recompute, Scenario
 from perfmodel.core.workload import ModelArch
-from perfmodel.model import attribution, feasibility, graph_cache
+from perfmodel.model import attribution, feasibility, graph_cache, numeric
 from perfmodel.model import bindings as bd
 from perfmodel.model import graph as gr
 from perfmodel.model.formulas import FIELDS
-from perfmodel.model.ops import GraphKey, Op, OpKind, Pass
+from perfmodel.model.ops import GraphKey, OpInfo, OpKind, Pass
 from perfmodel.model.roofline import ENGINES, Overlap, engine_times, op_time
 
-_vmax = sp.Function("vmax")
-_vmin = sp.Function("vmin")
-_NAMESPACE = {"vmax": lambda *a: functools.reduce(np.maximum, a), "vmin": lambda *a: functools.reduce(np.minimum, a)}
 QUANTITIES = ("count",) + FIELDS + tuple(f"t_{e}" for e in ENGINES) + ("time", "comm_bytes")
-
-
-def _numeric(expr: sp.Expr) -> sp.Expr:
-    return sp.sympify(expr).replace(sp.Max, _vmax).replace(sp.Min, _vmin)
 
 
 @dataclass(frozen=True)
 class CompiledGraph:
-    ops: tuple[Op, ...]
+    ops: tuple[OpInfo, ...]
     symbols: tuple[sp.Symbol, ...]
     fn: object  # numpy function of symbols -> list of arrays, QUANTITIES per op
 
@@ -109,22 +102,17 @@ def opsum(terms: list, shape: tuple, pairwise: bool | None = None) -> np.ndarray
     return acc if owned and np.shape(acc) == tuple(shape) else np.array(np.broadcast_to(acc, shape), dtype=float)
 
 
-@functools.lru_cache(maxsize=1)
-def _lambdify_namespace() -> dict:
-    """The globals lambdify gives its functions (our numeric helpers, then numpy), for graphs read from disk."""
-    return sp.lambdify([], sp.Integer(0), modules=[_NAMESPACE, "numpy"]).__globals__
-
-
 @functools.lru_cache(maxsize=128)
 def compile_graph(key: GraphKey, phase: Phase, recompute: Recompute, overlap: Overlap) -> CompiledGraph:
     """Lambdify every operator quantity of a graph into one numpy function (cached in the process, and its
-    source on disk for the next process: graph_cache)."""
-    ops = gr.build_graph(key, phase, recompute)
+    source with the operators' records on disk for the next process, which then builds no sympy: graph_cache)."""
     parts = (repr(key), Phase(phase).value, Recompute(recompute).value, Overlap(overlap).value)
     hit = graph_cache.load(parts)
-    if hit is not None:
-        source, syms = hit
-        return CompiledGraph(ops=ops, symbols=syms, fn=graph_cache.function(source, _lambdify_namespace()))
+    if hit is not None and isinstance(hit[2], list):
+        source, syms, meta = hit
+        return CompiledGraph(ops=tuple(OpInfo.from_list(x) for x in meta), symbols=syms,
+                             fn=graph_cache.function(source, numeric.namespace()))
+    ops = gr.build_graph(key, phase, recompute)
     exprs = []
     for op in ops:
         w = op.work
@@ -132,11 +120,12 @@ def compile_graph(key: GraphKey, phase: Phase, recompute: Recompute, overlap: Ov
         t = op_time(w, overlap) if op.kind != OpKind.COLLECTIVE else sp.Integer(0)
         comm = op.comm.nbytes if op.comm else sp.Integer(0)
         exprs += [op.count, *[getattr(w, f) for f in FIELDS], *[et[e] for e in ENGINES], t, comm]
-    exprs = [_numeric(e) for e in exprs]
+    exprs = [sp.sympify(e) for e in exprs]
     syms = sorted(set().union(*[e.free_symbols for e in exprs]), key=lambda s: s.name)
-    fn = sp.lambdify(syms, exprs, modules=[_NAMESPACE, "numpy"], cse=True)
-    graph_cache.store(parts, inspect.getsource(fn), tuple(syms))
-    return CompiledGraph(ops=ops, symbols=tuple(syms), fn=fn)
+    fn = numeric.lambdify_numeric(syms, exprs, cse=True)
+    infos = tuple(OpInfo.of(op) for op in ops)
+    graph_cache.store(parts, inspect.getsource(fn), tuple(syms), [i.to_list() for i in infos])
+    return CompiledGraph(ops=infos, symbols=tuple(syms), fn=fn)
 
 
 # group -> (size knob, stride knobs): groups are placed innermost first (tp, da/ep, cp, pp, dp)
@@ -191,7 +180,7 @@ class OpRows:
     [op, configuration] array is built): rows[quantity][i], comm[i] (seconds per instance of
     op i's collective), shape (the configurations'), values (the bound symbols)."""
 
-    ops: tuple[Op, ...]
+    ops: tuple[OpInfo, ...]
     rows: dict
     comm: list
     shape: tuple

@@ -2,15 +2,16 @@
 rebuild a graph's sympy expressions again (seconds per graph; the in-process lru_cache of
 evaluate.compile_graph covers one process only).
 
-What is stored: the source lambdify generated for one graph (GraphKey, phase, recompute, overlap) and its
-symbols (name and assumptions, so the rebuilt symbols equal the ones bindings.bind binds). The key also
-holds a fingerprint of the code that defines the expressions (every .py file of perfmodel/model and
-perfmodel/core, and the sympy version): a change to any formula misses every entry.
+What is stored: the source lambdify generated for one graph (GraphKey, phase, recompute, overlap), its
+symbols (name and assumptions, so the rebuilt symbols equal the ones bindings.bind binds) and what the
+caller needs besides (meta: the operators' names, passes and collectives), so a hit builds no sympy graph.
+The key also holds a fingerprint of the code that defines the expressions (every .py file of perfmodel/model
+and perfmodel/core, and the sympy version): a change to any formula misses every entry.
 
-Where: $PERFMODEL_CACHE_DIR, else $XDG_CACHE_HOME/perfmodel/graphs, else ~/.cache/perfmodel/graphs;
-PERFMODEL_CACHE_DIR=off turns it off. An entry that cannot be read or written is ignored (the graph is
-compiled as without the cache); writes are atomic (a temporary file, then os.replace), so concurrent
-processes never see half an entry.
+Where: graphs/ under the cache root: $PERFMODEL_CACHE_DIR, else $XDG_CACHE_HOME/perfmodel, else
+~/.cache/perfmodel (claims/result_cache.py keeps computed claims beside it); PERFMODEL_CACHE_DIR=off turns
+both off. An entry that cannot be read or written is ignored (the graph is compiled as without the cache);
+writes are atomic (a temporary file, then os.replace), so concurrent processes never see half an entry.
 
 Does not: build or evaluate a graph (evaluate.compile_graph does).
 """
@@ -26,18 +27,24 @@ from pathlib import Path
 
 import sympy as sp
 
-FORMAT = 1
+FORMAT = 2  # 2: entries carry the graph's operator records (meta)
 
 
-def directory() -> Path | None:
-    """The cache directory, or None when the cache is off."""
+def root() -> Path | None:
+    """The cache root (module doc), or None when caching is off."""
     env = os.environ.get("PERFMODEL_CACHE_DIR", "")
     if env.lower() == "off":
         return None
     if env:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "perfmodel" / "graphs"
+    return Path(base) / "perfmodel"
+
+
+def directory() -> Path | None:
+    """The graphs' directory, or None when the cache is off."""
+    where = root()
+    return None if where is None else where / "graphs"
 
 
 @functools.lru_cache(maxsize=1)
@@ -60,8 +67,8 @@ def _path(parts: tuple) -> Path | None:
     return where / f"{key}.json"
 
 
-def load(parts: tuple) -> tuple[str, tuple[sp.Symbol, ...]] | None:
-    """(source, symbols) of a stored graph, or None (no entry, cache off, or an entry that cannot be read)."""
+def load(parts: tuple) -> tuple[str, tuple[sp.Symbol, ...], object] | None:
+    """(source, symbols, meta) of a stored entry, or None (no entry, cache off, or an entry that cannot be read)."""
     path = _path(parts)
     if path is None or not path.is_file():
         return None
@@ -70,18 +77,22 @@ def load(parts: tuple) -> tuple[str, tuple[sp.Symbol, ...]] | None:
         if doc.get("format") != FORMAT or doc.get("parts") != repr(parts):
             return None
         syms = tuple(sp.Symbol(name, **assumptions) for name, assumptions in doc["symbols"])
-        return str(doc["source"]), syms
+        return str(doc["source"]), syms, doc.get("meta")
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def store(parts: tuple, source: str, symbols: tuple[sp.Symbol, ...]) -> None:
+def store(parts: tuple, source: str, symbols: tuple[sp.Symbol, ...], meta=None) -> None:
     """Write one graph's entry (silently nothing when the cache is off or the directory is not writable)."""
     path = _path(parts)
     if path is None:
         return
-    doc = {"format": FORMAT, "parts": repr(parts), "source": source,
-           "symbols": [[s.name, {k: v for k, v in s.assumptions0.items()}] for s in symbols]}
+    write_json(path, {"format": FORMAT, "parts": repr(parts), "source": source, "meta": meta,
+                      "symbols": [[s.name, {k: v for k, v in s.assumptions0.items()}] for s in symbols]})
+
+
+def write_json(path: Path, doc) -> None:
+    """Write `doc` as JSON atomically (a temporary file, then os.replace); nothing when it cannot be written."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")

@@ -25,18 +25,17 @@ from perfmodel.core.dtypes import DType, bytes_per_element
 from perfmodel.core.hardware import System
 from perfmodel.model import bindings as bd
 from perfmodel.model import formulas as fm
+from perfmodel.model import numeric
 from perfmodel.model import roofline as rl
 
-_vmax = sp.Function("vmax")
-_NS = {"vmax": lambda *a: functools.reduce(np.maximum, a)}
 
 
 @functools.lru_cache(maxsize=512)
 def _lambdify(expr: sp.Expr):
     """(symbols, numpy function) of an expression, compiled once per expression."""
-    e = sp.sympify(expr).replace(sp.Max, _vmax)
+    e = sp.sympify(expr)
     syms = sorted(e.free_symbols, key=lambda s: s.name)
-    return syms, sp.lambdify(syms, e, modules=[_NS, "numpy"])
+    return syms, numeric.lambdify_numeric(syms, e)
 
 
 def kernel_values(system: System, cal: Calibration, compute, weights=None, activations=DType.BF16,

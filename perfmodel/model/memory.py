@@ -29,10 +29,10 @@ Does not: evaluate time.
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass, field
 
 import numpy as np
-import sympy as sp
 
 from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.core.attention_variants import linear_qkv_channels
@@ -44,7 +44,7 @@ from perfmodel.core.workload import AttentionKind, ModelArch
 from perfmodel.model import attention_variant_formulas as av
 from perfmodel.model import bindings as bd
 from perfmodel.model import graph as gr
-from perfmodel.model import ops
+from perfmodel.model import graph_cache, numeric, ops
 
 COMPONENTS = ("weights", "gradients", "master_weights", "optimizer_state", "activations", "attention_scores",
               "kv_cache", "reserved")
@@ -74,12 +74,18 @@ class Footprint:
 
 @functools.lru_cache(maxsize=256)
 def _params_fn(key: ops.GraphKey, phase: Phase, experts: bool | None):
-    """(symbols, numpy function) of the per-device parameter count of a graph structure (cached)."""
+    """(symbols, numpy function, is zero) of the per-device parameter count of a graph structure (cached in the
+    process and on disk: graph_cache)."""
+    parts = ("parameters", repr(key), Phase(phase).value, repr(experts))
+    hit = graph_cache.load(parts)
+    if hit is not None and isinstance(hit[2], bool):
+        source, syms, zero = hit
+        return syms, graph_cache.function(source, numeric.namespace()), zero
     expr = gr.parameter_expression(gr.build_graph(key, phase), experts)
     syms = sorted(expr.free_symbols, key=lambda s: s.name)
-    fn = sp.lambdify(syms, expr.replace(sp.Max, sp.Function("vmax")),
-                     modules=[{"vmax": lambda *a: np.maximum.reduce(np.broadcast_arrays(*a))}, "numpy"])
-    return tuple(syms), fn, expr == 0
+    fn = numeric.lambdify_numeric(syms, expr)
+    graph_cache.store(parts, inspect.getsource(fn), tuple(syms), bool(expr == 0))
+    return tuple(syms), fn, bool(expr == 0)
 
 
 def params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase = Phase.PREFILL,

@@ -96,6 +96,42 @@ class Op:
 
 
 @dataclass(frozen=True)
+class CommInfo:
+    """Where a collective runs (Comm without its byte formula)."""
+
+    collective: Collective
+    group: str
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """What an evaluation needs of an operator besides its compiled numbers: names, pass and where its
+    collective runs (a compiled graph read from disk carries these, not the sympy Op)."""
+
+    name: str
+    group: str
+    kind: OpKind
+    pass_: Pass
+    comm: CommInfo | None = None
+    formula: str = ""
+
+    @classmethod
+    def of(cls, op: Op) -> "OpInfo":
+        comm = CommInfo(op.comm.collective, op.comm.group) if op.comm else None
+        return cls(op.name, op.group, op.kind, op.pass_, comm, op.formula)
+
+    def to_list(self) -> list:
+        comm = [self.comm.collective.value, self.comm.group] if self.comm else None
+        return [self.name, self.group, self.kind.value, self.pass_.value, comm, self.formula]
+
+    @classmethod
+    def from_list(cls, x: list) -> "OpInfo":
+        name, group, kind, pass_, comm, formula = x
+        return cls(name, group, OpKind(kind), Pass(pass_), CommInfo(Collective(comm[0]), comm[1]) if comm else None,
+                   formula)
+
+
+@dataclass(frozen=True)
 class GraphKey:
     """Structure of a model; models with equal keys share one symbolic graph."""
 

@@ -30,6 +30,7 @@ import sympy as sp
 
 from perfmodel.core.symbols import Bhbm, Rg, Rs, Rt, Rv, eta_m, eta_t, eta_v, t_ovh
 from perfmodel.model.formulas import Work
+from perfmodel.model.numeric import vmax  # an unevaluated maximum: sympy's Max costs 0.1 s per operator
 
 Rb = sp.Symbol("Rb", positive=True)  # tensor-engine rate at BF16 (transposes)
 Rxv = sp.Symbol("Rxv", nonnegative=True)  # exp rate of the vector engine (0 if it has no exp instruction)
@@ -61,8 +62,8 @@ def vector_scalar_makespan(w: Work) -> sp.Expr:
     a = w.vector / (Rv * eta_v)
     b = w.scalar / (Rs * eta_v)
     if w.exp == 0:
-        return sp.Max(a, b)
-    return sp.Max(a, b, (a * Rxv + b * Rxs + w.exp / eta_v) / (Rxv + Rxs))
+        return vmax(a, b)
+    return vmax(a, b, (a * Rxv + b * Rxs + w.exp / eta_v) / (Rxv + Rxs))
 
 
 def op_time(w: Work, overlap: Overlap = Overlap.PIPELINED) -> sp.Expr:
@@ -72,8 +73,8 @@ def op_time(w: Work, overlap: Overlap = Overlap.PIPELINED) -> sp.Expr:
         return sp.Integer(0)
     if Overlap(overlap) == Overlap.PIPELINED:
         terms = [et["tensor"], vector_scalar_makespan(w), et["gpsimd"], et["memory"]]
-        core = sp.Max(*[x for x in terms if x != 0])
+        core = vmax(*[x for x in terms if x != 0])
     else:
-        exp_alone = w.exp / (sp.Max(Rxv, Rxs) * eta_v)
+        exp_alone = w.exp / (vmax(Rxv, Rxs) * eta_v)
         core = et["tensor"] + w.vector / (Rv * eta_v) + w.scalar / (Rs * eta_v) + exp_alone + et["gpsimd"] + et["memory"]
     return core + t_ovh

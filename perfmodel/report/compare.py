@@ -119,7 +119,9 @@ def comparison(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS, 
 
 @dataclass(frozen=True)
 class Section:
-    """One part of the report: raw SI tables, their display versions (text with markers), charts."""
+    """One part of the report: raw SI tables, their display versions (text with markers), charts (each a
+    zero-argument function returning the Altair chart: drawn only for .html / .md output, so a text report
+    never imports Altair)."""
 
     title: str
     text: str = ""
@@ -137,10 +139,8 @@ class Report:
 
 
 def build_report(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS, whatif: wi.WhatIf = wi.WhatIf(),
-                 progress: Progress | None = None, with_claims: bool = True) -> Report:
+                 progress: Progress | None = None, with_claims: bool = False) -> Report:
     """The comparison report as data: an overview, one section per case, claims, provenance notes."""
-    from perfmodel.report import charts
-
     cases, systems = list(cases), list(systems)
     n = len(cases) * len(systems) + (1 if with_claims else 0)
     cmp = comparison(cases, systems, whatif, (lambda i, _, label: progress(i, n, label)) if progress else None)
@@ -150,7 +150,7 @@ def build_report(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS
                "hbm_per_chip_bytes", "hbm_bw_per_chip_bytes_per_s", "price_per_node_usd_per_hour", "uncertain_fields")
     secs = [Section("Systems compared", "Per-chip figures from the spec sheets; generation ratios to the first "
                     "system in the chart.", (("systems", overview),),
-                    (("Generation ratios (per chip)", charts.spec_ratios(ratios_frame(loaded))),),
+                    (("Generation ratios (per chip)", _chart("spec_ratios", ratios_frame(loaded))),),
                     (("systems", display_table(overview, ov_cols)),))]
     for case in cases:
         part = cmp.results[cmp.results["case"] == case.key] if len(cmp.results) else cmp.results
@@ -166,12 +166,13 @@ def build_report(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS
         disp: tuple = ()
         if len(part):
             chs.append((f"{case.title}: tokens/s per chip",
-                        charts.metric_bars(part, "tokens_per_s_per_chip", facet="none")))
+                        _chart("metric_bars", part, "tokens_per_s_per_chip", facet="none")))
             if part["tokens_per_mw"].notna().any():
-                chs.append((f"{case.title}: tokens/s per MW", charts.metric_bars(part, "tokens_per_mw", facet="none")))
+                chs.append((f"{case.title}: tokens/s per MW",
+                            _chart("metric_bars", part, "tokens_per_mw", facet="none")))
             comp = cmp.components[cmp.components["case"] == case.key]
             tot = part.assign(label=part["system"], total_bytes=part["memory_total_bytes"])
-            chs.append((f"{case.title}: memory per chip", charts.memory_stack(comp, tot)))
+            chs.append((f"{case.title}: memory per chip", _chart("memory_stack", comp, tot)))
             disp = ((case.key, display_table(part, summary_columns(case.options.phase))),)
         secs.append(Section(case.title, text, ((case.key, part),), tuple(chs), disp))
     if with_claims:
@@ -200,14 +201,22 @@ def build_report(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS
     return Report(title, tuple(secs), cmp)
 
 
+def _chart(name: str, *args, **kwargs):
+    """charts.<name>(*args, **kwargs), built when called (Section.charts)."""
+    def build():
+        from perfmodel.report import charts
+
+        return getattr(charts, name)(*args, **kwargs)
+    return build
+
+
 def _readings_section() -> Section:
     """S1-S3 as curves for every reading (claims.serving_readings): the table at the claims' point, the ratio
     curves and their charts (S1 tokens/MW, per-chip throughput, S3 interactivity against the quotes)."""
     from perfmodel.claims import serving_readings as sr
-    from perfmodel.report import charts
 
     table, curves = sr.table(), sr.curves()
-    chs = tuple((f"Trn3 / Trn2: {m}", charts.claims_ratios(curves, m, q)) for m, q in sr.CHARTED)
+    chs = tuple((f"Trn3 / Trn2: {m}", _chart("claims_ratios", curves, m, q)) for m, q in sr.CHARTED)
     text = ("The serving claims read under every defensible reading: Trn2 at its best recipe, with the shipped "
             "MXFP4 experts upcast to BF16 (no MX types on Trainium2), or converted to FP8; power modelled from "
             "activity or all-in (provisioned at TDP). " + sr.TITLE)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfmodel.core import safe_write
-from perfmodel.report.charts import to_png, to_svg
 from perfmodel.report.export import render_text_table, to_markdown
 
 
@@ -38,6 +37,8 @@ def report_text(report) -> str:
 
 def report_markdown(report, chart_dir: Path | None = None, link_base: str = "") -> str:
     """Markdown; with chart_dir, each chart is written there as PNG and linked (link_base/NN-name.png)."""
+    from perfmodel.report import charts
+
     parts = [f"# {report.title}", ""]
     n = 0
     for sec in report.sections:
@@ -50,7 +51,7 @@ def report_markdown(report, chart_dir: Path | None = None, link_base: str = "") 
             n += 1
             fname = f"{n:02d}-{_slug(ctitle)}.png"
             Path(chart_dir).mkdir(parents=True, exist_ok=True)
-            safe_write.write_bytes(Path(chart_dir) / fname, to_png(chart))
+            safe_write.write_bytes(Path(chart_dir) / fname, charts.to_png(chart()))
             parts += [f"![{ctitle}]({link_base + '/' if link_base else ''}{fname})", ""]
     parts += ["---", "", report.legend, ""]
     return "\n".join(parts)
@@ -66,6 +67,8 @@ def report_html(report) -> str:
     """Self-contained HTML: tables, and every chart inlined as SVG (no scripts, works offline)."""
     import html
 
+    from perfmodel.report import charts
+
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(report.title)}</title>"
              f"<style>{_HTML_CSS}</style></head><body><h1>{html.escape(report.title)}</h1>"]
     for sec in report.sections:
@@ -75,7 +78,7 @@ def report_html(report) -> str:
         for name, frame in sec.display:
             parts.append(frame.to_html(index=False, escape=True, na_rep="", border=0))
         for ctitle, chart in sec.charts:
-            parts.append(f"<figure>{to_svg(chart)}<figcaption>{html.escape(ctitle)}</figcaption></figure>")
+            parts.append(f"<figure>{charts.to_svg(chart())}<figcaption>{html.escape(ctitle)}</figcaption></figure>")
     parts.append(f"<p class='legend'>{html.escape(report.legend)}</p></body></html>")
     return "\n".join(parts)
 

@@ -14,8 +14,9 @@
                                                     cluster's workers (each needs perfmodel and the catalogue)
 
 Chunks (sweep.Plan.tasks) are evaluated `window` at a time ahead of the sink and handed to it in
-order, so memory is bounded by window x chunk rows whatever the sweep's size (the in-memory
-DataFrame sink excepted). `workers` > 1 evaluates chunks on threads of this process (numpy
+order, so memory is bounded by window x chunk rows whatever the sweep's size; a returned DataFrame
+is written chunk by chunk into columns preallocated at the plan's size (assemble.py: its peak is about the
+frame itself, not the chunks and their concatenation). `workers` > 1 evaluates chunks on threads of this process (numpy
 releases the GIL inside its array loops). A progress bar (rich, on stderr) counts configurations;
 progress=False turns it off, a callable gets (done, total).
 
@@ -34,11 +35,16 @@ each chunk and are applied on the worker, so both engines give the same rows.
 Worker processes should keep freed memory (WORKER_ENV; local_cluster() sets it): under Dask's
 default MALLOC_TRIM_THRESHOLD_=65536 glibc hands every freed chunk-sized array back to the kernel,
 and each numpy temporary page-faults afresh (about 3x slower sweeps on the 2-core development machine).
+This process gets the same thresholds when a sweep starts (steady_allocator: glibc's mallopt), unless its
+environment sets them.
 Does not: evaluate anything itself (engine.py).
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import os
 import pickle
 import sys
 import time
@@ -51,6 +57,7 @@ from pathlib import Path
 import pandas as pd
 
 from perfmodel.core import safe_write
+from perfmodel.sweep.assemble import ColumnsFrame
 from perfmodel.sweep.engine import DEFAULT_CHUNK, Plan, SweepSpec, evaluate_chunk
 
 
@@ -79,8 +86,10 @@ class _Parquet:
         import pyarrow.parquet as pq
 
         table = pa.Table.from_pandas(df, preserve_index=False)
-        if self.writer is None:
-            self.writer = pq.ParquetWriter(self.path, table.schema)
+        if self.writer is None:  # dictionary pages for labels only: a float column seldom repeats (and encoding
+            # it is most of the write time)
+            labels = [f.name for f in table.schema if not pa.types.is_floating(f.type)]
+            self.writer = pq.ParquetWriter(self.path, table.schema, use_dictionary=labels)
         elif not table.schema.equals(self.writer.schema):
             table = table.cast(self.writer.schema)
         self.writer.write_table(table)
@@ -121,6 +130,23 @@ _PLANS: dict[bytes, Plan] = {}
 WORKER_ENV = {"MALLOC_TRIM_THRESHOLD_": str(1 << 28), "MALLOC_MMAP_THRESHOLD_": str(1 << 26)}
 
 
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc malloc.h
+
+
+@functools.lru_cache(maxsize=1)
+def steady_allocator() -> bool:
+    """WORKER_ENV's malloc thresholds in this process (glibc mallopt), once; False where they cannot be set
+    (not glibc) or the environment sets them already (the user's choice stands)."""
+    if sys.platform != "linux" or any(k in os.environ for k in WORKER_ENV):
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    return bool(libc.mallopt(_M_TRIM_THRESHOLD, int(WORKER_ENV["MALLOC_TRIM_THRESHOLD_"]))
+                and libc.mallopt(_M_MMAP_THRESHOLD, int(WORKER_ENV["MALLOC_MMAP_THRESHOLD_"])))
+
+
 def local_cluster(n_workers: int, **kw):
     """A dask.distributed LocalCluster of `n_workers` processes, 1 thread each, with WORKER_ENV."""
     import dask
@@ -139,7 +165,7 @@ def _chunk(plan: Plan, reduce, part: Path | None, i: int, g: int, start: int, st
     if part is None:
         return df
     with safe_write.atomic_path(part / f"part-{i:06d}.parquet") as tmp:  # a reader never sees half a part
-        df.to_parquet(tmp, index=False)
+        df.to_parquet(tmp, index=False, use_dictionary=[c for c in df.columns if df[c].dtype.kind != "f"])
     return len(df)
 
 
@@ -226,6 +252,7 @@ def run_sweep(spec: SweepSpec | Plan, out: str | Path | Callable | None = None, 
               reduce: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> pd.DataFrame | SweepRun:
     """Evaluate every configuration of `spec` (see the module doc for sinks, Dask, memory and partial files)."""
     plan = spec if isinstance(spec, Plan) else spec.plan()
+    steady_allocator()
     target = None if out is None or callable(out) else Path(out)
     dataset = target is not None and _is_dataset(target)
     if dataset and target.is_dir():
@@ -236,6 +263,10 @@ def run_sweep(spec: SweepSpec | Plan, out: str | Path | Callable | None = None, 
     partial = safe_write.PartialTarget(target, folder=dataset).__enter__() if target is not None else None
     part = partial.path if dataset else None
     sink = sink_class(partial.path) if sink_class else out if callable(out) else None
+    # a returned frame: chunks copied into preallocated columns (peak ~ the frame), unless rows are filtered
+    # (fits_only, reduce: the frame may be far smaller than the plan; its chunks are concatenated at the end)
+    whole = ColumnsFrame(plan.size) if target is None and sink is None and reduce is None and not plan.spec.fits_only \
+        else None
     kept, rows, chunks, done, t0 = [], 0, 0, 0, time.perf_counter()
     update, close_bar = _progress(False, plan.size)  # no bar until inside the try, which stops it
     try:
@@ -243,7 +274,9 @@ def run_sweep(spec: SweepSpec | Plan, out: str | Path | Callable | None = None, 
         for (_, start, stop), df in zip(plan.tasks(chunk_size),
                                         frames(plan, chunk_size, client, workers, window, reduce, part)):
             n = df if part is not None else len(df)
-            if part is None and sink is None:
+            if whole is not None:
+                whole.add(df)
+            elif part is None and sink is None:
                 kept.append(df)
             elif callable(sink):
                 sink(df)
@@ -266,6 +299,8 @@ def run_sweep(spec: SweepSpec | Plan, out: str | Path | Callable | None = None, 
             print(_stopped(exc, partial, rows, done, plan.size), file=sys.stderr)
         raise
     seconds = time.perf_counter() - t0
+    if whole is not None:
+        return whole.frame() if whole.order else pd.DataFrame()
     if sink is None and part is None:
         return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
     return SweepRun(rows=rows, chunks=chunks, seconds=seconds, path=target, configs=done)

@@ -1,0 +1,80 @@
+"""Computed claims kept on disk, so `perfmodel claims` and the report's claims pay their sweeps once per
+version of the code and the catalogue (a claim function takes no arguments: its rows are a function of the
+code, the catalogue files and the active calibrated sets alone).
+
+    key = sha256(FORMAT, every .py file of the perfmodel package, every file under the catalogue's
+                 hardware_specs/, workloads/ and reference/, the active calibrated sets, the claim function)
+
+A change to any formula, spec, assumption or measurement file misses every entry, so a cached row is the
+row the code would compute now. Entries live in claims/ under graph_cache's root (PERFMODEL_CACHE_DIR=off
+turns them off); one that cannot be read is computed again.
+
+Does not: compute a claim (the family modules do) or judge it (registry.ClaimResult).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+from typing import Callable
+
+from perfmodel.catalog.calibration import active_key
+from perfmodel.catalog.files import catalog_root
+from perfmodel.model import graph_cache
+
+FORMAT = 1
+CATALOGUE_DIRS = ("hardware_specs", "workloads", "reference")
+
+
+def _files(catalogue: Path) -> tuple[tuple[Path, Path], ...]:
+    package = Path(__file__).resolve().parents[1]
+    files = [(package, p) for p in sorted(package.rglob("*.py"))]
+    files += [(catalogue, p) for d in CATALOGUE_DIRS for p in sorted((catalogue / d).rglob("*")) if p.is_file()]
+    return tuple(files)
+
+
+@functools.lru_cache(maxsize=8)
+def _fingerprint(files: tuple[tuple[Path, Path], ...], stats: tuple) -> str:
+    h = hashlib.sha256(f"claims {FORMAT}".encode())
+    for base, path in files:
+        h.update(str(path.relative_to(base)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def fingerprint() -> str:
+    """sha256 of the code and the catalogue a claim is computed from (module doc); hashed again only when a
+    file's size or modification time changes (a long-lived process, such as the app, sees edits)."""
+    files = _files(catalog_root())
+    stats = tuple((p.stat().st_size, p.stat().st_mtime_ns) for _, p in files)
+    return _fingerprint(files, stats)
+
+
+def _path(fn: Callable) -> Path | None:
+    where = graph_cache.root()
+    if where is None:
+        return None
+    key = hashlib.sha256(f"{fingerprint()} {active_key()!r} {fn.__module__}.{fn.__qualname__}".encode()).hexdigest()
+    return where / "claims" / f"{key}.json"
+
+
+def rows(fn: Callable[[], list], make: Callable[[dict], object]) -> list:
+    """fn()'s rows, read back (make(dict) per row) when this version computed them before, else computed
+    now and stored as their fields (dataclasses.asdict)."""
+    from dataclasses import asdict
+
+    path = _path(fn)
+    if path is not None and path.is_file():
+        try:
+            doc = json.loads(path.read_text())
+            if doc.get("format") == FORMAT and doc.get("claim") == f"{fn.__module__}.{fn.__qualname__}":
+                return [make(r) for r in doc["rows"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    out = fn()
+    if path is not None:
+        graph_cache.write_json(path, {"format": FORMAT, "claim": f"{fn.__module__}.{fn.__qualname__}",
+                                      "rows": [asdict(r) for r in out]})
+    return out

@@ -1,0 +1,55 @@
+"""Computed claims on disk (claims/result_cache.py): read back as computed, recomputed when the code or the
+catalogue changes, when an entry cannot be read, or with the cache off."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from perfmodel.catalog import files
+from perfmodel.claims import registry, result_cache
+
+CALLS = []
+
+
+def a_claim() -> list[registry.ClaimResult]:
+    CALLS.append(1)
+    return [registry.ClaimResult("X1", "a claim", "000", 2.0, 2.1, "x", 0.1, note="computed", bound="at_least")]
+
+
+def _rows():
+    return result_cache.rows(a_claim, lambda d: registry.ClaimResult(**d))
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path))
+    CALLS.clear()
+    return tmp_path
+
+
+def test_a_claim_is_computed_once_per_version_and_read_back_whole(cache):
+    first = _rows()
+    again = _rows()
+    assert len(CALLS) == 1 and again == first and again[0].within == first[0].within
+    (entry,) = (cache / "claims").glob("*.json")
+    entry.write_text("{not json")
+    assert _rows() == first and len(CALLS) == 2  # an unreadable entry: computed again
+
+
+def test_a_changed_catalogue_file_or_the_cache_off_computes_again(cache, tmp_path_factory, monkeypatch):
+    _rows()
+    copy = tmp_path_factory.mktemp("catalogue")
+    for d in result_cache.CATALOGUE_DIRS:
+        shutil.copytree(files.catalog_root() / d, copy / d)
+    monkeypatch.setenv("PERFMODEL_CATALOG", str(copy))
+    _rows()
+    assert len(CALLS) == 1  # the same files: the same version
+    spec = next((copy / "hardware_specs").rglob("*.toml"))
+    spec.write_text(spec.read_text() + "\n# edited\n")
+    _rows()
+    assert len(CALLS) == 2
+    monkeypatch.setenv("PERFMODEL_CACHE_DIR", "off")
+    _rows(), _rows()
+    assert len(CALLS) == 4
