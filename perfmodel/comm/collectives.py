@@ -32,6 +32,8 @@ parallelism plans (plan.py).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -209,24 +211,56 @@ def distinct(*arrays, min_size: int = 64, cache: dict | None = None):
     return rows, inverse, shape
 
 
+_MEMO: OrderedDict = OrderedDict()  # (system, calibration, collective, call, messages) -> fields (read-only)
+_MEMO_SIZE = 4096
+_MEMO_LOCK = threading.Lock()
+
+
+def _memo_key(system: System, cal: Calibration, collective, launch, ranks_per_chip, fields, n, g, s) -> tuple:
+    """A priced call's identity: the System object itself (kept alive by its entry, so its id is never
+    reused while the entry lives; a what-if's new System misses), the calibration by value (a new Calibration
+    of equal values hits), and the distinct messages' bytes."""
+    return (id(system), tuple((k, p.value) for k, p in cal.params.items()), Collective(collective), launch,
+            int(ranks_per_chip), fields, n.tobytes(), g.tobytes(), s.tobytes())
+
+
 def collective_fields(system: System, cal: Calibration, collective, nbytes, group, stride=1,
                       fields: tuple[str, ...] = ("time_s",), launch: str = "in-graph",
                       ranks_per_chip: int = 1, cache: dict | None = None) -> dict[str, np.ndarray]:
     """Some fields of collective_cost (by name), the same numbers: the cost is a function of each
     (nbytes, group, stride) entry alone, so a sweep prices each distinct entry once and spreads the
     results back (a sweep repeats few distinct messages). A group of one chip costs 0 s.
-    `cache`: see distinct (a caller pricing several collectives over the same groups)."""
+    `cache`: see distinct (a caller pricing several collectives over the same groups).
+    The distinct entries' prices are memoised in the process (an LRU of _MEMO_SIZE calls): the serving
+    searches, the claims and a loop of single evaluations price the same messages again and again."""
     g = np.asarray(group, dtype=float)
     if fields == ("time_s",) and g.ndim == 0 and g * ranks_per_chip <= 1:  # no peer: collective_cost's time is 0.0 everywhere
         return {"time_s": np.zeros(np.broadcast_shapes(np.shape(nbytes), np.shape(stride)))}
     d = distinct(nbytes, group, stride, cache=cache)
     if d is None:
-        cost = collective_cost(system, cal, collective, nbytes, group, stride, launch=launch,
-                               ranks_per_chip=ranks_per_chip)
-        return {f: getattr(cost, f) for f in fields}
-    (n, g, s), inverse, shape = d
-    cost = collective_cost(system, cal, collective, n, g, s, launch=launch, ranks_per_chip=ranks_per_chip)
-    return {f: getattr(cost, f)[inverse].reshape(shape) for f in fields}
+        n, g, s = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (nbytes, group, stride)))
+        inverse, shape = None, n.shape
+        n, g, s = n.ravel(), g.ravel(), s.ravel()
+    else:
+        (n, g, s), inverse, shape = d
+    key = _memo_key(system, cal, collective, launch, ranks_per_chip, fields, n, g, s)
+    with _MEMO_LOCK:  # sweeps price chunks on threads
+        hit = _MEMO.get(key)
+        if hit is not None:
+            _MEMO.move_to_end(key)
+    if hit is None:
+        cost = collective_cost(system, cal, collective, n, g, s, launch=launch, ranks_per_chip=ranks_per_chip)
+        hit = (system, {f: np.asarray(getattr(cost, f)) for f in fields})
+        for a in hit[1].values():
+            a.setflags(write=False)  # shared by later calls: never written
+        with _MEMO_LOCK:
+            _MEMO[key] = hit
+            if len(_MEMO) > _MEMO_SIZE:
+                _MEMO.popitem(last=False)
+    out = hit[1]
+    if inverse is None:
+        return {f: out[f].reshape(shape).copy() for f in fields}
+    return {f: out[f][inverse].reshape(shape) for f in fields}
 
 
 def collective_time(system: System, cal: Calibration, collective: Collective, nbytes, group, stride=1,
