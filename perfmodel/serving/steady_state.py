@@ -86,6 +86,12 @@ def _dt(v) -> DType:
     return DType.parse(v) if isinstance(v, str) else DType(v)
 
 
+def _types(values: np.ndarray, convert=_dt) -> np.ndarray:
+    """convert(v) of every entry, each distinct value converted once (a grid repeats a few types)."""
+    codes, distinct = bd.dtype_codes(values)
+    return np.asarray([convert(d) for d in distinct] + [None], dtype=object)[:-1][codes]
+
+
 def _names(dtypes: np.ndarray) -> np.ndarray:
     """Data-type names of a grid column (each distinct type looked up once)."""
     codes, distinct = bd.dtype_codes(dtypes)
@@ -127,14 +133,14 @@ class Grid:
         w = comp if weights is None else np.atleast_1d(np.asarray(weights, dtype=object))
         e = w if expert_weights is None else np.atleast_1d(np.asarray(expert_weights, dtype=object))
         if kv_cache is None:
-            kv = np.asarray([DType.BF16 if _dt(c) in (DType.BF16, DType.FP16, DType.FP32, DType.TF32) else DType.FP8
-                             for c in comp], dtype=object)
+            kv = _types(comp, lambda c: DType.BF16 if _dt(c) in (DType.BF16, DType.FP16, DType.FP32, DType.TF32)
+                        else DType.FP8)
         else:
             kv = np.atleast_1d(np.asarray(kv_cache, dtype=object))
         arrs = list(num.values()) + [comp, w, e, kv]
         n = np.broadcast_shapes(*[a.shape for a in arrs])
         b = [np.broadcast_to(a, n).ravel() for a in arrs]
-        conv = [np.asarray([_dt(x) for x in a], dtype=object) for a in b[6:]]
+        conv = [_types(a) for a in b[6:]]
         g = cls(*b[:5], *conv, cp=b[5])
         g.validate()
         return g
