@@ -53,3 +53,17 @@ def test_a_changed_catalogue_file_or_the_cache_off_computes_again(cache, tmp_pat
     monkeypatch.setenv("PERFMODEL_CACHE_DIR", "off")
     _rows(), _rows()
     assert len(CALLS) == 4
+
+
+def test_a_claims_frame_is_read_back_equal(cache):
+    import pandas as pd
+
+    def frame():
+        CALLS.append(1)
+        return pd.DataFrame({"reading": pd.Categorical(["a", "b"]), "ratio": [1.5, float("nan")], "note": ["x", "y"]})
+
+    first = result_cache.frame("a frame", frame)
+    again = result_cache.frame("a frame", frame)
+    assert len(CALLS) == 1
+    pd.testing.assert_frame_equal(first, again)
+    assert len(list((cache / "claims").glob("*.pkl"))) == 1

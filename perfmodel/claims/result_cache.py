@@ -2,6 +2,10 @@
 version of the code and the catalogue (a claim function takes no arguments: its rows are a function of the
 code, the catalogue files and the active calibrated sets alone).
 
+    rows(fn, make)    a claim function's rows (JSON)
+    frame(name, fn)   a claims frame that takes no arguments either (the S1-S3 readings; pickled with the
+                      pandas version in its key)
+
     key = sha256(FORMAT, every .py file of the perfmodel package, every file under the catalogue's
                  hardware_specs/, workloads/ and reference/, the active calibrated sets, the claim function)
 
@@ -17,12 +21,17 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
+import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from perfmodel.catalog.calibration import active_key
 from perfmodel.catalog.files import catalog_root
 from perfmodel.model import graph_cache
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FORMAT = 1
 CATALOGUE_DIRS = ("hardware_specs", "workloads", "reference")
@@ -77,4 +86,32 @@ def rows(fn: Callable[[], list], make: Callable[[dict], object]) -> list:
     if path is not None:
         graph_cache.write_json(path, {"format": FORMAT, "claim": f"{fn.__module__}.{fn.__qualname__}",
                                       "rows": [asdict(r) for r in out]})
+    return out
+
+
+def frame(name: str, fn: Callable[[], "pd.DataFrame"]) -> "pd.DataFrame":
+    """fn()'s DataFrame, read back when this version computed it before (module doc), else computed and stored."""
+    import pandas as pd
+
+    where = graph_cache.root()
+    if where is None:
+        return fn()
+    key = hashlib.sha256(f"{fingerprint()} {active_key()!r} frame {name} pandas {pd.__version__}".encode()).hexdigest()
+    path = where / "claims" / f"{key}.pkl"
+    if path.is_file():
+        try:
+            got = pd.read_pickle(path)  # our own entry, written below
+            if isinstance(got, pd.DataFrame):
+                return got
+        except Exception:  # noqa: BLE001 - an unreadable entry is computed again, whatever its fault
+            pass
+    out = fn()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        os.close(fd)
+        out.to_pickle(tmp)
+        os.replace(tmp, path)
+    except OSError:
+        pass
     return out

@@ -28,6 +28,7 @@ import pandas as pd
 
 from perfmodel import catalog
 from perfmodel.catalog.calibration import active_key, calibration_for
+from perfmodel.claims import result_cache
 from perfmodel.claims import serving_curves as sc
 from perfmodel.serving import power, search
 
@@ -72,7 +73,11 @@ def _first_crossing(xs: np.ndarray, ratio: np.ndarray, quote: float) -> float:
 
 def curves(n: int = 60) -> pd.DataFrame:
     """Long frame: reading (trn2 recipe, power basis), metric, x (interactivity or concurrency), both
-    systems' values and the Trn3 / Trn2 ratio."""
+    systems' values and the Trn3 / Trn2 ratio (kept on disk per version: result_cache.frame)."""
+    return result_cache.frame(f"serving_readings.curves {n}", lambda: _curves(n))
+
+
+def _curves(n: int) -> pd.DataFrame:
     parts = []
     for recipe in RECIPES:
         for basis in power.BASES:
@@ -98,6 +103,10 @@ def table() -> pd.DataFrame:
 
 @functools.lru_cache(maxsize=2)
 def _table(cal_key: tuple) -> pd.DataFrame:
+    return result_cache.frame("serving_readings.table", _compute_table)
+
+
+def _compute_table() -> pd.DataFrame:
     rows = []
     for recipe in RECIPES:
         for basis in power.BASES:
