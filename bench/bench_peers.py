@@ -108,17 +108,22 @@ def perfmodel_sweep(grid, repeat: int = 7) -> dict:
         for r in df[["batch", "context", "tp", "time_per_output_token_s"]].itertuples(index=False):
             latency[(g, int(r[0]), int(r[1]), int(r[2]))] = float(r[3])
 
-    # the same model one configuration at a time (a Python loop, as the peers run)
-    loop_n, t0, c0 = 0, time.perf_counter(), time.process_time()
-    for g, b, c, tp in grid:
-        evaluate.evaluate(systems[g], arch, Scenario(Phase.DECODE, batch=b, context=c, parallel=Parallelism(tp=tp)))
-        loop_n += 1
-        if time.perf_counter() - t0 > 3.0:
-            break
-    loop_s, loop_cpu = time.perf_counter() - t0, time.process_time() - c0
+    # the same model one configuration at a time (a Python loop, as the peers run): evaluate() (summary and
+    # per-operator frame) and point() (the summary row only: the one-configuration path)
+    loops = {}
+    for name, fn in (("loop", evaluate.evaluate), ("point", evaluate.point)):
+        n, t0, c0 = 0, time.perf_counter(), time.process_time()
+        for g, b, c, tp in grid:
+            fn(systems[g], arch, Scenario(Phase.DECODE, batch=b, context=c, parallel=Parallelism(tp=tp)))
+            n += 1
+            if time.perf_counter() - t0 > 3.0:
+                break
+        loops[name] = (n, time.perf_counter() - t0, time.process_time() - c0)
+    (loop_n, loop_s, loop_cpu), (point_n, point_s, point_cpu) = loops["loop"], loops["point"]
     hbm_eff = {g: calibration_for(s)["hbm_efficiency"] for g, s in systems.items()}
     return {"cold_s": cold, "warm_s": warm, "warm_cpu_s": statistics.median(cpu), "rate": len(grid) / warm,
             "latency": latency, "loop_n": loop_n, "loop_s": loop_s, "loop_cpu_s": loop_cpu,
+            "point_n": point_n, "point_s": point_s, "point_cpu_s": point_cpu,
             "loop_rate": loop_n / loop_s, "hbm_efficiency": hbm_eff}
 
 
@@ -165,7 +170,8 @@ def main() -> None:
 
     pm = perfmodel_sweep(grid)
     rows = [("perfmodel (vectorised sweep)", "", len(grid), pm["warm_s"], pm["warm_cpu_s"]),
-            ("perfmodel (one config at a time)", "", pm["loop_n"], pm["loop_s"], pm["loop_cpu_s"])]
+            ("perfmodel (one at a time, evaluate)", "", pm["loop_n"], pm["loop_s"], pm["loop_cpu_s"]),
+            ("perfmodel (one at a time, point)", "", pm["point_n"], pm["point_s"], pm["point_cpu_s"])]
     peers = {}
     for tool in args.tools:
         py, note = ensure_peer(tool, PEERS[tool], args.reinstall)

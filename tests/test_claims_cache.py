@@ -67,3 +67,21 @@ def test_a_claims_frame_is_read_back_equal(cache):
     assert len(CALLS) == 1
     pd.testing.assert_frame_equal(first, again)
     assert len(list((cache / "claims").glob("*.pkl"))) == 1
+
+
+def test_the_report_reads_its_comparison_back_and_a_what_if_is_its_own_entry(cache, monkeypatch):
+    from perfmodel import report
+    from perfmodel.catalog import whatif as wi
+    from perfmodel.report import compare
+
+    cases, systems = report.CASES[2:3], ["trn2-ultraserver"]
+    first = report.build_report(cases, systems)
+
+    def not_again(*a, **k):
+        raise AssertionError("the comparison was evaluated again")
+
+    monkeypatch.setattr(compare, "comparison", not_again)
+    again = report.build_report(cases, systems)
+    assert again.comparison.results.equals(first.comparison.results)
+    with pytest.raises(AssertionError, match="evaluated again"):
+        report.build_report(cases, systems, wi.parse_assignments(["hbm_efficiency=0.8"]))

@@ -1,10 +1,11 @@
-"""Computed claims kept on disk, so `perfmodel claims` and the report's claims pay their sweeps once per
-version of the code and the catalogue (a claim function takes no arguments: its rows are a function of the
-code, the catalogue files and the active calibrated sets alone).
+"""Computed claims (and the report's comparison) kept on disk, so `perfmodel claims` and `perfmodel report`
+pay their sweeps once per version of the code and the catalogue (a claim function takes no arguments: its
+rows are a function of the code, the catalogue files and the active calibrated sets alone).
 
-    rows(fn, make)    a claim function's rows (JSON)
-    frame(name, fn)   a claims frame that takes no arguments either (the S1-S3 readings; pickled with the
-                      pandas version in its key)
+    rows(fn, make)     a claim function's rows (JSON)
+    frame(name, fn)    a claims frame that takes no arguments either (the S1-S3 readings)
+    pickled(name, fn)  any result fully named by `name` given the code and catalogue (the report's comparison
+                       of its cases, systems and what-ifs); pickled, the pandas version in its key
 
     key = sha256(FORMAT, every .py file of the perfmodel package, every file under the catalogue's
                  hardware_specs/, workloads/ and reference/, the active calibrated sets, the claim function)
@@ -93,15 +94,23 @@ def frame(name: str, fn: Callable[[], "pd.DataFrame"]) -> "pd.DataFrame":
     """fn()'s DataFrame, read back when this version computed it before (module doc), else computed and stored."""
     import pandas as pd
 
+    return pickled(name, fn, pd.DataFrame)
+
+
+def pickled(name: str, fn: Callable[[], object], kind: type = object):
+    """fn()'s result, read back when this version computed it for `name` before (an entry not of `kind`, or
+    unreadable, is computed again), else computed and stored."""
+    import pandas as pd
+
     where = graph_cache.root()
     if where is None:
         return fn()
-    key = hashlib.sha256(f"{fingerprint()} {active_key()!r} frame {name} pandas {pd.__version__}".encode()).hexdigest()
-    path = where / "claims" / f"{key}.pkl"
+    key = hashlib.sha256(f"{fingerprint()} {active_key()!r} pickled {name} pandas {pd.__version__}".encode())
+    path = where / "claims" / f"{key.hexdigest()}.pkl"
     if path.is_file():
         try:
             got = pd.read_pickle(path)  # our own entry, written below
-            if isinstance(got, pd.DataFrame):
+            if isinstance(got, kind):
                 return got
         except Exception:  # noqa: BLE001 - an unreadable entry is computed again, whatever its fault
             pass
@@ -110,7 +119,7 @@ def frame(name: str, fn: Callable[[], "pd.DataFrame"]) -> "pd.DataFrame":
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         os.close(fd)
-        out.to_pickle(tmp)
+        pd.to_pickle(out, tmp)
         os.replace(tmp, path)
     except OSError:
         pass

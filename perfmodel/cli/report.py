@@ -1,6 +1,6 @@
 """CLI: `report`, `claims`, `roofline`, `memory`, `knobs` (thin over the report package and whatif.py).
 
-    perfmodel report                      Trn1-Trn4 and GPU peers on the built-in cases
+    perfmodel report [--claims]           Trn1-Trn4 and GPU peers on the built-in cases (and the seed claims)
     perfmodel report --out report.html    the same with charts (or report.md, charts as PNG files)
     perfmodel claims [--misses]           every seed claim: quoted, modelled, within, reason
     perfmodel roofline --hardware trn2-ultraserver --workload llama-3-70b --phase decode --tp 4

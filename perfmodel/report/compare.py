@@ -143,7 +143,8 @@ def build_report(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS
     """The comparison report as data: an overview, one section per case, claims, provenance notes."""
     cases, systems = list(cases), list(systems)
     n = len(cases) * len(systems) + (1 if with_claims else 0)
-    cmp = comparison(cases, systems, whatif, (lambda i, _, label: progress(i, n, label)) if progress else None)
+    cmp = _stored_comparison(cases, systems, whatif,
+                             (lambda i, _, label: progress(i, n, label)) if progress else None)
     loaded = [wi.apply_spec(catalog.load_system(s), whatif.spec) for s in systems]
     overview = spec_tables.systems_frame(loaded)
     ov_cols = ("system", "generation", "chips_per_node", "scaleup_chips", "peak_bf16_per_chip_flop_per_s",
@@ -199,6 +200,15 @@ def build_report(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS
     if whatif:
         title += f" (what-if: {', '.join(whatif.assignments())})"
     return Report(title, tuple(secs), cmp)
+
+
+def _stored_comparison(cases: list[Case], systems: list[str], whatif: wi.WhatIf, progress) -> Comparison:
+    """comparison(), kept on disk per version of the code and catalogue (claims.result_cache): a report run
+    again, unchanged, reads its 40 evaluations back."""
+    from perfmodel.claims import result_cache
+
+    name = f"report.comparison {[repr(c) for c in cases]} {systems} {whatif.assignments()}"
+    return result_cache.pickled(name, lambda: comparison(cases, systems, whatif, progress), Comparison)
 
 
 def _chart(name: str, *args, **kwargs):
