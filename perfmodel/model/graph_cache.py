@@ -24,8 +24,10 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import sympy as sp
+if TYPE_CHECKING:  # sympy is imported where a graph is read or fingerprinted: the root and writer stay light
+    import sympy as sp
 
 FORMAT = 2  # 2: entries carry the graph's operator records (meta)
 
@@ -50,6 +52,8 @@ def directory() -> Path | None:
 @functools.lru_cache(maxsize=1)
 def fingerprint() -> str:
     """sha256 of the code that defines the graph expressions, and of the sympy version."""
+    import sympy as sp
+
     h = hashlib.sha256(f"{FORMAT} sympy {sp.__version__}".encode())
     root = Path(__file__).resolve().parent.parent
     for sub in ("model", "core"):
@@ -76,6 +80,8 @@ def load(parts: tuple) -> tuple[str, tuple[sp.Symbol, ...], object] | None:
         doc = json.loads(path.read_text())
         if doc.get("format") != FORMAT or doc.get("parts") != repr(parts):
             return None
+        import sympy as sp
+
         syms = tuple(sp.Symbol(name, **assumptions) for name, assumptions in doc["symbols"])
         return str(doc["source"]), syms, doc.get("meta")
     except (OSError, ValueError, KeyError, TypeError):

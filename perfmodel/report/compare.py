@@ -27,7 +27,7 @@ from perfmodel.catalog import spec_tables
 from perfmodel.catalog import whatif as wi
 from perfmodel.core.hardware import System
 from perfmodel.report import provenance_frame
-from perfmodel.report.frames import _with_inputs, display_table, fit_plan, inputs_frame, load, pick_dtype, plan_text, run_scenario, summary_columns, workbook
+from perfmodel.report.tables import display_table, summary_columns, workbook
 
 # Trn1, Trn2, Trn3, Trn4 (projected), then the GPU peers
 SYSTEMS = ("trn1.32xlarge", "trn2-ultraserver", "trn3-ultraserver", "trn4-projected", "p5.48xlarge",
@@ -81,6 +81,9 @@ class Comparison:
 def comparison(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS, whatif: wi.WhatIf = wi.WhatIf(),
                progress: Progress | None = None) -> Comparison:
     """Every case on every system (plan from min_fit, data type from the case's preferences)."""
+    from perfmodel.report.frames import _with_inputs, fit_plan, inputs_frame, load, pick_dtype, run_scenario
+    from perfmodel.report.tables import plan_text
+
     cases, systems = list(cases), list(systems)
     rows, ops, provs, comps, inputs, errors = [], [], [], [], [], []
     n, i = len(cases) * len(systems), 0

@@ -35,6 +35,8 @@ from perfmodel.core.workload import ModelArch
 from perfmodel.model import attribution, evaluate, feasibility, memory
 from perfmodel.model.roofline import ENGINES
 from perfmodel.report import provenance_frame
+from perfmodel.report.tables import (FIGURE_BASIS, SUMMARY_COLUMNS, display_table, plan_text,  # noqa: F401
+                                     summary_columns, workbook)  # (re-exported: the page frames and notebooks)
 
 Progress = Callable[[int, int, str], None]
 
@@ -280,9 +282,7 @@ def inputs_frame(ld: Loaded, opts: wi.ScenarioOptions) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def workbook(inputs: pd.DataFrame, results: pd.DataFrame, per_operator: pd.DataFrame,
-             provenance: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    return {"inputs": inputs, "results": results, "per_operator": per_operator, "provenance": provenance}
+
 
 
 def _basis(system: System, scenario, row: dict) -> dict[str, str]:
@@ -299,55 +299,3 @@ def _basis(system: System, scenario, row: dict) -> dict[str, str]:
 BASIS_COLUMNS = {"basis_peak": "peak_flop_per_s", "basis_performance": "step_time_s",
                  "basis_memory": "memory_total_bytes", "basis_tokens_per_mw": "tokens_per_mw",
                  "basis_usd_per_mtok": "usd_per_million_tokens"}
-# displayed column -> basis column that marks it
-FIGURE_BASIS = {"peak_flop_per_s": "basis_peak", **{c: "basis_performance" for c in (
-    "step_time_s", "ttft_s", "time_per_output_token_s", "tokens_per_s_per_user", "tokens_per_s_per_chip",
-    "achieved_flop_per_s", "mfu_frac", "bound")}, "memory_total_bytes": "basis_memory", "min_chips": "basis_memory",
-    "capacity_bytes": "basis_memory",
-    "tokens_per_mw": "basis_tokens_per_mw", "usd_per_million_tokens": "basis_usd_per_mtok"}
-
-
-
-_LATENCY = {"decode": ("time_per_output_token_s", "tokens_per_s_per_user"), "prefill": ("ttft_s",),
-            "train": ("step_time_s",)}
-
-
-def summary_columns(phase: str) -> tuple[str, ...]:
-    """The columns the report shows for a phase (the frames keep every column)."""
-    return ("system", "compute_dtype", "plan", "replica_chips", *_LATENCY.get(phase, ("step_time_s",)),
-            "tokens_per_s_per_chip", "peak_flop_per_s", "achieved_flop_per_s", "mfu_frac", "bound",
-            "memory_total_bytes", "capacity_bytes", "min_chips", "tokens_per_mw", "usd_per_million_tokens")
-
-
-SUMMARY_COLUMNS = summary_columns("decode")
-
-
-def plan_text(opts: wi.ScenarioOptions) -> str:
-    """'tp4 ep4' style: the parallel degrees above 1 (or 'single chip')."""
-    parts = [f"{k}{getattr(opts, k)}" for k in ("tp", "pp", "ep", "dp", "da") if getattr(opts, k) > 1]
-    return " ".join(parts) or "1 chip"
-
-
-def display_table(df: pd.DataFrame, columns: Iterable[str] = SUMMARY_COLUMNS) -> pd.DataFrame:
-    """Human-scaled text table; each figure carries the marker of the weakest input it rests on."""
-    from perfmodel.report import export
-
-    cols = [c for c in columns if c in df and not df[c].isna().all()]
-    # the row values as DataFrame.iterrows gives them (one common-dtype array: ints read as floats in an
-    # all-numeric frame), read by position instead of building a Series per row (the app's hot path)
-    values = df.values
-    pos = {c: i for i, c in enumerate(df.columns)}
-    out = {}
-    for c in cols:
-        name, div = export.pretty_name(c)
-        basis = pos.get(FIGURE_BASIS.get(c)) if c in FIGURE_BASIS else None
-        vals = []
-        for row in values:
-            v = row[pos[c]]
-            num = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
-            text = export._fmt_cell(float(v) / div if num and div != 1.0 else v)
-            if text and basis is not None:
-                text += provenance_frame.marker(row[basis])
-            vals.append(text)
-        out[name] = vals
-    return pd.DataFrame(out)
