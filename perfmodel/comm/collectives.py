@@ -213,6 +213,7 @@ def distinct(*arrays, min_size: int = 64, cache: dict | None = None):
 
 _MEMO: OrderedDict = OrderedDict()  # (system, calibration, collective, call, messages) -> fields (read-only)
 _MEMO_SIZE = 4096
+_MEMO_MAX_MESSAGES = 1024  # calls pricing more distinct messages (a sweep's) are not kept: they seldom repeat
 _MEMO_LOCK = threading.Lock()
 
 
@@ -231,8 +232,9 @@ def collective_fields(system: System, cal: Calibration, collective, nbytes, grou
     (nbytes, group, stride) entry alone, so a sweep prices each distinct entry once and spreads the
     results back (a sweep repeats few distinct messages). A group of one chip costs 0 s.
     `cache`: see distinct (a caller pricing several collectives over the same groups).
-    The distinct entries' prices are memoised in the process (an LRU of _MEMO_SIZE calls): the serving
-    searches, the claims and a loop of single evaluations price the same messages again and again."""
+    The distinct entries' prices are memoised in the process (an LRU of _MEMO_SIZE calls of at most
+    _MEMO_MAX_MESSAGES messages each): the serving searches, the claims and a loop of single evaluations price
+    the same messages again and again."""
     g = np.asarray(group, dtype=float)
     if fields == ("time_s",) and g.ndim == 0 and g * ranks_per_chip <= 1:  # no peer: collective_cost's time is 0.0 everywhere
         return {"time_s": np.zeros(np.broadcast_shapes(np.shape(nbytes), np.shape(stride)))}
@@ -243,6 +245,10 @@ def collective_fields(system: System, cal: Calibration, collective, nbytes, grou
         n, g, s = n.ravel(), g.ravel(), s.ravel()
     else:
         (n, g, s), inverse, shape = d
+    if n.size > _MEMO_MAX_MESSAGES:
+        cost = collective_cost(system, cal, collective, n, g, s, launch=launch, ranks_per_chip=ranks_per_chip)
+        out = {f: np.asarray(getattr(cost, f)) for f in fields}
+        return {f: (out[f].reshape(shape) if inverse is None else out[f][inverse].reshape(shape)) for f in fields}
     key = _memo_key(system, cal, collective, launch, ranks_per_chip, fields, n, g, s)
     with _MEMO_LOCK:  # sweeps price chunks on threads
         hit = _MEMO.get(key)
