@@ -155,6 +155,13 @@ def _categorical(codes: np.ndarray, labels, dtype=None) -> pd.Categorical:
 
 def evaluate_chunk(plan: Plan, g: int, start: int, stop: int) -> pd.DataFrame:
     """Configurations [start, stop) of group g: one vectorised evaluation, one row each."""
+    df = pd.DataFrame(chunk_columns(plan, g, start, stop))
+    return df[df["valid"] & df["fits"] & df["finite"]].reset_index(drop=True) if plan.spec.fits_only else df
+
+
+def chunk_columns(plan: Plan, g: int, start: int, stop: int) -> dict:
+    """evaluate_chunk's columns before they become a DataFrame (every row, numpy arrays or Categoricals of
+    stop - start entries, some read-only broadcast views): what a returned frame copies into its columns."""
     n = stop - start
     gv = plan.group_values(g)
     system, arch, cal = _context(gv["system"], gv["workload"], plan.spec.variant)
@@ -211,8 +218,7 @@ def evaluate_chunk(plan: Plan, g: int, start: int, stop: int) -> pd.DataFrame:
             frame[k] = np.broadcast_to(v, (n,))
     for k, v in feas.items():  # reasons stay plain text: chunks' category sets would differ
         frame[k] = np.broadcast_to(v, (n,))
-    df = pd.DataFrame(frame)
-    return df[df["valid"] & df["fits"] & df["finite"]].reset_index(drop=True) if plan.spec.fits_only else df
+    return frame
 
 
 def _label(v):

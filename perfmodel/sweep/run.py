@@ -58,7 +58,7 @@ import pandas as pd
 
 from perfmodel.core import safe_write
 from perfmodel.sweep.assemble import ColumnsFrame
-from perfmodel.sweep.engine import DEFAULT_CHUNK, Plan, SweepSpec, evaluate_chunk
+from perfmodel.sweep.engine import DEFAULT_CHUNK, Plan, SweepSpec, chunk_columns, evaluate_chunk
 
 
 @dataclass(frozen=True)
@@ -157,8 +157,13 @@ def local_cluster(n_workers: int, **kw):
         return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, **kw)
 
 
+COLUMNS = object()  # reduce=COLUMNS: a chunk as engine.chunk_columns' dict (a returned frame copies it in)
+
+
 def _chunk(plan: Plan, reduce, part: Path | None, i: int, g: int, start: int, stop: int):
     """Evaluate one chunk, reduce it, and write it as dataset part i (returning its row count) or return it."""
+    if reduce is COLUMNS:
+        return chunk_columns(plan, g, start, stop)
     df = evaluate_chunk(plan, g, start, stop)
     if reduce is not None:
         df = reduce(df)
@@ -271,9 +276,10 @@ def run_sweep(spec: SweepSpec | Plan, out: str | Path | Callable | None = None, 
     update, close_bar = _progress(False, plan.size)  # no bar until inside the try, which stops it
     try:
         update, close_bar = _progress(progress, plan.size)
+        how = COLUMNS if whole is not None and client is None else reduce  # no DataFrame per chunk
         for (_, start, stop), df in zip(plan.tasks(chunk_size),
-                                        frames(plan, chunk_size, client, workers, window, reduce, part)):
-            n = df if part is not None else len(df)
+                                        frames(plan, chunk_size, client, workers, window, how, part)):
+            n = df if part is not None else stop - start if how is COLUMNS else len(df)
             if whole is not None:
                 whole.add(df)
             elif part is None and sink is None:
