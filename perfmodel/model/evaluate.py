@@ -85,6 +85,8 @@ def opsum(terms: list, shape: tuple, pairwise: bool | None = None) -> np.ndarray
     forces either order, for a sweep evaluated on its distinct rows only."""
     if pairwise is None:
         pairwise = int(np.prod(shape)) <= 1
+    if terms and tuple(shape) == ():  # one configuration: the same 1-D array without a broadcast view per term
+        return np.array([0.0 if t is None else t for t in terms], dtype=float).sum(axis=0)
     if pairwise or not terms:
         return stack_rows([0.0 if t is None else t for t in terms], shape).sum(axis=0)
     acc, owned = None, False
