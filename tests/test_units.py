@@ -63,3 +63,42 @@ def test_format_quantity_uses_sensible_prefixes():
     assert units.format_quantity(2.9e12, "bandwidth") == "2.9 TB/s"
     assert units.format_quantity(96 * 2**30, "capacity") == "96 GiB"
     assert units.format_quantity(1.5e-6, "time") == "1.5 us"
+
+
+def test_every_catalogue_quantity_is_pints_own_conversion(monkeypatch):
+    """A value is number x the unit's factor (units._factor): for every quantity the catalogue holds, bit for
+    bit what pint's Quantity(number, unit).to(internal unit) gives."""
+    import re
+
+    from perfmodel.catalog import check
+
+    seen = {}
+    parse_text = units._parse_text
+    monkeypatch.setattr(units, "_parse_text", lambda s, kind, k: seen.setdefault((s, kind), parse_text(s, kind, k)))
+    check.check_catalog()
+    ureg = units.registry()
+    with_units = 0
+    for (s, kind), value in seen.items():
+        m = units._QUANTITY.fullmatch(s)
+        unit = re.sub(r"\s*([/*·^])\s*", r"\1", re.sub(r"\s+", " ", m.group(2).strip()))
+        if not unit:
+            continue
+        with_units += 1
+        k = units.KINDS[kind]
+        q = ureg.Quantity(float(m.group(1)), ureg.parse_units(unit.replace("·", "*")))
+        assert value == float(q.to(k.internal_unit or "count").magnitude), s
+    assert with_units > 200
+
+
+def test_a_unit_met_once_is_read_back_without_pint(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; from perfmodel.core import units; "
+            "print(units.parse('2.9 TB/s', 'bandwidth'), 'pint' in sys.modules)")
+    env = {**os.environ, "PERFMODEL_CACHE_DIR": str(tmp_path)}
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert first.stdout.split() == ["2900000000000.0", "True"]
+    assert again.stdout.split() == ["2900000000000.0", "False"]

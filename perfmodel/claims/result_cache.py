@@ -11,8 +11,8 @@ rows are a function of the code, the catalogue files and the active calibrated s
                  hardware_specs/, workloads/ and reference/, the active calibrated sets, the claim function)
 
 A change to any formula, spec, assumption or measurement file misses every entry, so a cached row is the
-row the code would compute now. Entries live in claims/ under graph_cache's root (PERFMODEL_CACHE_DIR=off
-turns them off); one that cannot be read is computed again.
+row the code would compute now. Entries live in claims/ under the cache root (core/cache_root.py;
+PERFMODEL_CACHE_DIR=off turns them off); one that cannot be read is computed again.
 
 Does not: compute a claim (the family modules do) or judge it (registry.ClaimResult).
 """
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Callable
 
 from perfmodel.catalog.calibration import active_key
 from perfmodel.catalog.files import catalog_root
-from perfmodel.model import graph_cache
+from perfmodel.core.cache_root import root, write_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -63,7 +63,7 @@ def fingerprint() -> str:
 
 
 def _path(fn: Callable) -> Path | None:
-    where = graph_cache.root()
+    where = root()
     if where is None:
         return None
     key = hashlib.sha256(f"{fingerprint()} {active_key()!r} {fn.__module__}.{fn.__qualname__}".encode()).hexdigest()
@@ -85,7 +85,7 @@ def rows(fn: Callable[[], list], make: Callable[[dict], object]) -> list:
             pass
     out = fn()
     if path is not None:
-        graph_cache.write_json(path, {"format": FORMAT, "claim": f"{fn.__module__}.{fn.__qualname__}",
+        write_json(path, {"format": FORMAT, "claim": f"{fn.__module__}.{fn.__qualname__}",
                                       "rows": [asdict(r) for r in out]})
     return out
 
@@ -102,7 +102,7 @@ def pickled(name: str, fn: Callable[[], object], kind: type = object):
     unreadable, is computed again), else computed and stored."""
     import pandas as pd
 
-    where = graph_cache.root()
+    where = root()
     if where is None:
         return fn()
     key = hashlib.sha256(f"{fingerprint()} {active_key()!r} pickled {name} pandas {pd.__version__}".encode())

@@ -8,10 +8,10 @@ caller needs besides (meta: the operators' names, passes and collectives), so a 
 The key also holds a fingerprint of the code that defines the expressions (every .py file of perfmodel/model
 and perfmodel/core, and the sympy version): a change to any formula misses every entry.
 
-Where: graphs/ under the cache root: $PERFMODEL_CACHE_DIR, else $XDG_CACHE_HOME/perfmodel, else
-~/.cache/perfmodel (claims/result_cache.py keeps computed claims beside it); PERFMODEL_CACHE_DIR=off turns
-both off. An entry that cannot be read or written is ignored (the graph is compiled as without the cache);
-writes are atomic (a temporary file, then os.replace), so concurrent processes never see half an entry.
+Where: graphs/ under the cache root (core/cache_root.py: $PERFMODEL_CACHE_DIR, else
+$XDG_CACHE_HOME/perfmodel, else ~/.cache/perfmodel; PERFMODEL_CACHE_DIR=off turns every cache off). An
+entry that cannot be read or written is ignored (the graph is compiled as without the cache); writes are
+atomic (a temporary file, then os.replace), so concurrent processes never see half an entry.
 
 Does not: build or evaluate a graph (evaluate.compile_graph does).
 """
@@ -21,26 +21,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from perfmodel.core.cache_root import root, write_json  # noqa: F401 (root re-exported)
 
 if TYPE_CHECKING:  # sympy is imported where a graph is read or fingerprinted: the root and writer stay light
     import sympy as sp
 
 FORMAT = 2  # 2: entries carry the graph's operator records (meta)
-
-
-def root() -> Path | None:
-    """The cache root (module doc), or None when caching is off."""
-    env = os.environ.get("PERFMODEL_CACHE_DIR", "")
-    if env.lower() == "off":
-        return None
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "perfmodel"
 
 
 def directory() -> Path | None:
@@ -95,18 +84,6 @@ def store(parts: tuple, source: str, symbols: tuple[sp.Symbol, ...], meta=None) 
         return
     write_json(path, {"format": FORMAT, "parts": repr(parts), "source": source, "meta": meta,
                       "symbols": [[s.name, {k: v for k, v in s.assumptions0.items()}] for s in symbols]})
-
-
-def write_json(path: Path, doc) -> None:
-    """Write `doc` as JSON atomically (a temporary file, then os.replace); nothing when it cannot be written."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f)
-        os.replace(tmp, path)
-    except OSError:
-        return
 
 
 def function(source: str, namespace: dict):
