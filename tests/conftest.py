@@ -5,4 +5,5 @@ PERFMODEL_CACHE_DIR says otherwise."""
 import os
 from pathlib import Path
 
-os.environ.setdefault("PERFMODEL_CACHE_DIR", str(Path(__file__).resolve().parent.parent / ".pytest_cache" / "perfmodel"))
+os.environ.setdefault("PERFMODEL_CACHE_DIR",
+                      str(Path(__file__).resolve().parent.parent / ".pytest_cache" / "perfmodel"))

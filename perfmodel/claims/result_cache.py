@@ -86,7 +86,7 @@ def rows(fn: Callable[[], list], make: Callable[[dict], object]) -> list:
     out = fn()
     if path is not None:
         write_json(path, {"format": FORMAT, "claim": f"{fn.__module__}.{fn.__qualname__}",
-                                      "rows": [asdict(r) for r in out]})
+                          "rows": [asdict(r) for r in out]})
     return out
 
 

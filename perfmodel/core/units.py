@@ -127,7 +127,7 @@ def _known_factors() -> dict[str, float]:
 
 def _factor(unit: str, kind: str, k: "Kind", s: str) -> float:
     """The factor from `unit` to the internal unit of `kind` (module doc), checked by pint the first time."""
-    key = f"{kind}|{unit}"
+    key = f"{kind}|{k.internal_unit}|{k.dimensionality}|{unit}"  # a kind redefined misses
     known = _known_factors()
     if key in known:
         return known[key]

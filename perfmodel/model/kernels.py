@@ -29,7 +29,6 @@ from perfmodel.model import numeric
 from perfmodel.model import roofline as rl
 
 
-
 @functools.lru_cache(maxsize=512)
 def _lambdify(expr: sp.Expr):
     """(symbols, numpy function) of an expression, compiled once per expression."""
