@@ -14,12 +14,21 @@ import sys
 from pathlib import Path
 
 
-def main() -> None:
+def main() -> int:
+    """Every benchmark in turn; one that exits non-zero (a missed target) is reported and the rest still run."""
+    misses = []
     for path in sorted(Path(__file__).parent.glob("bench_*.py")):
         print(f"== {path.name}", flush=True)
         sys.argv = [str(path)]
-        runpy.run_path(str(path), run_name="__main__")
+        try:
+            runpy.run_path(str(path), run_name="__main__")
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                misses.append(f"{path.name} (exit {exc.code})")
+    print(f"== {len(misses)} benchmark(s) exited non-zero: {', '.join(misses)}" if misses
+          else "== every benchmark exited 0", flush=True)
+    return 1 if misses else 0
 
 
 if __name__ == "__main__":  # Dask's worker processes import this module again: they must not run the benchmarks
-    main()
+    raise SystemExit(main())
