@@ -85,3 +85,16 @@ def test_the_report_reads_its_comparison_back_and_a_what_if_is_its_own_entry(cac
     assert again.comparison.results.equals(first.comparison.results)
     with pytest.raises(AssertionError, match="evaluated again"):
         report.build_report(cases, systems, wi.parse_assignments(["hbm_efficiency=0.8"]))
+
+
+def test_a_cache_folder_keeps_under_its_cap_dropping_the_entries_used_longest_ago(tmp_path):
+    import os
+
+    from perfmodel.core import cache_root
+
+    for i, age in enumerate((300, 200, 100)):
+        (tmp_path / f"e{i}.json").write_bytes(b"x" * 1000)
+        os.utime(tmp_path / f"e{i}.json", (1_000_000 - age, 1_000_000 - age))
+    cache_root.used(tmp_path / "e0.json")  # read just now: the newest
+    cache_root.prune(tmp_path, max_bytes=2000)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e0.json", "e2.json"]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Callable
 
 from perfmodel.catalog.calibration import active_key
 from perfmodel.catalog.files import catalog_root
-from perfmodel.core.cache_root import root, write_json
+from perfmodel.core.cache_root import prune, root, used, write_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,6 +80,7 @@ def rows(fn: Callable[[], list], make: Callable[[dict], object]) -> list:
         try:
             doc = json.loads(path.read_text())
             if doc.get("format") == FORMAT and doc.get("claim") == f"{fn.__module__}.{fn.__qualname__}":
+                used(path)
                 return [make(r) for r in doc["rows"]]
         except (OSError, ValueError, KeyError, TypeError):
             pass
@@ -111,6 +112,7 @@ def pickled(name: str, fn: Callable[[], object], kind: type = object):
         try:
             got = pd.read_pickle(path)  # our own entry, written below
             if isinstance(got, kind):
+                used(path)
                 return got
         except Exception:  # noqa: BLE001 - an unreadable entry is computed again, whatever its fault
             pass
@@ -122,5 +124,6 @@ def pickled(name: str, fn: Callable[[], object], kind: type = object):
         pd.to_pickle(out, tmp)
         os.replace(tmp, path)
     except OSError:
-        pass
+        return out
+    prune(path.parent)
     return out

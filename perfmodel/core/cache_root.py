@@ -6,6 +6,8 @@ factors (core/units.py). Every entry is keyed by what it was computed from; any 
                         None when PERFMODEL_CACHE_DIR=off
     write_json(path, doc)   atomic (a temporary file, then os.replace): a reader never sees half an entry;
                         nothing when the folder cannot be written
+    prune(folder)       keeps a folder under MAX_FOLDER_BYTES, the entries used longest ago removed first
+                        (every code version adds entries; a read entry is touched: used())
 
 Does not: decide what is kept or how it is keyed (the modules above do).
 """
@@ -29,8 +31,11 @@ def root() -> Path | None:
     return Path(base) / "perfmodel"
 
 
+MAX_FOLDER_BYTES = 256 * 2 ** 20  # per folder (graphs/, claims/): a few hundred code versions' entries
+
+
 def write_json(path: Path, doc) -> None:
-    """Write `doc` as JSON atomically; nothing when it cannot be written."""
+    """Write `doc` as JSON atomically, then prune its folder; nothing when it cannot be written."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
@@ -39,3 +44,30 @@ def write_json(path: Path, doc) -> None:
         os.replace(tmp, path)
     except OSError:
         return
+    prune(path.parent)
+
+
+def used(path: Path) -> None:
+    """Mark an entry as just used (its modification time), so prune keeps it over older ones."""
+    try:
+        os.utime(path)
+    except OSError:
+        return
+
+
+def prune(folder: Path, max_bytes: int = MAX_FOLDER_BYTES) -> None:
+    """Remove the entries used longest ago until the folder holds at most max_bytes (errors ignored: another
+    process may be pruning the same folder)."""
+    try:
+        entries = [(e.stat().st_mtime, e.stat().st_size, e) for e in folder.iterdir() if e.is_file()]
+    except OSError:
+        return
+    total = sum(size for _, size, _ in entries)
+    for _, size, entry in sorted(entries, key=lambda x: x[0]):
+        if total <= max_bytes:
+            return
+        try:
+            entry.unlink()
+        except OSError:
+            pass
+        total -= size

@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfmodel.core.cache_root import root, write_json  # noqa: F401 (root re-exported)
+from perfmodel.core.cache_root import root, used, write_json  # noqa: F401 (root re-exported)
 
 if TYPE_CHECKING:  # sympy is imported where a graph is read or fingerprinted: the root and writer stay light
     import sympy as sp
@@ -72,6 +72,7 @@ def load(parts: tuple) -> tuple[str, tuple[sp.Symbol, ...], object] | None:
         import sympy as sp
 
         syms = tuple(sp.Symbol(name, **assumptions) for name, assumptions in doc["symbols"])
+        used(path)
         return str(doc["source"]), syms, doc.get("meta")
     except (OSError, ValueError, KeyError, TypeError):
         return None
