@@ -22,14 +22,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from perfmodel.catalog.calibration import active_key
 from perfmodel.catalog.files import catalog_root
-from perfmodel.core.cache_root import prune, root, used, write_json
+from perfmodel.core.cache_root import root, used, write, write_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -117,13 +115,5 @@ def pickled(name: str, fn: Callable[[], object], kind: type = object):
         except Exception:  # noqa: BLE001 - an unreadable entry is computed again, whatever its fault
             pass
     out = fn()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        os.close(fd)
-        pd.to_pickle(out, tmp)
-        os.replace(tmp, path)
-    except OSError:
-        return out
-    prune(path.parent)
+    write(path, lambda tmp: pd.to_pickle(out, tmp))
     return out

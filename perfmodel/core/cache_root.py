@@ -4,8 +4,9 @@ factors (core/units.py). Every entry is keyed by what it was computed from; any 
 
     root()              $PERFMODEL_CACHE_DIR, else $XDG_CACHE_HOME/perfmodel, else ~/.cache/perfmodel;
                         None when PERFMODEL_CACHE_DIR=off
-    write_json(path, doc)   atomic (a temporary file, then os.replace): a reader never sees half an entry;
-                        nothing when the folder cannot be written
+    write(path, fill)   fill(temporary path), then renamed onto path (safe_write.atomic_path): a reader never
+                        sees half an entry; nothing when the folder cannot be written; then prune
+    write_json(path, doc)   the same for a JSON document
     prune(folder)       keeps a folder under MAX_FOLDER_BYTES, the entries used longest ago removed first
                         (every code version adds entries; a read entry is touched: used())
 
@@ -16,8 +17,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
+from typing import Callable
+
+from perfmodel.core import safe_write
 
 
 def root() -> Path | None:
@@ -34,17 +37,21 @@ def root() -> Path | None:
 MAX_FOLDER_BYTES = 256 * 2 ** 20  # per folder (graphs/, claims/): a few hundred code versions' entries
 
 
-def write_json(path: Path, doc) -> None:
-    """Write `doc` as JSON atomically, then prune its folder; nothing when it cannot be written."""
+def write(path: Path, fill: Callable[[Path], object]) -> None:
+    """fill(a temporary path beside `path`), renamed onto it when complete, then prune its folder; nothing when
+    the folder cannot be written (a cache entry is optional)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f)
-        os.replace(tmp, path)
-    except OSError:
+        with safe_write.atomic_path(path) as tmp:
+            fill(tmp)
+    except (OSError, safe_write.OutputError):
         return
     prune(path.parent)
+
+
+def write_json(path: Path, doc) -> None:
+    """write() of `doc` as JSON."""
+    write(path, lambda tmp: tmp.write_text(json.dumps(doc)))
 
 
 def used(path: Path) -> None:
