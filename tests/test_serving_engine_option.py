@@ -29,7 +29,11 @@ def test_aggregated_adds_the_engines_step_and_first_token_by_hand(engine):
     # GPU alone: t_d / 2 + L_f; with the engine: kappa t_s + t_s / 2 + L_f, t_s = t_d + tau
     assert eng["ttft_s"] == pytest.approx(gpu["ttft_s"] + kappa * (t_d + tau) + tau / 2)
     assert eng["engine"] == engine and gpu["engine"] == "none"
-    assert eng["output_tokens_per_s_per_chip"] < gpu["output_tokens_per_s_per_chip"]
+    # host time per step costs throughput (TensorRT-LLM's fitted host time is 0: none lost)
+    if tau > 0:
+        assert eng["output_tokens_per_s_per_chip"] < gpu["output_tokens_per_s_per_chip"]
+    else:
+        assert eng["output_tokens_per_s_per_chip"] == pytest.approx(gpu["output_tokens_per_s_per_chip"])
 
 
 def test_disaggregated_uses_its_own_steps_to_the_first_token():

@@ -85,15 +85,15 @@ def test_short_k_gemms_run_below_long_k_ones_on_hopper_not_where_unmeasured():
     assert eff(A100, 1024, DType.BF16) == pytest.approx(eff(A100, 16384, DType.BF16), rel=1e-9)
 
 
-def test_the_fitted_tile_cost_reproduces_deepgemms_k_trend():
-    """The source table of gemm_tile_fixed_k (DeepGEMM, H800 FP8, M = 4096): throughput at K = 512 ... 16384
-    relative to K = 16384, within 5% (one parameter, five rows)."""
+def test_block_scaled_fp8_kernels_lose_more_at_short_k_than_the_cublas_fit():
+    """gemm_tile_fixed_k is cuBLAS's (perfmodel's H100 K sweeps, tests/test_device_h100.py). DeepGEMM's
+    block-scaled FP8 kernels (README table, H800, M = 4096) promote their accumulators every 128 K steps, extra
+    fixed work per tile: their throughput relative to K = 16384 falls below the cuBLAS fit's at every shorter K."""
     h800 = catalog.load_system("hgx-h800")
-    rows = {512: 590.0, 1536: 990.0, 2048: 1025.0, 7168: 1304.0, 16384: 1358.0}
-    cal = calibration_for(h800)
-    k0 = 2 * cal["gemm_tile_fixed_k"]
+    rows = {512: 590.0, 1536: 990.0, 2048: 1025.0, 7168: 1304.0}
+    k0 = 2 * calibration_for(h800)["gemm_tile_fixed_k"]
     for k, tflops in rows.items():
-        assert (k / (k + k0)) / (16384 / (16384 + k0)) == pytest.approx(tflops / rows[16384], rel=0.05)
+        assert (k / (k + k0)) / (16384 / (16384 + k0)) > tflops / 1358.0
 
 
 def test_flash_attention_backward_runs_below_its_forward_on_gpus():

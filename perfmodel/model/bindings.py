@@ -205,7 +205,9 @@ def hardware_values(system: System, cal: Calibration, compute) -> dict:
         S.Rg: chip.gpsimd.elems_per_s if chip.gpsimd else chip.vector.elems_per_s,
         S.Bhbm: chip.hbm_bandwidth_bytes_per_s,
         S.Ssram: _sram(system),
-        S.eta_t: _dtype_map(compute, lambda d: tensor_efficiency(cal, d)), S.eta_m: cal["hbm_efficiency"],
+        # micro-benchmarks' burst efficiency x the power-limited clock of sustained work (sustained_tensor_ratio)
+        S.eta_t: _dtype_map(compute, lambda d: tensor_efficiency(cal, d)) * cal["sustained_tensor_ratio"],
+        S.eta_m: cal["hbm_efficiency"],
         S.eta_v: cal["element_efficiency"],
         # faster data types pack a whole number of elements per contraction lane (FP8 2x, MX 4x)
         S.mt: cal["tile_m"], S.nt: cal["tile_n"], S.kt: cal["tile_k"] * lanes,

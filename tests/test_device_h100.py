@@ -1,0 +1,78 @@
+"""perfmodel's own H100 measurements (reference/device_h100_kernels.csv): the Hopper parameters they fix are
+recomputed from the rows, and the model is checked against the rows it was not read from."""
+
+import pytest
+
+from perfmodel import catalog
+from perfmodel.catalog.calibration import calibration_for
+from perfmodel.validation import device_runs as dr
+from perfmodel.validation import kernels as vk
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return dr.load()
+
+
+@pytest.fixture(scope="module")
+def h100():
+    return calibration_for(catalog.load_system("dgx-h100"))
+
+
+def test_sustained_ratio_is_the_mean_of_the_burst_pairs(rows, h100):
+    r = dr.sustained_ratios(rows)
+    assert len(r) == 3 and (r < 0.95).all()  # every shape slows once the board reaches its power limit
+    assert h100["sustained_tensor_ratio"] == pytest.approx(r.mean(), abs=5e-4)
+    for system in ("p5e.48xlarge", "hgx-h800"):  # the same SM at the same 700 W board limit
+        assert calibration_for(catalog.load_system(system))["sustained_tensor_ratio"] == h100["sustained_tensor_ratio"]
+    for system in ("dgx-a100-80gb", "p6-b200.48xlarge", "trn2.48xlarge"):  # not measured: no discount
+        assert calibration_for(catalog.load_system(system))["sustained_tensor_ratio"] == 1.0
+
+
+def test_power_limit_seen_while_sustained():
+    """The mechanism, not only the ratio: at 700 W the SM clock falls well below its 1980 MHz boost."""
+    import pandas as pd
+
+    smi = pd.read_csv("reference/device_h100_smi.csv")
+    capped = smi[smi["power_w"] >= 690]
+    assert len(capped) > 20 and capped["sm_clock_mhz"].median() < 1500
+    assert smi[smi["power_w"] < 200]["sm_clock_mhz"].median() >= 1900
+
+
+def test_tile_fixed_cost_fits_both_types(rows, h100):
+    """One fixed time per output tile: the BF16 fit and the FP8 fit (in BF16 K steps) agree with the
+    shipped gemm_tile_fixed_k within 20%."""
+    _, k_bf16 = dr.k_fit(rows, "bf16")
+    _, k_fp8 = dr.k_fit(rows, "fp8_e4m3")
+    k0 = h100["gemm_tile_fixed_k"]
+    assert k_bf16 == pytest.approx(k0, rel=0.2) and k_fp8 / 2 == pytest.approx(k0, rel=0.2)
+
+
+def test_layer_and_sweep_gemms_within_a_few_percent(rows):
+    g = dr.gemm_frame(rows)
+    assert len(g) > 250
+    assert g["error_frac"].abs().median() < 0.04 and abs(g["error_frac"].median()) < 0.03
+    assert g["error_frac"].abs().quantile(0.9) < 0.12
+
+
+def test_kernel_rows_priced_at_burst(rows):
+    """Micro-benchmark rows are bursts: the same shape is predicted faster in a burst than sustained, by the
+    ratio while compute-bound (to 0.1%: the per-operator launch overhead does not slow with the clock)."""
+    system = catalog.load_system("dgx-h100")
+    burst = vk.gemm_cost(system, 8192, 8192, 8192, vk.DType.BF16)["achieved_flop_per_s"]
+    measured = rows[rows["section"].eq("burst") & rows["M"].eq(8192)].set_index("variant")["tflops"] * 1e12
+    assert burst == pytest.approx(measured["burst_10"], rel=0.05)
+    cal = calibration_for(system)
+    sustained = dr.predicted_tflops(system, cal, 8192, 8192, 8192, "bf16") * 1e12
+    assert sustained == pytest.approx(burst * cal["sustained_tensor_ratio"], rel=1e-3)
+    assert sustained == pytest.approx(measured["sustained_3s"], rel=0.05)
+
+
+def test_training_steps(rows):
+    """The compiled step runs the fused kernels the graph prices: within 5%. Eager PyTorch runs each element-wise
+    primitive as its own kernel, in FP32 under autocast, which the fused pricing leaves out: measured slower."""
+    s = dr.step_frame(rows)
+    compiled = s[s["variant"].eq("compiled")]["error_frac"]
+    assert len(compiled) == 1 and abs(compiled.iloc[0]) < 0.05
+    eager = s[~s["variant"].eq("compiled")]["error_frac"]
+    assert (eager < 0).all() and (eager > -0.2).all()
