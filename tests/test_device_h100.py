@@ -21,8 +21,12 @@ def h100():
 
 def test_sustained_ratio_is_the_mean_of_the_burst_pairs(rows, h100):
     r = dr.sustained_ratios(rows)
-    assert len(r) == 3 and (r < 0.95).all()  # every shape slows once the board reaches its power limit
+    assert len(r) == 8 and (r < 0.95).all()  # every GEMM slows once the board reaches its power limit
     assert h100["sustained_tensor_ratio"] == pytest.approx(r.mean(), abs=5e-4)
+    p = dr.burst_pairs(rows).set_index("name")["ratio"]
+    # attention draws less power per FLOP: it slows at most as much as the GEMMs do (documented, not averaged in)
+    attention = p[p.index.str.startswith("attention")]
+    assert len(attention) == 4 and (attention >= r.min() - 0.01).all()
     for system in ("p5e.48xlarge", "hgx-h800"):  # the same SM at the same 700 W board limit
         assert calibration_for(catalog.load_system(system))["sustained_tensor_ratio"] == h100["sustained_tensor_ratio"]
     for system in ("dgx-a100-80gb", "p6-b200.48xlarge", "trn2.48xlarge"):  # not measured: no discount
@@ -60,7 +64,8 @@ def test_kernel_rows_priced_at_burst(rows):
     ratio while compute-bound (to 0.1%: the per-operator launch overhead does not slow with the clock)."""
     system = catalog.load_system("dgx-h100")
     burst = vk.gemm_cost(system, 8192, 8192, 8192, vk.DType.BF16)["achieved_flop_per_s"]
-    measured = rows[rows["section"].eq("burst") & rows["M"].eq(8192)].set_index("variant")["tflops"] * 1e12
+    b = rows[rows["section"].eq("burst") & rows["name"].eq("matmul_nn") & rows["M"].eq(8192)]
+    measured = b.groupby("variant")["tflops"].mean() * 1e12  # runs 2 and 3
     assert burst == pytest.approx(measured["burst_10"], rel=0.05)
     cal = calibration_for(system)
     sustained = dr.predicted_tflops(system, cal, 8192, 8192, 8192, "bf16") * 1e12

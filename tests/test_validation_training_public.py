@@ -56,7 +56,7 @@ def test_time_to_train_and_gpu_hours_follow_the_modelled_rate(tmp_path):
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "-11.4% since Hopper's sustained_tensor_ratio (0.881, measured on perfmodel's H100: the power-limited clock "
+    "-11.6% since Hopper's sustained_tensor_ratio (0.877, measured on perfmodel's H100: the power-limited clock "
     "of back-to-back MMAs; it was -4.5% at burst clocks). What is left is on the side of the large plans: "
     "every NeMo H100 run with TP >= 4 and PP >= 4 is predicted slow (-6% to -15%) while TP1 runs are fast "
     "(+9% to +17%); in this step 1.6 s of 15.8 s is contention from comm_compute_contention_frac (0.6, an "

@@ -6,7 +6,10 @@ Writes $OUT/sustained.csv, with nvidia-smi's SM clock and power sampled every 50
   ksweep     BF16 and FP8 GEMMs at M = N = 8192 and M = N = 4096 for K = 256 .. 16384, replayed from a CUDA graph
              of 20 calls so host launch time (about 30 us a call here) does not count;
   step       the training steps of h100_kernels.py again (repeatability), the d = 4096 one with SDPA forced to
-             the flash (FlashAttention-2) and to the cuDNN back end, and compiled with torch.compile.
+             the flash (FlashAttention-2) and to the cuDNN back end, and compiled with torch.compile;
+  burst_more (run 3, by name: `h100_sustained.py burst_more`) burst vs sustained for FP8 GEMMs and causal
+             attention (cuDNN and flash back ends, forward and forward + backward).
+Sections run in the order named on the command line (default: burst ksweep steps).
 """
 
 from __future__ import annotations
@@ -65,6 +68,62 @@ def burst_and_sustained(w):
         t = times[len(times) // 2]
         write(w, section="burst", name="matmul_nn", dtype="bf16", M=m, N=n, K=k, variant="sustained_3s",
               time_s=f"{t:.6e}", tflops=round(flop / t / 1e12, 1))
+
+
+def burst_then_sustained(fn, flop: float) -> tuple[float, float]:
+    """(burst, sustained) TFLOP/s of fn: 10 calls after 3 warm-ups following 2 s idle, then 3 s back to back."""
+    torch.cuda.synchronize()
+    time.sleep(2.0)
+    for _ in range(3):
+        fn()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(10):
+        fn()
+    e.record()
+    e.synchronize()
+    t_burst = s.elapsed_time(e) / 1e3 / 10
+    reps, times, t_end = max(1, int(0.1 / t_burst)), [], time.perf_counter() + 3.0
+    while time.perf_counter() < t_end:
+        s.record()
+        for _ in range(reps):
+            fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) / 1e3 / reps)
+    times.sort()
+    return flop / t_burst / 1e12, flop / times[len(times) // 2] / 1e12
+
+
+def burst_more(w):
+    """Burst vs sustained for FP8 GEMMs and causal attention (cuDNN and flash back ends, forward and
+    forward + backward): does every tensor-core kernel slow alike at the power limit?"""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    one = torch.tensor(1.0, device=DEV)
+    for mn, k in ((8192, 8192), (4096, 4096)):
+        xq = torch.randn(mn, k, device=DEV, dtype=torch.bfloat16).to(torch.float8_e4m3fn)
+        wq = torch.randn(mn, k, device=DEV, dtype=torch.bfloat16).to(torch.float8_e4m3fn)
+        b, su = burst_then_sustained(
+            lambda: torch._scaled_mm(xq, wq.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16), 2 * mn * mn * k)
+        for v, x in (("burst_10", b), ("sustained_3s", su)):
+            write(w, section="burst", name="scaled_mm", dtype="fp8_e4m3", M=mn, N=mn, K=k, variant=v,
+                  time_s=f"{2 * mn * mn * k / x / 1e12:.6e}", tflops=round(x, 1))
+    bsz, heads, seq, d = 2, 32, 8192, 128
+    q, kk, v = (torch.randn(bsz, heads, seq, d, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+                for _ in range(3))
+    g = torch.randn(bsz, heads, seq, d, device=DEV, dtype=torch.bfloat16)
+    flop = 4 * bsz * heads * seq * seq * d / 2
+    for label, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
+        with sdpa_kernel([backend]):
+            def fwd_bwd():
+                F.scaled_dot_product_attention(q, kk, v, is_causal=True).backward(g)
+            for variant, fn, fl in (("fwd", lambda: F.scaled_dot_product_attention(q, kk, v, is_causal=True), flop),
+                                    ("fwd+bwd", fwd_bwd, 3.5 * flop)):
+                b, su = burst_then_sustained(fn, fl)
+                for tag, x in (("burst_10", b), ("sustained_3s", su)):
+                    write(w, section="burst", name=f"attention_{label}_{variant}", dtype="bf16", M=bsz * seq,
+                          N=heads, K=d, variant=tag, time_s=f"{fl / x / 1e12:.6e}", tflops=round(x, 1))
 
 
 def graph_time(fn, calls: int = 20) -> float:
@@ -144,7 +203,9 @@ if __name__ == "__main__":
     with open(os.path.join(OUT, "sustained.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS)
         w.writeheader()
-        for name, fn in (("burst", burst_and_sustained), ("ksweep", ksweep), ("steps", steps)):
+        sections = {"burst": burst_and_sustained, "ksweep": ksweep, "steps": steps, "burst_more": burst_more}
+        for name in sys.argv[1:] or ["burst", "ksweep", "steps"]:
+            fn = sections[name]
             t0 = time.perf_counter()
             try:
                 fn(w)

@@ -6,7 +6,8 @@ The file holds two runs of bench/device/h100_kernels.py and h100_sustained.py on
 
     sustained_tensor_ratio   burst rows: the same matmul timed as mamf-finder does (10 calls after 3 warm-ups, after
                              2 s idle) and back to back for 3 s; ratio = sustained / burst TFLOP/s, the mean over
-                             the shapes (sustained_ratios)
+                             the GEMM pairs (sustained_ratios; BF16 in runs 2 and 3, FP8 in run 3); the attention
+                             pairs of run 3 are reported beside them (burst_pairs), not averaged in
     gemm_tile_fixed_k        ksweep rows: GEMMs at M = N = 4096 and 8192 over K = 256 .. 16384 replayed from CUDA
                              graphs; least squares of A K / (K + k0) (k_fit), FP8 k0 halved into BF16 K steps
 
@@ -51,10 +52,17 @@ def load(path: str = PATH) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
+def burst_pairs(df: pd.DataFrame) -> pd.DataFrame:
+    """Burst-section kernels: burst and sustained TFLOP/s and their ratio, one row per run and kernel."""
+    b = df[df["section"].eq("burst")]
+    p = b.pivot_table(index=["run", "name", "dtype", "M", "N", "K"], columns="variant", values="tflops").reset_index()
+    return p.assign(ratio=p["sustained_3s"] / p["burst_10"])
+
+
 def sustained_ratios(df: pd.DataFrame) -> pd.Series:
-    """Sustained over burst TFLOP/s per burst-section shape."""
-    b = df[df["section"].eq("burst")].pivot_table(index=["M", "N", "K"], columns="variant", values="tflops")
-    return b["sustained_3s"] / b["burst_10"]
+    """Sustained over burst TFLOP/s of every GEMM pair (BF16 matmuls and FP8 scaled matmuls, all runs)."""
+    p = burst_pairs(df)
+    return p[p["name"].isin(["matmul_nn", "scaled_mm"])]["ratio"]
 
 
 def k_fit(df: pd.DataFrame, dtype: str) -> tuple[float, float]:
@@ -130,8 +138,9 @@ def main() -> None:
     df = load()
     cal = calibration_for(catalog.load_system(SYSTEM))
     r = sustained_ratios(df)
-    print(f"sustained / burst: {', '.join(f'{x:.3f}' for x in r)}; mean {r.mean():.3f} "
+    print(f"GEMMs sustained / burst: {', '.join(f'{x:.3f}' for x in r)}; mean {r.mean():.3f} "
           f"(nvidia.toml h100-sxm: {cal['sustained_tensor_ratio']})")
+    print(burst_pairs(df).round(3).to_string(index=False))
     a, k0 = k_fit(df, "bf16")
     a8, k08 = k_fit(df, "fp8_e4m3")
     print(f"K sweeps: BF16 A = {a:.3f}, k0 = {k0:.0f}; FP8 A = {a8:.3f}, k0 = {k08:.0f} FP8 = {k08 / 2:.0f} BF16 "
