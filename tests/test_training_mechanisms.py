@@ -232,3 +232,21 @@ def test_chunked_tp_overlap_hides_all_but_one_chunk_per_plan():
     s = training.step.step_arrays(H100, LLAMA, bd.on_system(H100, kn), cal)
     hidden = s["tp_ep_cp_comm_hidden_s"] / s["tp_ep_cp_comm_s"]
     np.testing.assert_allclose(hidden, 1 - 1 / tp)  # one vectorised sweep, each tp its own share
+
+
+def test_chunked_tp_overlap_slows_compute_by_its_own_contention():
+    """TP collectives pipelined with their GEMMs (userbuffers) slow the compute they hide under at
+    chunked_tp_contention_frac per second, below NCCL's comm_compute_contention_frac; other hidden
+    communication keeps NCCL's rate."""
+    from perfmodel.model import bindings as bd
+    kn = bd.on_system(H100, bd.Knobs.of(scen(tp=4, dp=2, pp=1, zero=1)))
+    base = no_spread(H100).with_overrides({"tp_comm_chunked_overlap": 1})
+    s = training.step.step_arrays(H100, LLAMA, kn, base)
+    c_nccl, c_ub = base["comm_compute_contention_frac"], base["chunked_tp_contention_frac"]
+    assert 0 < c_ub < c_nccl
+    expect = c_nccl * (s["dp_comm_hidden_s"] + s["pp_send_recv_hidden_s"]) + c_ub * s["tp_ep_cp_comm_hidden_s"]
+    np.testing.assert_allclose(s["contention_s"], expect, rtol=1e-12)
+    plain = training.step.step_arrays(H100, LLAMA, kn, base.with_overrides({"tp_comm_chunked_overlap": 0,
+                                                                             "tp_comm_overlap_frac": 0.75}))
+    np.testing.assert_allclose(plain["contention_s"], c_nccl * (plain["dp_comm_hidden_s"] + plain[
+        "pp_send_recv_hidden_s"] + plain["tp_ep_cp_comm_hidden_s"]), rtol=1e-12)

@@ -22,7 +22,9 @@ Per chip, per optimizer step (m micro-batches, p stages, v virtual stages, times
       hidden  = min(f c_last, t_bwd / m) + min(f c_mb, t_fb - that) + min(f_ag c_end, t_fwd / m)
                                                                         f = `comm_overlap_frac`
       exposed = c_total - hidden
-    contention = `comm_compute_contention_frac` x (hidden + t_block + t_p2p - exposed_b)   GPUs: SMs shared
+    contention = `comm_compute_contention_frac` x (hidden + hidden_pp) + c_tp hidden_tp   GPUs: SMs shared
+                c_tp = `chunked_tp_contention_frac` where the stack pipelines TP collectives with their GEMMs
+                (userbuffers, AsyncTP: copy-engine rings and 2-24 SMs), else `comm_compute_contention_frac`
     straggle  = sigma z(n),  z(n) = Phi^-1((n - 0.375) / (n + 0.25))   expected slowest of n = chips ranks
                 (Blom), sigma = `rank_speed_spread_frac`: chips of one SKU differ in sustained speed, and a
                 synchronous step runs at the slowest rank's; 0 for one chip, grows like sqrt(2 ln n)
@@ -173,7 +175,10 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     hidden = h_last + h_mb + h_end
     c_total = c_last + c_mb + c_end
     exposed = c_total - hidden
-    contention = cal["comm_compute_contention_frac"] * (hidden + hidden_tp + hidden_pp)
+    # TP collectives pipelined with their GEMMs run on copy engines and a few SMs, NCCL's on 16-32 channels
+    c_nccl, chunked = cal["comm_compute_contention_frac"], cal["tp_comm_chunked_overlap"]
+    c_tp = c_nccl + chunked * (cal["chunked_tp_contention_frac"] - c_nccl)
+    contention = c_nccl * (hidden + hidden_pp) + c_tp * hidden_tp
     chips = tp * da * cp * pp * dp
     # every rank waits for the slowest at each synchronisation: the step stretches by the expected maximum of
     # the chips' speeds (spread sigma), Blom's approximation of the maximum of n normal draws
