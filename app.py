@@ -107,10 +107,10 @@ def plan(systems: tuple[str, ...], workload: str, whatif: wi.WhatIf, isl: int, o
 
 @st.cache_data(show_spinner=False, max_entries=CACHE_ENTRIES)
 def formulas(workload: str, phase: str):
-    from perfmodel.catalog import workload_files
+    from perfmodel.catalog import workload_refs
     from perfmodel.model import formula_catalog
 
-    arch = workload_files.load_workload(workload)
+    arch = workload_refs.load(workload)
     return formula_catalog.op_formula_table(arch, phase), formula_catalog.symbol_table()
 
 

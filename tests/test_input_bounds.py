@@ -210,7 +210,7 @@ def test_unknown_catalogue_names_suggest_the_close_ones():
     refused(CatalogError, catalog.load_system, "trn2-ultraservr", match="did you mean 'trn2-ultraserver'")
     refused(CatalogError, workload_files.load_workload, "llama-3-70", match="did you mean 'llama-3-70b'")
     refused(CatalogError, workload_files.load_workload, "../workloads/llama-3-8b", match="no such workload")
-    refused(CatalogError, catalog.load_system, "../hardware_specs/trn2-ultraserver", match="no system")
+    refused(CatalogError, catalog.load_system, "../hardware_specs/trn2-ultraserver", match="no such system file")
 
 
 # ---------------------------------------------------------------- calibration files and `perfmodel check`

@@ -103,9 +103,20 @@ def _chip(name: str, root: Path) -> tuple[ChipFile, dict[str, SpecValue], ChipFi
     return chip, chip_values(chip, base_vals, str(path)), base_file
 
 
-@lru_cache(maxsize=128)
 def load_system(name: str, variant: str = "nominal", root: Path | None = None) -> System:
-    """The typed System for catalogue key `name` (variant low/high: ends of projected ranges)."""
+    """The typed System for catalogue key `name` (cached), or for a system file's path (hardware_refs: read each
+    time); variant low/high: ends of projected ranges."""
+    from perfmodel.catalog import hardware_refs
+
+    if hardware_refs.is_reference(name):
+        r = root or catalog_root()
+        return hardware_refs.load_system_file(name, variant, read_toml, lambda key: _chip(key, r),
+                                              lambda key: r / "hardware_specs" / "chips" / f"{key}.toml")
+    return _load_system(name, variant, root)
+
+
+@lru_cache(maxsize=128)
+def _load_system(name: str, variant: str, root: Path | None) -> System:
     root = root or catalog_root()
     path = root / "hardware_specs" / f"{name}.toml"
     known = list_systems(root)
@@ -139,4 +150,4 @@ def list_workloads(root: Path | None = None) -> list[str]:
 def clear_caches() -> None:
     load_sources.cache_clear()
     _chip.cache_clear()
-    load_system.cache_clear()
+    _load_system.cache_clear()

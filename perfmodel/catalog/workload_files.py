@@ -319,9 +319,18 @@ def _load(name: str, root: Path) -> ModelArch:
     return load_workload_file(path)
 
 
+WORKLOAD_REFS = ("a catalogue key (perfmodel workloads list), a path to a workload .toml or a Hugging Face "
+                 "config.json, or a Hugging Face model id in the local Hugging Face cache")
+
+
 def load_workload(name: str, root: str | Path | None = None) -> ModelArch:
-    """The ModelArch for catalogue key `name` (workloads/<name>.toml under `root`, default catalog_root()).
-    Cached; call clear_cache() after editing files."""
+    """The ModelArch for catalogue key `name` (workloads/<name>.toml under `root`, default catalog_root()), or for a
+    workload file's path (NAME.toml anywhere, read each time). Keys are cached; call clear_cache() after editing
+    files. A config.json or a Hugging Face id: workload_refs.load."""
+    if name.endswith(".toml"):  # a workload file anywhere
+        if not Path(name).is_file():
+            raise CatalogError(f"{name}: no such workload file; a workload is {WORKLOAD_REFS}")
+        return load_workload_file(Path(name))
     return _load(name, Path(root) if root is not None else catalog_root())
 
 

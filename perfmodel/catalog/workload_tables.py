@@ -9,7 +9,7 @@ import dataclasses
 
 import pandas as pd
 
-from perfmodel.catalog import workload_files
+from perfmodel.catalog import workload_files, workload_refs
 from perfmodel.core.workload import ModelArch, parameter_count
 
 
@@ -34,7 +34,7 @@ def workloads_frame() -> pd.DataFrame:
 
 def workload_show_frame(name: str) -> pd.DataFrame:
     """Every field of one workload, then its parameter breakdown (field, value, meaning)."""
-    a: ModelArch = workload_files.load_workload(name)
+    a: ModelArch = workload_refs.load(name)
     rows = [{"field": f.name, "value": str(getattr(a, f.name)), "section": "architecture"}
             for f in dataclasses.fields(a) if f.name != "extra"]
     rows += [{"field": k, "value": v, "section": "provenance"} for k, v in a.extra]

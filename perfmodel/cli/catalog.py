@@ -41,10 +41,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("name")
     add_output_options(p)
     p.set_defaults(func=cmd_workloads_show)
-    p = wsub.add_parser("import", help="turn a local Hugging Face config.json into a workload file (no network)")
-    p.add_argument("path", help="path to config.json")
-    p.add_argument("--name", help="catalogue key for the new workload (default: the folder name)")
-    p.add_argument("--write", action="store_true", help="write workloads/NAME.toml instead of printing it")
+    p = wsub.add_parser("import", help="turn a Hugging Face config.json (a path, or a model id already in the "
+                        "local Hugging Face cache) into a workload file (no network)")
+    p.add_argument("path", help="path to config.json, or a Hugging Face model id such as Qwen/Qwen3-32B")
+    p.add_argument("--name", help="key for the new workload (default: the id's model name lower-cased, or the "
+                   "config.json's folder name)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--write", action="store_true", help="write workloads/NAME.toml into the catalogue")
+    where.add_argument("--out", "-o", metavar="FILE", help="write the workload to FILE (NAME.toml anywhere; any "
+                       "command then takes --workload FILE)")
+    p.add_argument("--force", action="store_true", help="replace --out FILE if it exists")
     p.set_defaults(func=cmd_workloads_import)
 
     p = sub.add_parser("check", help="validate every catalogue file; exit non-zero on any problem",
@@ -137,13 +143,20 @@ def cmd_workloads_show(args) -> int:
 
 def cmd_workloads_import(args) -> int:
     from perfmodel import catalog
-    from perfmodel.catalog import hf_import, workload_files
+    from perfmodel.catalog import workload_files, workload_refs
+    from perfmodel.catalog.spec_schema import CatalogError
 
-    text = hf_import.import_hf_config(Path(args.path), name=args.name)
-    if args.write:
-        name = args.name or Path(args.path).resolve().parent.name
-        dest = catalog.catalog_root() / "workloads" / f"{name}.toml"
-        workload_files.write_workload(text, dest)
+    out = Path(args.out) if args.out else None
+    if out is not None and out.is_dir():
+        out = out / f"{args.name or workload_refs.default_name(args.path)}.toml"
+    # a workload file is named by its key: --out FILE.toml names it unless --name does
+    name = args.name or (out.stem if out is not None else workload_refs.default_name(args.path))
+    text = workload_refs.config_text(args.path, name)
+    if args.write or out is not None:
+        dest = out if out is not None else catalog.catalog_root() / "workloads" / f"{name}.toml"
+        if dest.exists() and not (out is not None and args.force):
+            raise CatalogError(f"{dest}: already exists ({'--force replaces it' if out else 'remove it first'})")
+        workload_files.write_workload(text, dest, overwrite=True)
         print_result(f"wrote {dest}")
     else:
         print_result(text)

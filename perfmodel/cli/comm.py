@@ -184,11 +184,11 @@ def cmd_train(args) -> int:
     import pandas as pd
 
     from perfmodel import catalog, training
-    from perfmodel.catalog import workload_files
+    from perfmodel.catalog import workload_refs
     from perfmodel.report import export
 
     s = catalog.load_system(args.hardware)
-    arch = workload_files.load_workload(args.workload)
+    arch = workload_refs.load(args.workload)
     cal = _calibration(s, args.overrides)
     sc = _train_scenario(args, s)
     title = f"{s.display_name}: {arch.display_name} training, {args.nodes} nodes"

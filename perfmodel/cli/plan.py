@@ -77,12 +77,12 @@ def cmd_plan(args) -> int:
 
     if args.train:
         from perfmodel import catalog
-        from perfmodel.catalog import workload_files
+        from perfmodel.catalog import workload_refs
 
         if not args.tokens:
             raise ValueError("--train needs --tokens N")
         system = catalog.load_system(args.hardware or args.systems[0])
-        arch = workload_files.load_workload(args.workload)
+        arch = workload_refs.load(args.workload)
         df = training_run.plan_training(system, arch, args.tokens, chips=args.chips, days=args.days, seq_len=args.seq)
         _emit(df, args, f"Training {arch.name} on {system.display_name}: {args.tokens:.3g} tokens", "plan_train",
               cols=TRAIN_COLS)

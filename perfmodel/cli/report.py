@@ -362,9 +362,9 @@ def cmd_knobs(args) -> int:
     rows += [{"family": "cal", "name": p.name, "current": p.value, "unit": p.kind, "description": p.reason}
              for p in cal.params.values()]
     if args.workload:
-        from perfmodel.catalog import workload_files
+        from perfmodel.catalog import workload_refs
 
-        arch = workload_files.load_workload(args.workload)
+        arch = workload_refs.load(args.workload)
         rows += [{"family": "workload", "name": f, "current": getattr(arch, f), "unit": "", "description": ""}
                  for f in wi.WORKLOAD_FIELDS]
     df = pd.DataFrame(rows)

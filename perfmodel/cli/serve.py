@@ -180,12 +180,12 @@ def speculation(args):
 def _load(name: str, workload: str, overrides: list[str], variant: str = "nominal"):
     from perfmodel import catalog
     from perfmodel.catalog import whatif as wi
-    from perfmodel.catalog import workload_files
+    from perfmodel.catalog import workload_refs
     from perfmodel.catalog.calibration import calibration_for
 
     system = catalog.load_system(name, variant=variant)
     cal = calibration_for(system)
-    arch = workload_files.load_workload(workload)
+    arch = workload_refs.load(workload)
     if overrides:
         system, arch, cal = wi.apply(system, arch, cal, wi.parse_assignments(overrides, cal))
     return system, arch, cal

@@ -26,7 +26,7 @@ import pandas as pd
 
 from perfmodel import catalog
 from perfmodel.catalog import whatif as wi
-from perfmodel.catalog import workload_files
+from perfmodel.catalog import workload_refs
 from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.core import units
 from perfmodel.core.dtypes import DType
@@ -55,7 +55,7 @@ class Loaded:
 def load(system: str, workload: str, whatif: wi.WhatIf = wi.WhatIf(), variant: str = "nominal") -> Loaded:
     """System, workload and calibration from the catalogue, with what-if overrides applied."""
     s = catalog.load_system(system, variant=variant)
-    a = workload_files.load_workload(workload)
+    a = workload_refs.load(workload)
     cal = calibration_for(s)
     s2, a2, c2 = wi.apply(s, a, cal, whatif)
     return Loaded(s2, a2, c2, whatif)

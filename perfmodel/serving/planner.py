@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
-from perfmodel.catalog import workload_files
+from perfmodel.catalog import workload_refs
 from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.core import units
 from perfmodel.core.hardware import System
@@ -225,7 +225,7 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
                  cal_overrides: dict | None = None, progress=None) -> pd.DataFrame:
     """Best configuration per system for `demand` (module doc): one row per system, generations side by side."""
     demand.validate()
-    arch = workload_files.load_workload(demand.workload)
+    arch = workload_refs.load(demand.workload)
     mix = Mix(int(round(demand.input_tokens.mean)), int(round(demand.output_tokens.mean)))
     mix_max = Mix(int(round(demand.input_tokens.max)), mix.output_tokens)
     peak = demand.requests_per_s * demand.peak_to_average * demand.output_tokens.mean

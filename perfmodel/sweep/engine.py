@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import catalog, training
-from perfmodel.catalog import calibration, workload_files
+from perfmodel.catalog import calibration, workload_refs
 from perfmodel.comm import collectives
 from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Phase, Recompute
@@ -146,7 +146,7 @@ def _context(system: str, workload: str, variant: str):
 @lru_cache(maxsize=64)
 def _loaded(system: str, workload: str, variant: str, _active_calibration: tuple):
     s = catalog.load_system(system, variant=variant)
-    return s, workload_files.load_workload(workload), calibration.calibration_for(s)
+    return s, workload_refs.load(workload), calibration.calibration_for(s)
 
 
 def _categorical(codes: np.ndarray, labels, dtype=None) -> pd.Categorical:
