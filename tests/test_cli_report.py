@@ -122,9 +122,10 @@ def test_report_csv_columns_and_markers(capsys):
     assert "*" in out  # the tokens/MW figures are marked
 
 
-def test_report_progress_and_default_cases():
+def test_report_progress_and_default_cases(tmp_path, monkeypatch):
     from perfmodel import report
 
+    monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path))  # computed here, not read from another test's run
     calls = []
     rep = report.build_report(report.CASES[:1], ["trn2-ultraserver", "trn3-ultraserver"], with_claims=False,
                               progress=lambda i, n, label: calls.append((i, n, label)))

@@ -52,6 +52,8 @@ def add_output_options(p: argparse.ArgumentParser, formats=FORMATS) -> None:
     p.add_argument("--format", "-f", choices=formats, default="table",
                    help="output format (default: table; json is stable for tooling; xlsx writes a workbook)")
     p.add_argument("--out", "-o", metavar="FILE", help="write the output to FILE instead of the terminal")
+    p.add_argument("--wide", action="store_true", help="tables: every column at any terminal width (default: "
+                   "the columns that fit, the rest named under the table)")
     add_force_option(p)
 
 
@@ -110,7 +112,31 @@ def write_text(out: str, text: str) -> None:
     safe_write.write_text(out, text)
 
 
+BOX = set("│┃┏┓┗┛┡┩└┘┌┐─━╇┼╸╺")  # a rich table's lines: fitted already, never re-wrapped
+
+
+def fit_lines(text: str, width: int | None) -> str:
+    """Prose lines longer than `width` wrapped at spaces (indent kept); table lines left as drawn."""
+    if width is None:
+        return text
+    import textwrap
+
+    out = []
+    for line in text.splitlines():
+        if len(line) <= width or BOX & set(line):
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        out += textwrap.wrap(line.strip(), width=width, initial_indent=indent, subsequent_indent=indent + "  ",
+                             break_long_words=False, break_on_hyphens=False) or [line]
+    return "\n".join(out)
+
+
 def print_result(text: str) -> None:
+    """Print a command's output, its prose fitted to the terminal (core/terminal.py)."""
+    from perfmodel.core import terminal
+
+    text = fit_lines(text, terminal.table_width())
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 

@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from perfmodel.core import terminal
+
+    wide = terminal.WIDE.set(bool(getattr(args, "wide", False)))
     try:
         with _calibrated(list(args.calibration) + list(getattr(args, "calibration_cmd", []))):
             return int(args.func(args) or 0)
@@ -98,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             for extra in first[1:6]:
                 print(f"  {extra}", file=sys.stderr)
         return 1
+    finally:
+        terminal.WIDE.reset(wide)
 
 
 if __name__ == "__main__":

@@ -96,21 +96,47 @@ def to_json(df: pd.DataFrame, meta: dict | None = None) -> str:
     return json.dumps({"meta": meta or {}, "rows": records}, indent=2)
 
 
-def render_table(df: pd.DataFrame, title: str = "", scale: bool = True, caption: str = "") -> str:
-    """A rich terminal table, rendered to text."""
+def _draw(headers: list[str], cells: list[list[str]], numeric: list[bool], title: str, caption: str,
+          width: int | None) -> str:
+    """A rich table of text cells, drawn within `width` (None: every column at its natural width)."""
     from rich.console import Console
     from rich.table import Table
 
-    h = humanize(df, scale)
+    from perfmodel.report import fit_columns
+
+    same = fit_columns.constant(headers, cells) if width else []
+    rest = [i for i in range(len(headers)) if i not in same]
+    keep = [rest[j] for j in fit_columns.fit([headers[i] for i in rest], [[r[i] for i in rest] for r in cells],
+                                             [numeric[i] for i in rest], width)]
+    note = fit_columns.dropped_note([headers[i] for i in rest], [rest.index(i) for i in keep], width)
+    caption = "\n".join(x for x in (fit_columns.constant_line(headers, cells, same), caption, note) if x)
     table = Table(title=title or None, caption=caption or None, show_lines=False, header_style="bold")
-    for c in h.columns:
-        numeric = pd.api.types.is_numeric_dtype(h[c])
-        table.add_column(str(c), justify="right" if numeric else "left", overflow="fold")
-    for row in h.itertuples(index=False):
-        table.add_row(*(_fmt_cell(v) for v in row))
+    # each column exactly as wide as its longest cell and its header, the headers wrapped at spaces only when
+    # whole ones do not fit: cells never wrap
+    wrap = width is not None and fit_columns.table_width(headers, cells, keep, False) > width
+    for i in keep:
+        w = fit_columns.column_width(headers[i], [r[i] for r in cells], wrap)
+        table.add_column(headers[i], justify="right" if numeric[i] else "left", overflow="fold",
+                         width=min(w, width - fit_columns.BORDER - fit_columns.PER_COLUMN) if width else w)
+    for row in cells:
+        table.add_row(*(row[i] for i in keep))
+    natural = fit_columns.table_width(headers, cells, keep, wrap)
     buf = io.StringIO()
-    Console(file=buf, width=200, force_terminal=False, color_system=None).print(table)
+    Console(file=buf, width=width or max(natural, 80), force_terminal=False, color_system=None).print(table)
     return buf.getvalue()
+
+
+def render_table(df: pd.DataFrame, title: str = "", scale: bool = True, caption: str = "",
+                 width: int | None | str = "terminal") -> str:
+    """A rich terminal table, rendered to text: the columns that fit the terminal (core/terminal.py), the rest
+    named under it; `width` None draws every column."""
+    from perfmodel.core import terminal
+
+    h = humanize(df, scale)
+    numeric = [bool(pd.api.types.is_numeric_dtype(h[c])) for c in h.columns]
+    cells = [[_fmt_cell(v) for v in row] for row in h.itertuples(index=False)]
+    limit = terminal.table_width() if width == "terminal" else width
+    return _draw([str(c) for c in h.columns], cells, numeric, title, caption, limit)
 
 
 def write_xlsx(sheets: dict[str, pd.DataFrame], path: Path) -> Path:
@@ -147,7 +173,7 @@ def emit(df: pd.DataFrame, fmt: str, title: str = "", out: str | Path | None = N
         write_xlsx(sheets, path)
         return f"wrote {path}"
     text = {
-        "table": lambda: render_table(df, title, caption=caption),
+        "table": lambda: render_table(df, title, caption=caption, width=None if out else "terminal"),
         "md": lambda: (f"## {title}\n\n" if title else "") + to_markdown(df) + (f"\n\n{caption}" if caption else ""),
         "csv": lambda: to_csv(df),
         "json": lambda: to_json(df, meta),
@@ -239,19 +265,14 @@ def emit_sheets(sheets: dict[str, pd.DataFrame], fmt: str, main: str, out: str |
     return emit(sheets[main], fmt, title, out, meta, default_name=default_name)
 
 
-def render_text_table(df: pd.DataFrame, title: str = "", width: int = 220) -> str:
-    """A rich table of already-formatted text (first column kept on one line)."""
-    from rich.console import Console
-    from rich.table import Table
+def render_text_table(df: pd.DataFrame, title: str = "", width: int | None | str = "terminal") -> str:
+    """A rich table of already-formatted text, fitted as render_table's."""
+    from perfmodel.core import terminal
 
-    table = Table(title=title or None, header_style="bold")
-    for i, c in enumerate(df.columns):
-        table.add_column(str(c), no_wrap=i == 0, overflow="fold")
-    for row in df.itertuples(index=False):
-        table.add_row(*("" if v is None else str(v) for v in row))
-    buf = io.StringIO()
-    Console(file=buf, width=width, force_terminal=False, color_system=None).print(table)
-    return buf.getvalue()
+    cells = [["" if v is None else str(v) for v in row] for row in df.itertuples(index=False)]
+    limit = terminal.table_width() if width == "terminal" else width
+    numeric = [False] * len(df.columns)
+    return _draw([str(c) for c in df.columns], cells, numeric, title, "", limit)
 
 
 def xlsx_bytes(sheets: dict[str, pd.DataFrame]) -> bytes:
