@@ -14,15 +14,53 @@ SCENARIO = ["--hardware", "trn2-ultraserver", "--workload", "llama-3-70b", "--ph
             "--tp", "4"]
 
 
+def _legend(path) -> pd.DataFrame:
+    """The workbook's 'columns' sheet: each sheet's header, its field and the SI factor of its cells."""
+    return pd.read_excel(path, sheet_name="columns", engine="openpyxl")
+
+
 def _sheets(path) -> dict[str, list[str]]:
+    """Each sheet's columns by field name (headers with units read back through the legend)."""
     wb = openpyxl.load_workbook(path, read_only=True)
-    out = {ws.title: [c.value for c in next(ws.iter_rows(max_row=1))] for ws in wb.worksheets}
+    heads = {ws.title: [c.value for c in next(ws.iter_rows(max_row=1))] for ws in wb.worksheets}
     wb.close()
-    return out
+    key = _legend(path)
+    field = {(a, b): c for a, b, c in zip(key["sheet"], key["column"], key["field"])}
+    return {name: [field.get((name, h), h) for h in cols] for name, cols in heads.items()}
 
 
 def _frame(path, sheet) -> pd.DataFrame:
-    return pd.read_excel(path, sheet_name=sheet, engine="openpyxl")
+    """A sheet back in field names and SI values (header x legend)."""
+    df = pd.read_excel(path, sheet_name=sheet, engine="openpyxl")
+    key = _legend(path)
+    key = key[key["sheet"] == sheet].set_index("column")
+    for col in df.columns:
+        if col in key.index and key.at[col, "si_factor"] != 1:
+            df[col] = df[col] * key.at[col, "si_factor"]
+    return df.rename(columns=key["field"].to_dict())
+
+
+def test_a_workbook_reads_as_people_expect(tmp_path):
+    """Numbers stored as numbers with number formats, units in the headers of quantities, every column
+    sized, every provenance row with its unit, and a legend from each header to its field and SI factor."""
+    out = tmp_path / "r.xlsx"
+    assert cli.main(["roofline", *SCENARIO, "--format", "xlsx", "--out", str(out)]) == 0
+    wb = openpyxl.load_workbook(out)
+    res = wb["results"]
+    heads = [c.value for c in res[1]]
+    assert "Step time (ms)" in heads and "Memory total (GiB)" in heads and "step_time_s" not in heads
+    row = {h: c for h, c in zip(heads, res[2])}
+    assert row["Step time (ms)"].data_type == "n" and row["Step time (ms)"].number_format != "General"
+    assert row["batch"].value == 32 and row["batch"].number_format == "#,##0"
+    assert all(res.column_dimensions[c.column_letter].width >= len(str(c.value)) for c in res[1])
+    assert res[1][0].font.bold and res.freeze_panes == "A2"
+    inputs = {r[1].value: r[2] for r in wb["inputs"].iter_rows(min_row=2)}
+    assert inputs["batch"].data_type == "n" and inputs["batch"].value == 32  # inputs are numbers, not text
+    prov = _frame(out, "provenance")
+    assert prov["si_unit"].notna().all() and (prov["si_unit"].astype(str).str.strip() != "").all()
+    assert {"count", "ratio"} <= set(prov["si_unit"]) and "B/s" in set(prov["si_unit"])
+    ms = _frame(out, "results")["step_time_s"].iloc[0]
+    assert ms == pytest.approx(row["Step time (ms)"].value * 1e-3)  # the legend's factor gives SI back
 
 
 def test_roofline_xlsx_default_name_and_sheets(tmp_path, monkeypatch, capsys):

@@ -137,7 +137,8 @@ class Calibration:
 
     def frame_rows(self) -> list[dict]:
         return [{"parameter": p.name, "value": p.value, "as_written": p.raw, "status": p.status, "reason": p.reason,
-                 "source": p.source, "origin": p.origin, "range": p.range_text} for p in self.params.values()]
+                 "source": p.source, "origin": p.origin, "range": p.range_text, "kind": p.kind}
+                for p in self.params.values()]
 
 
 def parameter_value(v, kind: str, where: str, name: str | None = None) -> float:

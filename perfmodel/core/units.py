@@ -52,6 +52,7 @@ HOURS_PER_MONTH = 730.0  # 8,760 h per year / 12, the convention of cloud price 
 MILLION = 1e6
 BILLION = 1e9
 PETA = 1e15
+TERA = 1e12  # a plain 10^12, no unit (display thresholds)
 
 
 class UnitError(ValueError):

@@ -139,18 +139,82 @@ def render_table(df: pd.DataFrame, title: str = "", scale: bool = True, caption:
     return _draw([str(c) for c in h.columns], cells, numeric, title, caption, limit)
 
 
+def for_people(name: str, frame: pd.DataFrame) -> tuple[pd.DataFrame, list[dict]]:
+    """A sheet's frame in display units: headers with their unit ('Step time (ms)'), numbers scaled to it and
+    kept numbers; and its legend rows (sheet, column, field, si_factor: the SI value is the cell x si_factor)."""
+    out, legend = {}, []
+    for col in frame.columns:
+        s = frame[col]
+        if s.dtype == object:  # Excel has no tuples; show them as text
+            s = s.map(lambda v: ", ".join(map(str, v)) if isinstance(v, (tuple, list)) else v)
+        header, div = display_name(str(col))
+        numeric = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+        if not numeric or div == 1.0 or header in out:  # only a quantity with a unit is renamed and scaled
+            header, div = str(col), 1.0
+        out[header] = s / div if div != 1.0 else s
+        legend.append({"sheet": name, "column": header, "field": str(col), "si_factor": div})
+    return pd.DataFrame(out, index=frame.index), legend
+
+
+def _number_format(v: float) -> str:
+    """Excel number format for a number: whole with thousands separators, else 3 decimals, or scientific
+    when tiny or huge."""
+    if not math.isfinite(v):
+        return "General"
+    if v == round(v) and abs(v) < units.PETA:
+        return "#,##0"
+    return "0.000E+00" if abs(v) < 1e-3 or abs(v) >= units.TERA else "#,##0.000"
+
+
+PER_CELL_FORMATS = 5000  # rows: a longer sheet (a sweep) takes one format per column, from its median
+
+
+def _column_format(values: pd.Series) -> str:
+    v = pd.to_numeric(values, errors="coerce").dropna()
+    v = v[np.isfinite(v)]
+    if v.empty or ((v == v.round()) & (v.abs() < units.PETA)).all():
+        return "#,##0"
+    return _number_format(float(v.abs().median()) + 0.5)  # +0.5: the median of fractions is not whole
+
+
+def _lay_out(ws, frame: pd.DataFrame) -> None:
+    """Header row bold and frozen, each column as wide as its header or longest cell (up to 60), number
+    formats on numeric columns."""
+    from openpyxl.styles import Font
+    from openpyxl.utils import get_column_letter
+
+    ws.freeze_panes = "A2"
+    for j, col in enumerate(frame.columns, start=1):
+        letter = get_column_letter(j)
+        ws.cell(1, j).font = Font(bold=True)
+        cells = frame[col].map(lambda v: "" if v is None else str(v))
+        longest = max([len(str(col))] + [len(c) for c in cells.head(500)])
+        ws.column_dimensions[letter].width = min(60, longest + 2)
+        s = frame[col]
+        fixed = _column_format(s) if len(frame) > PER_CELL_FORMATS else None
+        for row in ws.iter_rows(min_row=2, min_col=j, max_col=j):  # numbers, also those of a mixed column
+            c = row[0]
+            if isinstance(c.value, (int, float)) and not isinstance(c.value, bool):
+                c.number_format = fixed or _number_format(float(c.value))
+
+
 def write_xlsx(sheets: dict[str, pd.DataFrame], path: Path) -> Path:
-    """One sheet per frame (sheet names cut to Excel's 31 characters), header row frozen; text that a
-    spreadsheet would run as a formula is escaped; written to a temporary file renamed into place."""
+    """One sheet per frame (sheet names cut to Excel's 31 characters) in display units (for_people), laid out
+    to read (_lay_out), and a 'columns' sheet naming each header's field and SI factor; text that a spreadsheet
+    would run as a formula is escaped; written to a temporary file renamed into place."""
     path = Path(path)
+    legend = []
     with safe_write.atomic_path(path) as tmp, pd.ExcelWriter(tmp, engine="openpyxl") as xw:
         for name, frame in sheets.items():
-            frame = frame.copy()
-            for c in frame.columns:  # Excel has no tuples; show them as text
-                if frame[c].dtype == object:
-                    frame[c] = frame[c].map(lambda v: ", ".join(map(str, v)) if isinstance(v, (tuple, list)) else v)
-            safe_write.escape_frame(frame).to_excel(xw, sheet_name=name[:31], index=False)
-            xw.sheets[name[:31]].freeze_panes = "A2"
+            people, rows = for_people(name[:31], frame)
+            legend += rows
+            people = safe_write.escape_frame(people)
+            people.to_excel(xw, sheet_name=name[:31], index=False)
+            _lay_out(xw.sheets[name[:31]], people)
+        if legend and "columns" not in sheets:
+            key = pd.DataFrame(legend)
+            key.to_excel(xw, sheet_name="columns", index=False)
+            _lay_out(xw.sheets["columns"], key)
     return path
 
 

@@ -271,14 +271,17 @@ def _with_inputs(ops: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
 
 def inputs_frame(ld: Loaded, opts: wi.ScenarioOptions) -> pd.DataFrame:
     """Long form: section, name, value (scenario options, what-ifs, workload fields)."""
-    rows = [{"section": "scenario", "name": k, "value": str(v)} for k, v in dataclasses.asdict(opts).items()]
+    def typed(v):  # numbers stay numbers (a spreadsheet sums them), everything else is its text
+        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+
+    rows = [{"section": "scenario", "name": k, "value": typed(v)} for k, v in dataclasses.asdict(opts).items()]
     rows += [{"section": "system", "name": "system", "value": ld.system.name},
              {"section": "system", "name": "display_name", "value": ld.system.display_name}]
     rows += [{"section": f"what-if ({fam})", "name": n, "value": v} for fam, n, v in ld.whatif.items()]
     for f in dataclasses.fields(ld.arch):
         v = getattr(ld.arch, f.name)
         if isinstance(v, (int, float, str, bool)) and f.name not in ("notes",):
-            rows.append({"section": "workload", "name": f.name, "value": str(v)})
+            rows.append({"section": "workload", "name": f.name, "value": typed(v)})
     return pd.DataFrame(rows)
 
 

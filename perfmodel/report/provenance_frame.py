@@ -144,6 +144,13 @@ def marker(basis) -> str:
     return MARKERS.get(level(basis), "")
 
 
+def si_unit(kind: str) -> str:
+    """The unit si_value is in: the kind's SI unit, or the kind's name for a plain number ('count', 'ratio',
+    'flag'), never blank."""
+    k = units.KINDS.get(kind)
+    return (k.internal_unit if k is not None else "") or kind or "number"
+
+
 def provenance_frame(system: System, scenario: Scenario | None = None, cal: Calibration | None = None,
                      groups: Iterable[str] = GROUPS) -> pd.DataFrame:
     """The provenance sheet: one row per spec value (and calibration assumption) a result used.
@@ -156,13 +163,13 @@ def provenance_frame(system: System, scenario: Scenario | None = None, cal: Cali
         for p in paths:
             v = system.provenance[p]
             rows.append({"system": system.name, "group": g, "field": p, "value_as_written": v.raw, "si_value": v.si,
-                         "si_unit": units.KINDS[v.kind].internal_unit if v.kind in units.KINDS else "",
+                         "si_unit": si_unit(v.kind),
                          "status": v.status.value, "uncertain": v.status.is_uncertain, "source": v.source,
                          "note": v.note or v.derivation})
     if cal is not None:
         for r in cal.frame_rows():
             rows.append({"system": system.name, "group": "calibration", "field": r["parameter"],
-                         "value_as_written": r["as_written"], "si_value": r["value"], "si_unit": "",
+                         "value_as_written": r["as_written"], "si_value": r["value"], "si_unit": si_unit(r["kind"]),
                          "status": r["status"], "uncertain": r["status"] != "measured",
                          "source": r["source"] or r["origin"],
                          "note": r["reason"] + (f" Range the evidence leaves: {r['range']}." if r["range"] else "")})
