@@ -130,7 +130,7 @@ def test_report_progress_and_default_cases(tmp_path, monkeypatch):
     rep = report.build_report(report.CASES[:1], ["trn2-ultraserver", "trn3-ultraserver"], with_claims=False,
                               progress=lambda i, n, label: calls.append((i, n, label)))
     assert [c[0] for c in calls] == [1, 2] and calls[-1][1] == 2
-    assert [s.title for s in rep.sections][:2] == ["Systems compared", report.CASES[0].title]
+    assert [s.title for s in rep.sections][:3] == ["Verdict", "Systems compared", report.CASES[0].title]
     assert {c.workload for c in report.CASES} == {"gpt-oss-120b", "llama-3-70b", "deepseek-v3", "gpt3-175b"}
     assert {"trn1.32xlarge", "trn2-ultraserver", "trn3-ultraserver", "trn4-projected"} <= set(report.SYSTEMS)
 

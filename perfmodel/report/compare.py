@@ -199,6 +199,10 @@ def build_report(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS
                           for s in loaded])
     secs.append(Section("Inputs that are not published", provenance_frame.MARKER_LEGEND,
                         (("uncertain", notes),), (), (("uncertain", notes),)))
+    from perfmodel.report.verdict import verdict_text
+
+    cased = [(sec.title, sec.tables[0][1]) for sec in secs[1:1 + len(cases)] if sec.tables]
+    secs.insert(0, Section("Verdict", verdict_text(cased)))
     title = "perfmodel: Trainium generations and GPU peers on representative work"
     if whatif:
         title += f" (what-if: {', '.join(whatif.assignments())})"
