@@ -190,7 +190,7 @@ def test_capacity_planner_page():
     at.selectbox(key="plan_pct").set_value(99)  # each answer simulated at the peak rate
     rerun(at)
     df = table(at, "system", "Chips")
-    assert "verified" in df.columns and "Sim ttft p99 (ms)" in df.columns
+    assert "verified" in df.columns and "Sim TTFT p99 (ms)" in df.columns
 
 
 def test_under_load_page():

@@ -277,10 +277,15 @@ def with_banner(title: str, banner: str, fmt: str, command: str) -> str:
 
 
 @contextmanager
-def progress_bar(label: str, enabled: bool = True):
-    """A rich progress bar on stderr; yields a callback(done, total, label=None) (a label renames the bar)."""
+def progress_bar(label: str, enabled: bool = True, period: float = 5.0):
+    """Progress on stderr; yields a callback(done, total, label=None) (a label renames the task). On a terminal
+    a rich bar; otherwise (a pipe, a CI log) a line every `period` seconds while the work runs, and one when it
+    ends if it took that long: 'perfmodel: evaluating: 3/8, 12 s'."""
     if not enabled:
         yield None
+        return
+    if not sys.stderr.isatty():
+        yield from _progress_lines(label, period)
         return
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -293,3 +298,33 @@ def progress_bar(label: str, enabled: bool = True):
             prog.update(task, completed=done, total=total, **({"description": label} if label else {}))
 
         yield cb
+
+
+def _progress_lines(label: str, period: float):
+    """progress_bar off a terminal: a heartbeat thread prints the state every `period` seconds."""
+    import threading
+    import time
+
+    state = {"label": label, "done": None, "total": None}
+    t0, stop = time.monotonic(), threading.Event()
+
+    def line(word: str = "") -> str:
+        count = f": {state['done']}/{state['total']}" if state["total"] else ""
+        return f"perfmodel: {state['label']}{count}, {time.monotonic() - t0:.0f} s{word}"
+
+    def beat() -> None:
+        while not stop.wait(period):
+            print(line(), file=sys.stderr, flush=True)
+
+    def cb(done: int, total: int, label: str | None = None) -> None:
+        state.update(done=done, total=total, **({"label": label} if label else {}))
+
+    worker = threading.Thread(target=beat, daemon=True)
+    worker.start()
+    try:
+        yield cb
+    finally:
+        stop.set()
+        worker.join()
+        if time.monotonic() - t0 >= period:
+            print(line(" (done)"), file=sys.stderr, flush=True)

@@ -75,7 +75,10 @@ def cmd_validate(args) -> int:
     if args.format == "csv":
         print_result(export.emit(chosen[pick[0]], "csv", out=args.out))
         return 0
-    text = "\n\n".join(export.emit(df, args.format, TITLES[k]) for k, df in chosen.items() if len(df))
+    # people read the verdict first: the summaries, then what was not expressed, then every case
+    lead = ["by_phase", "by_family", "by_hardware_family", "by_metric", "fidelity_overall", "not_expressed"]
+    order = [k for k in lead if k in chosen] + [k for k in chosen if k not in lead]
+    text = "\n\n".join(export.emit(chosen[k], args.format, TITLES[k]) for k in order if len(chosen[k]))
     if args.out:
         safe_write.write_text(args.out, text)
         text = f"wrote {args.out}"

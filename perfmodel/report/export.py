@@ -39,13 +39,22 @@ _SCALES: list[tuple[str, str, float]] = [
 ]
 
 
+# words a snake_case name lower-cases that people write otherwise ('per mw' reads as milliwatt)
+_WORDS = {"mw": "MW", "kw": "kW", "usd": "USD", "hbm": "HBM", "mfu": "MFU", "ttft": "TTFT", "tpot": "TPOT",
+          "e2e": "E2E", "kv": "KV", "sram": "SRAM", "gib": "GiB", "tp": "TP", "pp": "PP", "ep": "EP", "dp": "DP"}
+
+
+def _words(text: str) -> str:
+    return " ".join(_WORDS.get(w, w) for w in text.split(" "))
+
+
 def display_name(col: str) -> tuple[str, float]:
-    """('Hbm bandwidth (GB/s)', 1e9) for 'hbm_bandwidth_bytes_per_s'; unknown columns unscaled."""
+    """('HBM bandwidth (GB/s)', 1e9) for 'hbm_bandwidth_bytes_per_s'; unknown columns unscaled."""
     for suffix, unit, div in _SCALES:
         if col.endswith(suffix):
-            base = col[: -len(suffix)].replace("_", " ").strip() or col
+            base = _words(col[: -len(suffix)].replace("_", " ").strip() or col)
             return f"{base[0].upper()}{base[1:]} ({unit})", div
-    return col.replace("_", " "), 1.0
+    return _words(col.replace("_", " ")), 1.0
 
 
 def humanize(df: pd.DataFrame, scale: bool = True) -> pd.DataFrame:
