@@ -1,8 +1,9 @@
-"""perfmodel's own H100 measurements (reference/device_h100_kernels.csv) against the model, and the Hopper
+"""perfmodel's own GPU measurements (reference/device_gpu_kernels.csv) against the model, and the Hopper
 parameters read from them.
 
-The file holds two runs of bench/device/h100_kernels.py and h100_sustained.py on one lent H100 80GB HBM3 SXM
-(700 W, PyTorch 2.11, CUDA 13.0; reference/README.md). What it fixes, and how this module recomputes it:
+The file holds runs of bench/device/h100_kernels.py and h100_sustained.py on lent GPUs (a `device` column): runs
+1-3 on an H100 80GB HBM3 SXM, run 4 on an H200 (both 700 W, PyTorch 2.11, CUDA 13.0; reference/README.md). What
+it fixes, and how this module recomputes it:
 
     sustained_tensor_ratio   burst rows: the same matmul timed as mamf-finder does (10 calls after 3 warm-ups, after
                              2 s idle) and back to back for 3 s; ratio = sustained / burst TFLOP/s, the mean over
@@ -42,8 +43,10 @@ from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Precision, Re
 from perfmodel.model import formulas as fm
 from perfmodel.model import kernels
 
-PATH = "reference/device_h100_kernels.csv"
+PATH = "reference/device_gpu_kernels.csv"
 SYSTEM = "dgx-h100"
+H100, H200 = "H100 80GB HBM3", "H200"
+SYSTEMS = {H100: "dgx-h100", H200: "p5e.48xlarge"}  # a catalogue system with that GPU
 KERNEL_BOUND_S = 100 * units.US  # shorter calls are host-bound on that machine (about 30 us per call from Python)
 VOCAB = 50432  # the script's GPT: GPT-NeoX tokenizer padded, tied head
 
@@ -55,20 +58,21 @@ def load(path: str = PATH) -> pd.DataFrame:
 def burst_pairs(df: pd.DataFrame) -> pd.DataFrame:
     """Burst-section kernels: burst and sustained TFLOP/s and their ratio, one row per run and kernel."""
     b = df[df["section"].eq("burst")]
-    p = b.pivot_table(index=["run", "name", "dtype", "M", "N", "K"], columns="variant", values="tflops").reset_index()
+    p = b.pivot_table(index=["device", "run", "name", "dtype", "M", "N", "K"], columns="variant",
+                      values="tflops").reset_index()
     return p.assign(ratio=p["sustained_3s"] / p["burst_10"])
 
 
-def sustained_ratios(df: pd.DataFrame) -> pd.Series:
-    """Sustained over burst TFLOP/s of every GEMM pair (BF16 matmuls and FP8 scaled matmuls, all runs)."""
-    p = burst_pairs(df)
+def sustained_ratios(df: pd.DataFrame, device: str = H100) -> pd.Series:
+    """Sustained over burst TFLOP/s of every GEMM pair (BF16 matmuls and FP8 scaled matmuls) on `device`."""
+    p = burst_pairs(df[df["device"].eq(device)])
     return p[p["name"].isin(["matmul_nn", "scaled_mm"])]["ratio"]
 
 
-def k_fit(df: pd.DataFrame, dtype: str) -> tuple[float, float]:
-    """(A, k0) of eta = A K / (K + k0) over the ksweep rows of `dtype` (k0 in that type's K elements): least
-    squares, k0 on a grid (the model is linear in A for a fixed k0)."""
-    s = df[df["section"].eq("ksweep") & df["dtype"].eq(dtype)]
+def k_fit(df: pd.DataFrame, dtype: str, device: str = H100) -> tuple[float, float]:
+    """(A, k0) of eta = A K / (K + k0) over the ksweep rows of `dtype` on `device` (k0 in that type's K
+    elements): least squares, k0 on a grid (the model is linear in A for a fixed k0)."""
+    s = df[df["section"].eq("ksweep") & df["dtype"].eq(dtype) & df["device"].eq(device)]
     k = s["K"].to_numpy(float)
     peak = catalog.load_system(SYSTEM).chip.tensor.rate(DType.FP8 if dtype.startswith("fp8") else DType.BF16)
     eta = s["tflops"].to_numpy(float) * units.TFLOPS / peak
@@ -91,7 +95,8 @@ def predicted_tflops(system, cal, m: int, n: int, k: int, dtype: str) -> float:
 
 def gemm_frame(df: pd.DataFrame) -> pd.DataFrame:
     """Kernel-bound GEMM rows: measured vs predicted TFLOP/s at sustained clocks."""
-    g = df[df["section"].isin(["gemm", "fp8", "ksweep"]) & (df["time_s"] >= KERNEL_BOUND_S)].copy()
+    g = df[df["section"].isin(["gemm", "fp8", "ksweep"]) & (df["time_s"] >= KERNEL_BOUND_S)
+           & df["device"].eq(H100)].copy()
     system = catalog.load_system(SYSTEM)
     cal = calibration_for(system)
     shapes = g[["M", "N", "K", "dtype"]].itertuples(index=False)
@@ -117,7 +122,7 @@ def step_frame(df: pd.DataFrame) -> pd.DataFrame:
 
     system = catalog.load_system(SYSTEM)
     cal = calibration_for(system)
-    s = df[df["section"].eq("step")].copy()
+    s = df[df["section"].eq("step") & df["device"].eq(H100)].copy()
     pred = []
     for name, mbs, seq, variant in s[["name", "batch", "seq", "variant"]].itertuples(index=False):
         d, layers = (int(x) for x in re.match(r"gpt_d(\d+)_L(\d+)", name).groups())
@@ -136,15 +141,16 @@ def step_frame(df: pd.DataFrame) -> pd.DataFrame:
 
 def main() -> None:
     df = load()
-    cal = calibration_for(catalog.load_system(SYSTEM))
-    r = sustained_ratios(df)
-    print(f"GEMMs sustained / burst: {', '.join(f'{x:.3f}' for x in r)}; mean {r.mean():.3f} "
-          f"(nvidia.toml h100-sxm: {cal['sustained_tensor_ratio']})")
+    for device, system in SYSTEMS.items():
+        cal = calibration_for(catalog.load_system(system))
+        r = sustained_ratios(df, device)
+        print(f"{device} GEMMs sustained / burst: {', '.join(f'{x:.3f}' for x in r)}; mean {r.mean():.3f} "
+              f"(nvidia.toml, {system}: {cal['sustained_tensor_ratio']})")
+        a, k0 = k_fit(df, "bf16", device)
+        a8, k08 = k_fit(df, "fp8_e4m3", device)
+        print(f"{device} K sweeps: BF16 A = {a:.3f}, k0 = {k0:.0f}; FP8 A = {a8:.3f}, k0 = {k08:.0f} FP8 = "
+              f"{k08 / 2:.0f} BF16 steps (gemm_tile_fixed_k: {cal['gemm_tile_fixed_k']:.0f})")
     print(burst_pairs(df).round(3).to_string(index=False))
-    a, k0 = k_fit(df, "bf16")
-    a8, k08 = k_fit(df, "fp8_e4m3")
-    print(f"K sweeps: BF16 A = {a:.3f}, k0 = {k0:.0f}; FP8 A = {a8:.3f}, k0 = {k08:.0f} FP8 = {k08 / 2:.0f} BF16 "
-          f"steps (nvidia.toml h100-sxm gemm_tile_fixed_k: {cal['gemm_tile_fixed_k']:.0f})")
     with pd.option_context("display.width", 160, "display.max_rows", 400):
         g = gemm_frame(df)
         print(g.to_string(index=False))
