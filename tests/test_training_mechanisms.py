@@ -86,7 +86,7 @@ def test_short_k_gemms_run_below_long_k_ones_on_hopper_not_where_unmeasured():
 
 
 def test_block_scaled_fp8_kernels_lose_more_at_short_k_than_the_cublas_fit():
-    """gemm_tile_fixed_k is cuBLAS's (perfmodel's H100 K sweeps, tests/test_device_h100.py). DeepGEMM's
+    """gemm_tile_fixed_k is cuBLAS's (perfmodel's H100 K sweeps, tests/test_device_gpus.py). DeepGEMM's
     block-scaled FP8 kernels (README table, H800, M = 4096) promote their accumulators every 128 K steps, extra
     fixed work per tile: their throughput relative to K = 16384 falls below the cuBLAS fit's at every shorter K."""
     h800 = catalog.load_system("hgx-h800")
