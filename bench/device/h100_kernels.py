@@ -41,17 +41,19 @@ def timed(fn, min_s: float = 0.02, batches: int = 5) -> float:
     torch.cuda.synchronize()
     one = max(time.perf_counter() - t0, 1e-6)
     reps = int(min(200, max(1, min_s / one)))
-    times = []
-    for _ in range(batches):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3 / reps)
-    times.sort()
+    times = sorted(batch_time(fn, reps) for _ in range(batches))
     return times[len(times) // 2]
+
+
+def batch_time(fn, reps: int) -> float:
+    """Seconds per call of `reps` back-to-back calls, timed with CUDA events."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3 / reps
 
 
 class Sink:
@@ -187,28 +189,36 @@ class GPT(torch.nn.Module):
         return F.linear(self.ln(x), self.emb.weight)  # tied head, as MPT
 
 
+VOCAB = 50432
+
+
+def training_step(d: int, heads: int, layers: int, mbs: int, seq: int, compiled: bool = False):
+    """(step function, parameters, FLOPs per step) of the GPT above: forward, backward, fused AdamW, BF16
+    autocast over FP32 weights. FLOPs in MosaicML's convention: 6 N per token for the weights plus 6 L d S per
+    token for causal attention (12 L d S for the full score matrix, halved), counted once (no recomputation)."""
+    torch.manual_seed(0)
+    model = GPT(d, heads, layers, VOCAB).to(DEV)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    idx = torch.randint(0, VOCAB, (mbs, seq), device=DEV)
+    fwd = torch.compile(model) if compiled else model
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(fwd(idx).float().view(-1, VOCAB), idx.view(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    n_params = sum(p.numel() for p in model.parameters())
+    tokens = mbs * seq
+    return step, n_params, 6 * n_params * tokens + 6 * layers * d * seq * tokens
+
+
 def run_steps(sink: Sink) -> None:
-    vocab = 50432
     for d, heads, layers, mbs, seq in ((2048, 16, 8, 8, 2048), (4096, 32, 4, 6, 2048), (4096, 32, 4, 2, 8192),
                                        (5120, 40, 3, 4, 2048)):
-        torch.manual_seed(0)
-        model = GPT(d, heads, layers, vocab).to(DEV)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-        idx = torch.randint(0, vocab, (mbs, seq), device=DEV)
-
-        def step():
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                loss = F.cross_entropy(model(idx).float().view(-1, vocab), idx.view(-1))
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+        step, n_params, flop = training_step(d, heads, layers, mbs, seq)
         t = timed(step, min_s=0.2, batches=5)
-        n_params = sum(p.numel() for p in model.parameters())
-        tokens = mbs * seq
-        # MosaicML's convention: 6 N per token for the weights plus 6 L d S per token for causal attention
-        # (12 L d S for the full score matrix, halved), counted once (no recomputation here)
-        flop = 6 * n_params * tokens + 6 * layers * d * seq * tokens
-        sink.row(section="step", name=f"gpt_d{d}_L{layers}", dtype="bf16_autocast", M=tokens, N=d, K=n_params,
+        sink.row(section="step", name=f"gpt_d{d}_L{layers}", dtype="bf16_autocast", M=mbs * seq, N=d, K=n_params,
                  batch=mbs, heads=heads, seq=seq, head_dim=d // heads, variant="eager_adamw_fused",
                  time_s=t, flop=flop)
         torch.cuda.empty_cache()

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from h100_kernels import GPT, timed  # noqa: E402
+from h100_kernels import batch_time, timed, training_step  # noqa: E402
 
 OUT = os.environ.get("OUT", ".")
 DEV = torch.device("cuda")
@@ -41,33 +41,9 @@ def burst_and_sustained(w):
         a = torch.randn(m, k, device=DEV, dtype=torch.bfloat16)
         b = torch.randn(k, n, device=DEV, dtype=torch.bfloat16)
         flop = 2 * m * n * k
-        torch.cuda.synchronize()
-        time.sleep(2.0)
-        for _ in range(3):
-            torch.matmul(a, b)
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(10):
-            torch.matmul(a, b)
-        e.record()
-        e.synchronize()
-        t = s.elapsed_time(e) / 1e3 / 10
-        write(w, section="burst", name="matmul_nn", dtype="bf16", M=m, N=n, K=k, variant="burst_10",
-              time_s=f"{t:.6e}", tflops=round(flop / t / 1e12, 1))
-        reps = max(1, int(0.1 / t))
-        times = []
-        t_end = time.perf_counter() + 3.0
-        while time.perf_counter() < t_end:
-            s.record()
-            for _ in range(reps):
-                torch.matmul(a, b)
-            e.record()
-            e.synchronize()
-            times.append(s.elapsed_time(e) / 1e3 / reps)
-        times.sort()
-        t = times[len(times) // 2]
-        write(w, section="burst", name="matmul_nn", dtype="bf16", M=m, N=n, K=k, variant="sustained_3s",
-              time_s=f"{t:.6e}", tflops=round(flop / t / 1e12, 1))
+        for variant, x in zip(("burst_10", "sustained_3s"), burst_then_sustained(lambda: torch.matmul(a, b), flop)):
+            write(w, section="burst", name="matmul_nn", dtype="bf16", M=m, N=n, K=k, variant=variant,
+                  time_s=f"{flop / x / 1e12:.6e}", tflops=round(x, 1))
 
 
 def burst_then_sustained(fn, flop: float) -> tuple[float, float]:
@@ -76,21 +52,10 @@ def burst_then_sustained(fn, flop: float) -> tuple[float, float]:
     time.sleep(2.0)
     for _ in range(3):
         fn()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(10):
-        fn()
-    e.record()
-    e.synchronize()
-    t_burst = s.elapsed_time(e) / 1e3 / 10
+    t_burst = batch_time(fn, 10)
     reps, times, t_end = max(1, int(0.1 / t_burst)), [], time.perf_counter() + 3.0
     while time.perf_counter() < t_end:
-        s.record()
-        for _ in range(reps):
-            fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) / 1e3 / reps)
+        times.append(batch_time(fn, reps))
     times.sort()
     return flop / t_burst / 1e12, flop / times[len(times) // 2] / 1e12
 
@@ -160,26 +125,13 @@ def ksweep(w):
 def steps(w):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    vocab = 50432
     configs = [((2048, 16, 8, 8, 2048), "default"), ((4096, 32, 4, 6, 2048), "default"),
                ((4096, 32, 4, 6, 2048), "flash"), ((4096, 32, 4, 6, 2048), "cudnn"),
                ((4096, 32, 4, 2, 8192), "default"), ((5120, 40, 3, 4, 2048), "default"),
                ((4096, 32, 4, 6, 2048), "compiled")]
     for (d, heads, layers, mbs, seq), how in configs:
-        torch.manual_seed(0)
-        model = GPT(d, heads, layers, vocab).to(DEV)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-        idx = torch.randint(0, vocab, (mbs, seq), device=DEV)
-        fwd = torch.compile(model) if how == "compiled" else model
+        step, n_params, flop = training_step(d, heads, layers, mbs, seq, compiled=how == "compiled")
         backends = {"flash": [SDPBackend.FLASH_ATTENTION], "cudnn": [SDPBackend.CUDNN_ATTENTION]}.get(how)
-
-        def step():
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                loss = F.cross_entropy(fwd(idx).float().view(-1, vocab), idx.view(-1))
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-
         try:
             if backends:
                 with sdpa_kernel(backends):
@@ -189,9 +141,7 @@ def steps(w):
         except Exception as e:  # a back end or the compiler failing: keep the rest
             print(f"step d={d} {how}: {type(e).__name__}: {str(e).splitlines()[0]}", flush=True)
             continue
-        n_params = sum(p.numel() for p in model.parameters())
         tokens = mbs * seq
-        flop = 6 * n_params * tokens + 6 * layers * d * seq * tokens
         write(w, section="step", name=f"gpt_d{d}_L{layers}_mbs{mbs}_s{seq}", dtype="bf16_autocast", M=tokens, N=d,
               K=n_params, variant=how, time_s=f"{t:.6e}", tflops=round(flop / t / 1e12, 1))
         print(f"step d={d} {how}: {t * 1e3:.1f} ms", flush=True)
