@@ -18,14 +18,15 @@ import dataclasses
 from perfmodel.cli.common import add_output_options, count, lengths_arg, positive, progress_bar
 from perfmodel.cli.serve import _emit
 
-PLAN_COLS = ("system", "feasible", "mode", "tp", "da", "ep", "pp", "compute_dtype", "expert_weights_dtype",
-             "concurrency", "capacity_concurrency", "ttft_s", "time_per_output_token_s", "replicas", "prefill_workers",
-             "chips",
-             "instances", "scaleups",
-             "facility_power_peak_w", "facility_power_peak_at_low_tdp_w", "facility_power_peak_at_high_tdp_w",
-             "usd_per_month", "usd_per_million_output_tokens", "price_status", "note")
-TRAIN_COLS = ("system", "chips", "tp", "pp", "dp", "ep", "microbatches", "recompute", "step_time_s", "bubble_frac",
-              "tokens_per_s", "mfu_frac", "days", "facility_power_w", "energy_mwh", "usd_per_run", "note")
+# the answer first (what it costs, how many chips, whether it meets the SLA), the plan that gives it after:
+# a narrow terminal shows the first columns that fit (report/fit_columns.py)
+PLAN_COLS = ("system", "feasible", "chips", "usd_per_month", "usd_per_million_output_tokens", "facility_power_peak_w",
+             "ttft_s", "time_per_output_token_s", "instances", "scaleups", "mode", "tp", "da", "ep", "pp",
+             "compute_dtype", "expert_weights_dtype", "concurrency", "capacity_concurrency", "replicas",
+             "prefill_workers", "facility_power_peak_at_low_tdp_w", "facility_power_peak_at_high_tdp_w",
+             "price_status", "note")
+TRAIN_COLS = ("system", "chips", "days", "usd_per_run", "energy_mwh", "tokens_per_s", "mfu_frac", "step_time_s",
+              "tp", "pp", "dp", "ep", "microbatches", "recompute", "bubble_frac", "facility_power_w", "note")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
