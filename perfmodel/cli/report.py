@@ -357,16 +357,21 @@ def cmd_knobs(args) -> int:
     system = catalog.load_system(args.hardware)
     cal = calibration_for(system)
     spec = wi.knobs_frame(system)
-    rows = [{"family": "spec", "name": r.name, "current": r.value_si, "unit": r.unit, "description": r.description}
-            for r in spec.itertuples()]
-    rows += [{"family": "cal", "name": p.name, "current": p.value, "unit": p.kind, "description": p.reason}
-             for p in cal.params.values()]
+    from perfmodel.core import units
+
+    def shown(v, kind: str) -> str:  # people's units ('2.9 TB/s'); 'current' keeps the SI number for tools
+        return units.format_quantity(float(v), kind) if v == v else ""
+
+    rows = [{"family": "spec", "name": r.name, "value": shown(r.value_si, r.kind), "current": r.value_si,
+             "unit": r.unit, "description": r.description} for r in spec.itertuples()]
+    rows += [{"family": "cal", "name": p.name, "value": shown(p.value, p.kind), "current": p.value, "unit": p.kind,
+              "description": p.reason} for p in cal.params.values()]
     if args.workload:
         from perfmodel.catalog import workload_refs
 
         arch = workload_refs.load(args.workload)
-        rows += [{"family": "workload", "name": f, "current": getattr(arch, f), "unit": "", "description": ""}
-                 for f in wi.WORKLOAD_FIELDS]
+        rows += [{"family": "workload", "name": f, "value": str(getattr(arch, f)), "current": getattr(arch, f),
+                  "unit": "", "description": ""} for f in wi.WORKLOAD_FIELDS]
     df = pd.DataFrame(rows)
     print_result(export.emit(df, args.format, f"What-if names for {system.name}", args.out,
                              default_name=f"knobs_{system.name}"))
