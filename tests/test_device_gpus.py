@@ -73,7 +73,7 @@ def test_kernel_rows_priced_at_burst(rows):
     measured = b.groupby("variant")["tflops"].mean() * 1e12  # runs 2 and 3
     assert burst == pytest.approx(measured["burst_10"], rel=0.05)
     cal = calibration_for(system)
-    sustained = dr.predicted_tflops(system, cal, 8192, 8192, 8192, "bf16") * 1e12
+    sustained = float(dr.predicted_tflops(system, cal, 8192, 8192, 8192, "bf16")) * 1e12
     assert sustained == pytest.approx(burst * cal["sustained_tensor_ratio"], rel=1e-3)
     assert sustained == pytest.approx(measured["sustained_3s"], rel=0.05)
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from perfmodel.catalog.spec_schema import CatalogError, ChipFile, SystemFile, validate_file
+from perfmodel.catalog.spec_schema import CatalogError, ChipFile, SystemFile, check_name, validate_file
 from perfmodel.catalog.specs import build_chip, build_system, chip_values
 from perfmodel.core.hardware import System
 from perfmodel.core.provenance import SpecValue
@@ -83,11 +83,6 @@ def load_sources(root: Path | None = None) -> dict[str, Source]:
     return out
 
 
-def _check_name(path: Path, data: dict) -> None:
-    if data.get("name") != path.stem:
-        raise CatalogError(f"{path}: field name: must equal the file name {path.stem!r}, got {data.get('name')!r}")
-
-
 @lru_cache(maxsize=64)
 def _chip(name: str, root: Path) -> tuple[ChipFile, dict[str, SpecValue], ChipFile | None]:
     path = root / "hardware_specs" / "chips" / f"{name}.toml"
@@ -96,7 +91,7 @@ def _chip(name: str, root: Path) -> tuple[ChipFile, dict[str, SpecValue], ChipFi
         raise CatalogError(f"{path}: no such chip {name!r}{did_you_mean(name, known)} (known: {', '.join(known)})")
     data = read_toml(path)
     chip = validate_file(ChipFile, data, str(path), set(load_sources(root)))
-    _check_name(path, data)
+    check_name(path, data)
     base_vals, base_file = None, None
     if chip.base:
         base_file, base_vals, _ = _chip(chip.base, root)
@@ -125,7 +120,7 @@ def _load_system(name: str, variant: str, root: Path | None) -> System:
                            f"(known: {', '.join(known)})")
     data = read_toml(path)
     sysfile = validate_file(SystemFile, data, str(path), set(load_sources(root)))
-    _check_name(path, data)
+    check_name(path, data)
     chip_file, vals, base_file = _chip(sysfile.chip, root)
     chip_path = str(root / "hardware_specs" / "chips" / f"{sysfile.chip}.toml")
     chip = build_chip(chip_file, vals, chip_path, variant=variant, base_file=base_file)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from perfmodel.catalog.spec_schema import CatalogError, ChipFile, SystemFile, validate_file
+from perfmodel.catalog.spec_schema import CatalogError, ChipFile, SystemFile, check_name, validate_file
 from perfmodel.catalog.specs import build_chip, build_system, chip_values
 from perfmodel.core.hardware import System
 
@@ -33,11 +33,6 @@ def _read(path: Path, what: str, read_toml: Callable[[Path], dict]) -> dict:
     return read_toml(path)
 
 
-def _named(path: Path, data: dict) -> None:
-    if data.get("name") != path.stem:
-        raise CatalogError(f"{path}: field name: must equal the file name {path.stem!r}, got {data.get('name')!r}")
-
-
 def load_system_file(ref: str, variant: str, read_toml: Callable[[Path], dict], chip_of: Callable[[str], tuple],
                      chip_path_of: Callable[[str], Path]) -> System:
     """The typed System of system file `ref` (module doc); variant low/high: ends of projected ranges. The
@@ -46,12 +41,12 @@ def load_system_file(ref: str, variant: str, read_toml: Callable[[Path], dict], 
     path = Path(ref)
     data = _read(path, "system", read_toml)
     sysfile = validate_file(SystemFile, data, str(path), None)
-    _named(path, data)
+    check_name(path, data)
     if sysfile.chip.endswith(".toml"):
         chip_path = path.parent / sysfile.chip
         cdata = _read(chip_path, "chip", read_toml)
         chip_file = validate_file(ChipFile, cdata, str(chip_path), None)
-        _named(chip_path, cdata)
+        check_name(chip_path, cdata)
         base_file, base_vals = None, None
         if chip_file.base:
             base_file, base_vals, _ = chip_of(chip_file.base)

@@ -24,6 +24,7 @@ Does not: find or read files (files.py), or build typed hardware (specs.py).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, ValidationInfo, model_validator
@@ -283,6 +284,13 @@ class SystemFile(BaseModel):
 
 
 # ---------------------------------------------------------------- validation entry points
+
+
+def check_name(path, data: dict) -> None:
+    """A spec file's `name` must be its file's stem (the catalogue key it is found by)."""
+    stem = Path(path).stem
+    if data.get("name") != stem:
+        raise CatalogError(f"{path}: field name: must equal the file name {stem!r}, got {data.get('name')!r}")
 
 
 def validate_file(model: type[BaseModel], data: dict, path: str, sources: set[str] | None) -> BaseModel:

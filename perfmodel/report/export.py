@@ -115,21 +115,24 @@ def _draw(headers: list[str], cells: list[list[str]], numeric: list[bool], title
 
     same = fit_columns.constant(headers, cells) if width else []
     rest = [i for i in range(len(headers)) if i not in same]
-    keep = [rest[j] for j in fit_columns.fit([headers[i] for i in rest], [[r[i] for i in rest] for r in cells],
-                                             [numeric[i] for i in rest], width)]
-    note = fit_columns.dropped_note([headers[i] for i in rest], [rest.index(i) for i in keep], width)
+    columns = {i: [r[i] for r in cells] for i in rest}
+    words = {i: fit_columns.column_width(headers[i], columns[i]) for i in rest}  # headers wrapped at spaces
+    whole = {i: fit_columns.column_width(headers[i], columns[i], False) for i in rest}  # headers on one line
+    keep = [rest[j] for j in fit_columns.fit([words[i] for i in rest], [numeric[i] for i in rest], width)]
+    note = fit_columns.dropped_note([headers[i] for i in rest if i not in keep], width)
     caption = "\n".join(x for x in (fit_columns.constant_line(headers, cells, same), caption, note) if x)
     table = Table(title=title or None, caption=caption or None, show_lines=False, header_style="bold")
     # each column exactly as wide as its longest cell and its header, the headers wrapped at spaces only when
     # whole ones do not fit: cells never wrap
-    wrap = width is not None and fit_columns.table_width(headers, cells, keep, False) > width
+    natural = fit_columns.BORDER + sum(whole[i] + fit_columns.PER_COLUMN for i in keep)
+    chosen = words if width is not None and natural > width else whole
     for i in keep:
-        w = fit_columns.column_width(headers[i], [r[i] for r in cells], wrap)
         table.add_column(headers[i], justify="right" if numeric[i] else "left", overflow="fold",
-                         width=min(w, width - fit_columns.BORDER - fit_columns.PER_COLUMN) if width else w)
+                         width=min(chosen[i], width - fit_columns.BORDER - fit_columns.PER_COLUMN) if width
+                         else chosen[i])
     for row in cells:
         table.add_row(*(row[i] for i in keep))
-    natural = fit_columns.table_width(headers, cells, keep, wrap)
+    natural = fit_columns.BORDER + sum(chosen[i] + fit_columns.PER_COLUMN for i in keep)
     buf = io.StringIO()
     Console(file=buf, width=width or max(natural, 80), force_terminal=False, color_system=None).print(table)
     return buf.getvalue()

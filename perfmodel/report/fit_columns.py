@@ -24,15 +24,11 @@ def column_width(header: str, cells: list[str], wrap_header: bool = True) -> int
     return max([len(w) for w in words] + [len(c) for c in cells])
 
 
-def table_width(headers: list[str], cells: list[list[str]], keep: list[int], wrap_header: bool) -> int:
-    return BORDER + sum(column_width(headers[i], [r[i] for r in cells], wrap_header) + PER_COLUMN for i in keep)
-
-
-def fit(headers: list[str], cells: list[list[str]], numeric: list[bool], width: int | None) -> list[int]:
-    """Indices of the columns to draw within `width` (None: all), in their order; the first always."""
+def fit(widths: list[int], numeric: list[bool], width: int | None) -> list[int]:
+    """Indices of the columns (of these `widths`) to draw within `width` (None: all), in their order; the first
+    always."""
     if width is None:
-        return list(range(len(headers)))
-    widths = [column_width(h, [row[i] for row in cells]) for i, h in enumerate(headers)]
+        return list(range(len(widths)))
     keep, used = [], BORDER
     for i, w in enumerate(widths):
         long_text = not numeric[i] and w > LONG_TEXT
@@ -42,9 +38,8 @@ def fit(headers: list[str], cells: list[list[str]], numeric: list[bool], width: 
     return keep
 
 
-def dropped_note(headers: list[str], keep: list[int], width: int | None) -> str:
-    """One caption naming the columns left out and how to see them, cut to `width`, or ''."""
-    gone = [h for i, h in enumerate(headers) if i not in keep]
+def dropped_note(gone: list[str], width: int | None) -> str:
+    """One caption naming the columns left out (`gone`) and how to see them, cut to `width`, or ''."""
     if not gone:
         return ""
     text = f"{len(gone)} more column{'s' if len(gone) > 1 else ''} with --wide or --format csv/xlsx/json: " + \
