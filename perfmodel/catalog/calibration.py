@@ -200,15 +200,21 @@ def calibration_for(system: System, root: Path | None = None) -> Calibration:
     applied calibrated set of its family (see applied())."""
     root = root or catalog_root()
     fam = "neuron" if system.chip.family.is_neuron else system.chip.family.value
-    params = dict(_resolved(fam, root, system.chip.name))
-    active = _ACTIVE.get(fam)
+    return _calibration(fam, root, system.chip.name, _ACTIVE.get(fam))
+
+
+@lru_cache(maxsize=256)
+def _calibration(fam: str, root: Path, chip: str, active: CalibratedSet | None) -> Calibration:
+    """calibration_for's value, built once per (family, catalogue, chip, applied set): a Calibration is
+    immutable, so every caller shares one (and caches keyed on it hit)."""
+    params = dict(_resolved(fam, root, chip))
     if active is not None:
         for name, val in active.values.items():
             old = params[name]  # names were checked against the family file when the set was loaded
             params[name] = dataclasses.replace(old, value=val, raw=_as_written(val, old.kind), status="calibrated",
                                                reason=f"{active.reason} (was {old.raw})", source=active.source,
                                                origin=active.origin)
-    return Calibration(chip=system.chip.name, params=MappingProxyType(params))
+    return Calibration(chip=chip, params=MappingProxyType(params))
 
 
 @lru_cache(maxsize=256)

@@ -29,7 +29,12 @@ from perfmodel.core.provenance import SpecValue
 
 
 def catalog_root() -> Path:
-    env = os.environ.get("PERFMODEL_CATALOG")
+    return _catalog_root(os.environ.get("PERFMODEL_CATALOG"))
+
+
+@lru_cache(maxsize=8)
+def _catalog_root(env: str | None) -> Path:
+    """The catalogue folder for a PERFMODEL_CATALOG value, resolved and checked once (every evaluation asks)."""
     root = Path(env) if env else Path(__file__).resolve().parents[2]
     if not (root / "hardware_specs").is_dir():
         raise CatalogError(f"{root}: no hardware_specs/ directory here; set PERFMODEL_CATALOG to the folder that "

@@ -334,13 +334,49 @@ def sharded_heads(H, KV, shards) -> tuple[np.ndarray, np.ndarray]:
     return np.where(on, Hp, H), np.where(on, KVp, KV)
 
 
-def bind(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) -> dict:
-    vals = {}
-    vals.update(model_values(arch, kn.pp))
-    if np.any(_arr(kn.head_shards) > 0):
-        vals[S.H], vals[S.KV] = sharded_heads(vals[S.H], vals[S.KV], kn.head_shards)
+def _fixed_values(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) -> dict:
+    """The values a scenario's sizes do not change: the model's (at its pipeline depth), the hardware's and the
+    data types' conversions."""
+    vals = model_values(arch, kn.pp)
     vals.update(hardware_values(system, cal, kn.compute))
     vals.update(conversion_values(system, cal, kn.weights, kn.compute))
     vals.update(expert_values(system, cal, kn))
+    return vals
+
+
+_FIXED: dict = {}  # one configuration's _fixed_values, by the objects and scalars it came from (fixed_values)
+_FIXED_MAX = 256
+_SWEPT = object()  # an array-valued knob: a sweep, whose values are not kept
+
+
+def _scalar_key(x) -> object:
+    """A hashable stand-in for one knob's value: the value itself where it is one value, else _SWEPT."""
+    if isinstance(x, (DType, str, bool, int, float, type(None))):
+        return x
+    return x.item() if isinstance(x, np.generic) or (isinstance(x, np.ndarray) and x.ndim == 0) else _SWEPT
+
+
+def fixed_values(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) -> dict:
+    """_fixed_values, kept for one configuration at a time (the API in a loop, the app's what-if: a third of a
+    point's binding): keyed by the system, model and calibration objects (held in the entry, so an id is never
+    reused while kept) and the scalar data types and pipeline depth. Entries are read-only (bind copies)."""
+    parts = tuple(_scalar_key(getattr(kn, f)) for f in ("pp", "compute", "weights", "expert_weights"))
+    if _SWEPT in parts:
+        return _fixed_values(system, arch, cal, kn)
+    key = (id(system), id(arch), id(cal), *parts)
+    hit = _FIXED.get(key)
+    if hit is not None and hit[0] is system and hit[1] is arch and hit[2] is cal:
+        return hit[3]
+    vals = _fixed_values(system, arch, cal, kn)
+    if len(_FIXED) >= _FIXED_MAX:
+        _FIXED.pop(next(iter(_FIXED)))
+    _FIXED[key] = (system, arch, cal, vals)
+    return vals
+
+
+def bind(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) -> dict:
+    vals = dict(fixed_values(system, arch, cal, kn))
+    if np.any(_arr(kn.head_shards) > 0):
+        vals[S.H], vals[S.KV] = sharded_heads(vals[S.H], vals[S.KV], kn.head_shards)
     vals.update(scenario_values(kn, cal))
     return vals

@@ -4,13 +4,11 @@
     point(system, arch, scenario)             -> the summary row as a dict (no per-op frame)
     evaluate_sweep(system, arch, knobs)       -> summary DataFrame, one row per configuration
 
-One symbolic graph per model structure is lambdified once (cached) into a numpy function
-returning every operator's counts, work, engine times and time; a sweep of N
-configurations is one call on arrays of length N, never a Python loop per configuration.
-The sweep path (run_rows + summarize_rows, used by evaluate_sweep, serving and training) keeps
-each operator's arrays at their own shapes (a quantity the swept fields do not touch stays a
-scalar) and sums over operators in operator order (opsum): the numbers of summing the
-[op, configuration] arrays that run() returns, without building them.
+One symbolic graph per model structure is lambdified once (cached) into a numpy function returning every
+operator's counts, work, engine times and time; a sweep of N configurations is one call on arrays of length N,
+never a Python loop per configuration. The sweep path (run_rows + summarize_rows: evaluate_sweep, serving,
+training) keeps each operator's arrays at their own shapes (a quantity the swept fields do not touch stays a
+scalar) and sums over operators in operator order (opsum), as summing run()'s [op, configuration] arrays would.
 
 Summary metrics (per device unless named otherwise):
     step_time_s = sum_ops count x time + sum_comm count x comm time (exposed)
@@ -52,15 +50,25 @@ class CompiledGraph:
     ops: tuple[OpInfo, ...]
     symbols: tuple[sp.Symbol, ...]
     fn: object  # numpy function of symbols -> list of arrays, QUANTITIES per op
+    _keys: dict = field(default_factory=dict, compare=False, repr=False)  # arguments(): key tuples by dict size
+
+    def arguments(self, values: dict) -> list:
+        """The graph's arguments from bound values, in its symbols' order, looked up by the dict's own keys
+        (matched by name once per key set: an equal but distinct sympy symbol costs ~10 us a look-up)."""
+        keys = self._keys.get(len(values))
+        if keys is None or not all(k in values for k in keys):
+            by_name = {getattr(k, "name", None): k for k in values}
+            if missing := [str(s) for s in self.symbols if s.name not in by_name]:
+                raise KeyError(f"no value bound for symbols {', '.join(missing)}")
+            keys = self._keys[len(values)] = tuple(by_name[s.name] for s in self.symbols)
+        return [values[k] for k in keys]
 
     def rows(self, values: dict) -> tuple[dict[str, list[np.ndarray]], tuple]:
         """Per quantity, one float array per operator at its own shape (a quantity that does not
         depend on the swept fields stays a scalar), and the configurations' broadcast shape."""
-        missing = [s for s in self.symbols if s not in values]
-        if missing:
-            raise KeyError(f"no value bound for symbols {', '.join(map(str, missing))}")
-        raw = self.fn(*[values[s] for s in self.symbols])
-        shape = np.broadcast_shapes(*[np.shape(values[s]) for s in self.symbols])
+        args = self.arguments(values)
+        raw = self.fn(*args)
+        shape = np.broadcast_shapes(*[np.shape(a) for a in args])
         n_q, n_ops = len(QUANTITIES), len(self.ops)
         return {qname: [np.asarray(raw[i * n_q + qi], dtype=float) for i in range(n_ops)]
                 for qi, qname in enumerate(QUANTITIES)}, shape

@@ -3,7 +3,8 @@ rebuild a graph's sympy expressions again (seconds per graph; the in-process lru
 evaluate.compile_graph covers one process only).
 
 What is stored: the source lambdify generated for one graph (GraphKey, phase, recompute, overlap), its
-symbols (name and assumptions, so the rebuilt symbols equal the ones bindings.bind binds) and what the
+symbols (name and the assumptions they were made with, so sympy's symbol cache returns the very objects
+bindings.bind binds: a look-up by an equal but distinct symbol compares contents, ~10 us each) and what the
 caller needs besides (meta: the operators' names, passes and collectives), so a hit builds no sympy graph.
 The key also holds a fingerprint of the code that defines the expressions (every .py file of perfmodel/model
 and perfmodel/core, and the sympy version): a change to any formula misses every entry.
@@ -84,7 +85,7 @@ def store(parts: tuple, source: str, symbols: tuple[sp.Symbol, ...], meta=None) 
     if path is None:
         return
     write_json(path, {"format": FORMAT, "parts": repr(parts), "source": source, "meta": meta,
-                      "symbols": [[s.name, {k: v for k, v in s.assumptions0.items()}] for s in symbols]})
+                      "symbols": [[s.name, dict(getattr(s, "_assumptions_orig", s.assumptions0))] for s in symbols]})
 
 
 def function(source: str, namespace: dict):
