@@ -70,6 +70,9 @@ class CompiledGraph:
         raw = self.fn(*args)
         shape = np.broadcast_shapes(*[np.shape(a) for a in args])
         n_q, n_ops = len(QUANTITIES), len(self.ops)
+        if shape == ():  # one configuration: numpy float scalars from one array (a 0-d array each costs ~1 us)
+            table = np.array(raw, dtype=float)
+            return {qname: list(table[qi::n_q]) for qi, qname in enumerate(QUANTITIES)}, shape
         return {qname: [np.asarray(raw[i * n_q + qi], dtype=float) for i in range(n_ops)]
                 for qi, qname in enumerate(QUANTITIES)}, shape
 
@@ -234,13 +237,6 @@ def peak_flop_per_s(system: System, compute) -> np.ndarray:
     return bd._dtype_map(compute, one)
 
 
-def summarize(system: System, arch: ModelArch, kn: bd.Knobs, ops, q: dict, comm: np.ndarray,
-              values: dict) -> dict[str, np.ndarray]:
-    """Per-configuration totals (arrays over the sweep) from arrays [op, configuration...]."""
-    rows = {k: list(q[k]) for k in ("count", "time", "flop", "read", "write", *[f"t_{e}" for e in ENGINES])}
-    return summarize_rows(system, arch, kn, OpRows(tuple(ops), rows, list(comm), q["time"].shape[1:], values))
-
-
 def _total(r: OpRows, x: list, keep=lambda op: True, pairwise: bool | None = None) -> np.ndarray:
     """sum over the operators `keep` selects of count x quantity x (per configuration)."""
     count = r.rows["count"]
@@ -361,8 +357,9 @@ def evaluate(system: System, arch: ModelArch, scenario: Scenario, cal: Calibrati
     scenario.validate()
     cal = cal or calibration_for(system)
     kn = bd.on_system(system, bd.Knobs.of(scenario))
-    ops, q, comm, values = run(system, arch, kn, cal, scenario.recompute, overlap)
-    summ = summarize(system, arch, kn, ops, q, comm, values)
+    r = run_rows(system, arch, kn, cal, scenario.recompute, overlap)
+    (q, comm), ops, values = r.stacked(), r.ops, r.values
+    summ = summarize_rows(system, arch, kn, r)
     feas = feasibility.feasibility(system, arch, kn, cal, scenario.recompute)
     row = _row(system, arch, scenario, overlap, summ, feas)
     latency = stack_rows(_comm_rows(system, cal, ops, list(q["comm_bytes"]), kn, ("latency_s", "fixed_s")),

@@ -167,6 +167,10 @@ def check_rules(system: System, arch: ModelArch, kn: bd.Knobs) -> tuple[np.ndarr
     with np.errstate(divide="ignore", invalid="ignore"):
         broken = [np.asarray(r.broken(v), dtype=bool) for r in rules]
     shape = np.broadcast_shapes(*[b.shape for b in broken], *[x.shape for x in v.values()])
+    if shape == ():  # one configuration: its reasons directly (np.unique and broadcasts cost more than the rules)
+        shown = _shown(v)
+        text = "; ".join(f"{r.name}: {r.text(shown)}" for r, b in zip(rules, broken) if b)
+        return np.bool_(not text), text
     code = np.zeros(shape, dtype=np.int64)
     for i, b in enumerate(broken):
         code |= np.broadcast_to(b, shape).astype(np.int64) << i
@@ -175,6 +179,10 @@ def check_rules(system: System, arch: ModelArch, kn: bd.Knobs) -> tuple[np.ndarr
     texts = np.asarray(["; ".join(f"{r.name}: {r.text(shown)}" for i, r in enumerate(rules) if int(c) >> i & 1)
                         for c in distinct], dtype=object)
     return code == 0, texts[inverse.reshape(shape)]
+
+
+def _distinct(x: np.ndarray) -> list:
+    return [x.item()] if x.ndim == 0 else np.unique(x).tolist()
 
 
 def feasibility(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | None = None,
@@ -186,7 +194,7 @@ def feasibility(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     with np.errstate(divide="ignore", invalid="ignore"):
         # footprint takes these two switches as scalars: a sweep over them is priced once per value
         parts = {(f, s): _f(memory.footprint(system, arch, kn, cal, recompute, f, s).total_bytes)
-                 for f in np.unique(flash).tolist() for s in np.unique(sp).tolist()}
+                 for f in _distinct(flash) for s in _distinct(sp)}
     total = sum(np.where((flash == f) & (sp == s), t, 0.0) for (f, s), t in parts.items()) \
         if len(parts) > 1 else next(iter(parts.values()))
     capacity = system.chip.hbm_capacity_bytes

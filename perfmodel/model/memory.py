@@ -93,6 +93,24 @@ def params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase = Phase.PREFIL
     """Parameters on one device, from the operator graph (sharded by t, ep, d_a and p);
     experts=True / False selects routed-expert / other parameters."""
     phase = Phase.PREFILL if Phase(phase) == Phase.DECODE else Phase(phase)
+    degrees = (kn.tp, kn.pp, kn.ep, kn.da)
+    if all(np.ndim(x) == 0 for x in degrees):  # one configuration (a loop of them): counted once per plan
+        key = (id(arch), phase, experts, *(float(x) for x in degrees))
+        hit = _PARAMS.get(key)
+        if hit is None or hit[0] is not arch:
+            if len(_PARAMS) >= 1024:
+                _PARAMS.clear()
+            count = _params_per_device(arch, kn, phase, experts)
+            count.flags.writeable = False  # shared by every caller of this plan
+            hit = _PARAMS[key] = (arch, count)
+        return hit[1]
+    return _params_per_device(arch, kn, phase, experts)
+
+
+_PARAMS: dict = {}  # params_per_device of one plan: (id(arch), phase, experts, tp, pp, ep, da) -> (arch, count)
+
+
+def _params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase, experts: bool | None) -> np.ndarray:
     syms, fn, zero = _params_fn(ops.GraphKey.of(arch), phase, experts)
     shape = np.broadcast_shapes(np.shape(kn.tp), np.shape(kn.pp), np.shape(kn.ep), np.shape(kn.da))
     if zero:
@@ -259,7 +277,8 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
         comp["activations"] = tokens * activation_bytes_per_token_layer(arch, tp, ep, ba, 1.0)
     comp["reserved"] = np.asarray(cal["runtime_reserved_memory"], dtype=float)
     shape = np.broadcast_shapes(*[np.shape(v) for v in comp.values()], np.shape(P_dev))
-    comp = {k: np.broadcast_to(np.asarray(v, dtype=float), shape) for k, v in comp.items()}
+    comp = {k: np.asarray(v, dtype=float) if np.shape(v) == shape else np.broadcast_to(np.asarray(v, dtype=float),
+                                                                                     shape) for k, v in comp.items()}
     return Footprint(components=comp, capacity_bytes=system.chip.hbm_capacity_bytes,
                      params_per_device=np.broadcast_to(P_dev, shape), notes=tuple(notes))
 
