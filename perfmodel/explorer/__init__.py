@@ -1,0 +1,68 @@
+"""perfmodel explorer (Streamlit; `streamlit run app.py`): widgets -> cached perfmodel calls -> perfmodel charts.
+
+Pages: hardware, roofline, memory, collectives, serving, under load (the simulation), capacity planner, formulas,
+validation. The sidebar holds the scenario and the what-if overrides; both live in the URL query parameters,
+so a view can be shared. Every number shown is computed in perfmodel (the report package and the
+model modules); this package only draws widgets, calls cached functions and lays out results:
+
+    cached.py            the cached computations (one entry per input)
+    sidebar.py           scenario and what-if widgets, read from and written to the URL
+    widgets.py           guarded pages, downloads, charts, tables, metrics, the feasibility notice
+    pages_scenario.py    hardware, roofline, memory, collectives, formulas
+    pages_fleet.py       serving frontier, capacity planner, under load
+    pages_validation.py  predicted vs measured
+
+URL values are read like the sidebar's (perfmodel.report.url_state, which holds the view's plain logic:
+defaults per phase, parsing, notices): a value the sidebar would not take gets a notice naming the parameter,
+the value and what is allowed, and that one field keeps its default. An error while a page computes is one line
+(st.error); the traceback goes to the server log, never to the browser.
+
+Change here when: a page, a widget or what the URL keeps changes.
+Must not import: the cli package; and it computes no model quantity (report does, and is imported here).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from perfmodel import report
+from perfmodel.core import units
+from perfmodel.explorer import pages_fleet, pages_scenario, pages_validation
+from perfmodel.explorer.cached import load_catalog, run
+from perfmodel.explorer.sidebar import init_state, scenario_controls, sync_url, url_notices, whatif_controls
+from perfmodel.explorer.widgets import guarded
+from perfmodel.report import export
+from perfmodel.report import url_state as us
+from perfmodel.report.provenance_frame import MARKER_LEGEND
+
+PAGES = {"Hardware": pages_scenario.page_hardware, "Roofline": pages_scenario.page_roofline,
+         "Memory": pages_scenario.page_memory, "Collectives": pages_scenario.page_collectives,
+         "Serving": pages_fleet.page_serving, "Under load": pages_fleet.page_under_load,
+         "Capacity planner": pages_fleet.page_planner, "Formulas": pages_scenario.page_formulas,
+         "Validation": pages_validation.page_validation}
+
+
+def explorer(cat: dict) -> None:
+    """The sidebar, the URL and the chosen page (guarded on its own: the sidebar stays usable)."""
+    init_state(cat, PAGES)
+    page = st.sidebar.radio("Page", list(PAGES), key=us.PAGE_KEY)
+    system, workload, opts = scenario_controls(cat)
+    whatif = whatif_controls()
+    view = sync_url(system, workload, opts, whatif, page)
+    st.title("perfmodel explorer")
+    url_notices(view)
+    if whatif:
+        st.info("What-if: " + ", ".join(whatif.assignments()))
+    name = export.config_name([("", system), ("", workload), ("", opts.phase), ("b", opts.batch),
+                               ("", report.plan_text(opts).replace(" ", "")), ("", opts.dtype),
+                               ("", whatif.label() or None)])
+    ctx = {"catalog": cat, "system": system, "workload": workload, "opts": opts, "whatif": whatif, "name": name,
+           "result": lambda: run(system, workload, opts, whatif)}
+    guarded(page, PAGES[page], ctx)
+
+
+def main() -> None:
+    guarded("perfmodel explorer", lambda: explorer(load_catalog()))
+    with st.container(key="footer"):  # last on every run: the browser test waits for it
+        st.caption(MARKER_LEGEND + ". " + f"Units: SI inside; rates decimal "
+                   f"({units.KINDS['flop_rate'].internal_unit}), capacities binary (GiB).")

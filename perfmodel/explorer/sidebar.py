@@ -1,0 +1,96 @@
+"""The explorer's sidebar: the scenario and the what-if overrides, read from and written to the URL (a view can
+be shared); the values are checked by perfmodel.report.url_state as the widgets would check them.
+
+Does not: compute model quantities.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from perfmodel.catalog import whatif as wi
+from perfmodel.explorer.cached import supported_dtypes
+from perfmodel.report import url_state as us
+
+
+def init_state(cat: dict, pages) -> None:
+    """First run of a session: widget values from the URL query parameters, and their notices."""
+    if st.session_state.get("_ready"):
+        return
+    state, notices = us.read_query(st.query_params.to_dict(), cat, pages, supported_dtypes)
+    for key, value in state.items():
+        st.session_state[key] = value
+    st.session_state["_url_notices"] = notices
+    st.session_state["_ready"] = True
+
+
+def url_notices(view: dict) -> None:
+    """The URL's notices, shown until the view changes (the URL then holds only values in use)."""
+    if st.session_state.get("_url_view", view) != view:
+        st.session_state["_url_notices"] = []
+    st.session_state["_url_view"] = view
+    for text in st.session_state.get("_url_notices", []):
+        st.warning(text)
+
+
+def scenario_controls(cat: dict) -> tuple[str, str, wi.ScenarioOptions]:
+    sb = st.sidebar
+    sb.header("Scenario")
+    for key, options in (("system", cat["systems"]), ("workload", cat["workloads"]), ("phase", us.PHASES)):
+        if st.session_state.get(key) not in options:  # cannot happen from the URL (read_query checks it)
+            default = us.SCENARIO_DEFAULTS[key]
+            st.session_state[key] = default if default in options else options[0]
+    system = sb.selectbox("Hardware", cat["systems"], key="system")
+    workload = sb.selectbox("Workload", cat["workloads"], key="workload")
+    phase = sb.radio("Phase", us.PHASES, key="phase", horizontal=True)
+    # another phase: the fields still at the old phase's defaults take the new one's (a valid plan that fits)
+    st.session_state.update(us.phase_switch(st.session_state, st.session_state.get("_phase", phase), phase))
+    st.session_state["_phase"] = phase
+    c1, c2 = sb.columns(2)
+
+    def whole(col, label: str, key: str, **kw):
+        lo, hi = us.INT_RANGES[key]
+        return int(col.number_input(label, min_value=lo, max_value=hi, key=key, **kw))
+
+    values = {"phase": phase, "batch": whole(c1, "Batch", "batch", step=1),
+              "seq": whole(c2, "Sequence (tokens)", "seq", step=256, disabled=phase == "decode"),
+              "context": whole(c1, "Context (tokens)", "context", step=1024)}
+    dtypes = supported_dtypes(system)
+    if st.session_state.get("dtype") not in dtypes:  # another system was chosen
+        new = "bf16" if "bf16" in dtypes else dtypes[0]
+        sb.info(f"{st.session_state.get('dtype')} is not a data type of {system}; using {new}.")
+        st.session_state["dtype"] = new
+    values["dtype"] = c2.selectbox("Data type", dtypes, key="dtype")
+    values.update(tp=whole(c1, "TP", "tp"), ep=whole(c2, "EP", "ep"), pp=whole(c1, "PP", "pp"))
+    return system, workload, us.options_of(values)
+
+
+def whatif_controls() -> wi.WhatIf:
+    sb = st.sidebar
+    sb.header("What-if")
+    lo, hi = us.SLIDER_RANGE
+    spec = us.quick_assignments({name: sb.number_input(label, min_value=lo, max_value=hi, step=10.0, key=f"wi_{name}")
+                                 for name, label in us.QUICK_WHATIF.items()})
+    basis = sb.radio("Power basis", ("modelled", "all-in"), key="wi_power_basis", horizontal=True,
+                     help="modelled: chips draw by their engine activity; all-in: every chip provisioned at its TDP "
+                          "with its node and switch shares and PUE (InferenceX's all-in MW)")
+    if basis == "all-in":
+        spec = spec + ["cal.power_basis_all_in=1"]
+    text = sb.text_area("More overrides (NAME=VALUE per line)", key="wi_text", height=90,
+                        help="Spec values (hbm_bandwidth=6 TB/s, tensor_rate.fp8=x2, tdp=800 W, price=x0.7), "
+                             "calibration parameters (cal.hbm_efficiency=0.8) or workload fields "
+                             "(workload.num_hidden_layers=40). Scale with x1.5, +50% or -20%.")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    try:
+        return wi.parse_assignments(spec + lines, us.calibration_of(st.session_state["system"]) if lines else None)
+    except wi.WhatIfError as exc:
+        sb.error(str(exc))
+        return wi.parse_assignments(spec)
+
+
+def sync_url(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf, page: str) -> dict:
+    """Write the scenario and the what-ifs to the URL (shareable view); returns the parameters."""
+    params = us.query_of(page, system, workload, opts, whatif)
+    if st.query_params.to_dict() != params:
+        st.query_params.from_dict(params)
+    return params
