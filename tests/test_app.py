@@ -177,10 +177,21 @@ def test_power_basis_switch_reprices_every_power_figure_and_lives_in_the_url():
 
 
 def test_capacity_planner_page():
+    """The answer first (chips, $ per month, $ per million tokens, facility power, TTFT, the note), the recommendation
+    in words, a chart of cost and chips per system, every column in the detail table, the serving modes chosen."""
     at = app(page="Capacity planner", workload="llama-3-8b")
     df = table(at, "system", "Chips")
-    assert {"system", "Chips", "Instances", "$ per month", "Facility power at peak (kW)"} <= set(df.columns)
+    assert {"system", "Chips", "$ per month", "$ per million output tokens", "Facility power at peak (kW)", "TTFT (ms)",
+            "note"} <= set(df.columns)
+    assert "Instances" in table(at, "system", "Chips", "Instances").columns  # the detail table
     assert len(df) == 2
+    words = " ".join(m.value for m in at.markdown)
+    cheapest = min(zip(df["$ per month"], df["system"]), key=lambda x: float(x[0].rstrip(MARKS).replace(",", "")))[1]
+    assert f"**{cheapest}** is the cheapest way to serve 150 requests/s" in words
+    assert {"hconcat"} <= set(charts(at)[0])  # $ per month beside chips
+    at.multiselect(key="plan_modes").set_value(["aggregated", "disaggregated"])
+    rerun(at)
+    assert set(table(at, "system", "Chips")["mode"]) <= {"aggregated", "disaggregated"}
     chips = [float(x.rstrip(MARKS).replace(",", "")) for x in df["Chips"]]
     at.number_input(key="plan_rps").set_value(1000.0)
     rerun(at)

@@ -77,8 +77,9 @@ def claim_points(y_col: str):
 @st.cache_data(show_spinner="Capacity plan (every plan of each system, then the SLA)...",
                max_entries=CACHE_ENTRIES)
 def plan(systems: tuple[str, ...], workload: str, whatif: wi.WhatIf, isl: int, osl: int, rps: float, tpot_s: float,
-         ttft_s: float, peak: float, grid: str, percentile: float = 0.0):
-    return report.capacity_plan(systems, workload, whatif, isl, osl, rps, tpot_s, ttft_s, peak, grid, percentile)
+         ttft_s: float, peak: float, grid: str, percentile: float = 0.0, modes: tuple[str, ...] = ("aggregated",)):
+    return report.capacity_plan(systems, workload, whatif, isl, osl, rps, tpot_s, ttft_s, peak, grid, percentile,
+                                modes)
 
 
 @st.cache_data(show_spinner=False, max_entries=CACHE_ENTRIES)

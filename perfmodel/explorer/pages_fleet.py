@@ -10,7 +10,7 @@ import streamlit as st
 from perfmodel import report
 from perfmodel.explorer import cached as cc
 from perfmodel.explorer.widgets import chart, downloads, shown
-from perfmodel.report import charts
+from perfmodel.report import charts, page_inputs, verdict
 
 
 def page_serving(ctx: dict) -> None:
@@ -18,11 +18,11 @@ def page_serving(ctx: dict) -> None:
     st.caption("Each line is a system's Pareto frontier over serving plans (tensor x attention-data parallel, "
                "expert parallel, data types) and concurrency: interactivity (tokens/s per user) against "
                "throughput. Black crosses: the seed claims' reading points (S1-S3; gpt-oss-120b, 1k/1k).")
+    page_inputs.ensure(st.session_state, "Serving")
     c1, c2, c3, c4, c5 = st.columns(5)
-    systems = c1.multiselect("Systems", ctx["catalog"]["systems"],
-                             default=["trn2-ultraserver", "trn3-ultraserver"], key="srv_systems")
-    isl = c2.number_input("Input tokens", min_value=1, value=1024, step=256, key="srv_isl")
-    osl = c3.number_input("Output tokens", min_value=1, value=1024, step=256, key="srv_osl")
+    systems = c1.multiselect("Systems", ctx["catalog"]["systems"], key="srv_systems")
+    isl = c2.number_input("Input tokens", min_value=1, step=256, key="srv_isl")
+    osl = c3.number_input("Output tokens", min_value=1, step=256, key="srv_osl")
     y = c4.selectbox("Throughput", list(report.FRONTIER_Y), key="srv_y", format_func={
         "mw": "per MW (facility)", "chip": "per chip", "usd": "per dollar", "users": "users per UltraServer"}.get)
     grid = c5.selectbox("Plan grid", list(report.GRIDS), key="srv_grid",
@@ -67,30 +67,35 @@ def page_planner(ctx: dict) -> None:
     st.subheader(f"Capacity planner: {ctx['workload']}")
     st.caption("Demand and SLA in; per system the cheapest plan that meets the SLA (or the lowest power where "
                "no price exists), sized for the peak: fleet, facility power and $ per month (planner.py).")
+    page_inputs.ensure(st.session_state, "Capacity planner")
     c1, c2, c3, c4 = st.columns(4)
-    rps = c1.number_input("Requests per second", min_value=0.001, value=100.0, step=10.0, key="plan_rps")
-    peak = c1.number_input("Peak / average", min_value=1.0, value=1.5, step=0.1, key="plan_peak")
-    isl = c2.number_input("Input tokens", min_value=1, value=1024, step=256, key="plan_isl")
-    osl = c2.number_input("Output tokens", min_value=1, value=1024, step=256, key="plan_osl")
-    tpot = c3.number_input("SLA: TPOT at most (s)", min_value=0.001, value=0.02, step=0.005, format="%.3f",
-                           key="plan_tpot")
-    ttft = c3.number_input("SLA: TTFT at most (s)", min_value=0.01, value=2.0, step=0.5, key="plan_ttft")
-    systems = c4.multiselect("Systems", ctx["catalog"]["systems"],
-                             default=["trn2-ultraserver", "trn3-ultraserver"], key="plan_systems")
-    grid = c4.selectbox("Plan grid", list(report.GRIDS), key="plan_grid")
-    pct = c1.selectbox("Targets at", [0, 50, 90, 99], index=0, key="plan_pct",
+    rps = c1.number_input("Requests per second", min_value=0.001, step=10.0, key="plan_rps")
+    peak = c1.number_input("Peak / average", min_value=1.0, step=0.1, key="plan_peak")
+    pct = c1.selectbox("Targets at", list(page_inputs.PERCENTILES), key="plan_pct",
                        format_func=lambda p: "the steady state" if p == 0 else f"p{p}, verified by simulation")
-    if not systems:
-        st.info("Choose at least one system.")
+    isl = c2.number_input("Input tokens", min_value=1, step=256, key="plan_isl")
+    osl = c2.number_input("Output tokens", min_value=1, step=256, key="plan_osl")
+    tpot = c3.number_input("SLA: TPOT at most (s)", min_value=0.001, step=0.005, format="%.3f", key="plan_tpot")
+    ttft = c3.number_input("SLA: TTFT at most (s)", min_value=0.01, step=0.5, key="plan_ttft")
+    systems = c4.multiselect("Systems", ctx["catalog"]["systems"], key="plan_systems")
+    grid = c4.selectbox("Plan grid", list(report.GRIDS), key="plan_grid")
+    modes = c3.multiselect("Serving modes", list(page_inputs.MODES), key="plan_modes",
+                           help="aggregated: prefill and decode on the same replicas; chunked: chunked prefill; "
+                                "disaggregated: prefill workers apart from decode workers (xPyD); the cheapest wins")
+    if not systems or not modes:
+        st.info("Choose at least one system and one serving mode.")
         return
     with st.spinner("Planning" + (" and simulating each answer at the peak rate" if pct else "")):
         df = cc.plan(tuple(systems), ctx["workload"], ctx["whatif"], int(isl), int(osl), float(rps), float(tpot),
-                  float(ttft), float(peak), grid, float(pct))
-    cols = ["system", "feasible", "mode", "tp", "da", "ep", "pp", "concurrency", "compute_dtype", "chips",
-            "instances", "scaleups", "facility_power_peak_w", "usd_per_month", "usd_per_million_output_tokens",
-            "tokens_per_s_per_user", "ttft_s", "verified", "analytic_replicas", f"sim_ttft_p{pct}_s",
-            f"sim_tpot_p{pct}_s", "note"]
-    st.dataframe(shown(df, [c for c in cols if c in df]), hide_index=True, key="plan_table")
+                     float(ttft), float(peak), grid, float(pct), tuple(modes))
+    st.markdown(verdict.plan_recommendation(df, float(rps) * float(peak)))
+    chart(charts.plan_costs(df), "plan", f"plan_{ctx['workload']}")
+    answer = ["system", "feasible", "chips", "usd_per_month", "usd_per_million_output_tokens",
+              "facility_power_peak_w", "ttft_s", "tokens_per_s_per_user", "mode", "verified", f"sim_ttft_p{pct}_s",
+              f"sim_tpot_p{pct}_s", "note"]
+    st.dataframe(shown(df, [c for c in answer if c in df]), hide_index=True, key="plan_table")
+    with st.expander("Every column of the plan"):
+        st.dataframe(shown(df), hide_index=True, key="plan_detail")
     for cav in sorted(set(df.get("power_caveat", []))):
         st.caption(cav)
     downloads({"plan": df}, f"plan_{ctx['workload']}", "plan")

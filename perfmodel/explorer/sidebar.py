@@ -90,7 +90,7 @@ def whatif_controls() -> wi.WhatIf:
 
 def sync_url(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf, page: str) -> dict:
     """Write the scenario and the what-ifs to the URL (shareable view); returns the parameters."""
-    params = us.query_of(page, system, workload, opts, whatif)
+    params = us.query_of(page, system, workload, opts, whatif, st.session_state)
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
     return params

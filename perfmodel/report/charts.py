@@ -197,6 +197,17 @@ def metric_bars(df: pd.DataFrame, column: str, title: str = "", facet: str = "ca
     return base.properties(width=WIDTH, height=alt.Step(22), title=title or t)
 
 
+def plan_costs(plan: pd.DataFrame, title: str = "") -> alt.HConcatChart:
+    """The capacity plan per system: $ per month (facility kW where no system has a price) beside chips; systems
+    that cannot meet the SLA are left out (the plan's table says why)."""
+    ok = plan[plan["feasible"].astype(bool)] if "feasible" in plan else plan.iloc[0:0]
+    cost = "usd_per_month" if "usd_per_month" in ok and ok["usd_per_month"].notna().any() else "facility_power_peak_w"
+    frame = ok[["system", cost, "chips"]].dropna()
+    bars = [metric_bars(frame, column, facet="") for column in (cost, "chips")]
+    return alt.hconcat(*[b.properties(width=WIDTH // 2) for b in bars]).properties(
+        title=title or "Capacity plan per system (systems that meet the SLA)")
+
+
 def sensitivity(df: pd.DataFrame, value: str = "elasticity", title: str = "") -> alt.Chart:
     """df: parameter, `value` (d ln result / d ln input)."""
     return alt.Chart(df).mark_bar().encode(

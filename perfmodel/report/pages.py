@@ -184,7 +184,8 @@ def claim_points(y_col: str) -> pd.DataFrame:
 def capacity_plan(systems: Iterable[str], workload: str, whatif: wi.WhatIf = wi.WhatIf(),
                   input_tokens: int = 1024, output_tokens: int = 1024, requests_per_s: float = 100.0,
                   tpot_s: float = 0.02, ttft_s: float = 2.0, peak_to_average: float = 1.0,
-                  grid: str = "quick", percentile: float = 0.0) -> pd.DataFrame:
+                  grid: str = "quick", percentile: float = 0.0,
+                  modes: Iterable[str] = ("aggregated",)) -> pd.DataFrame:
     """planner.plan_serving for one demand: fleet (chips, instances, UltraServers), facility MW and
     $ per month per system; with a percentile (e.g. 99) each answer is verified by simulation at the peak
     rate (simulation/verify.py). Calibration what-ifs apply; spec what-ifs are not supported by the
@@ -203,7 +204,7 @@ def capacity_plan(systems: Iterable[str], workload: str, whatif: wi.WhatIf = wi.
     demand.validate()
     kw = _grid_kw(load(systems[0], workload), grid) if grid == "quick" else {}
     cal_over = {n: v for n, v in whatif.cal}
-    opts = planner.PlanOptions(grid_kw=kw)
+    opts = planner.PlanOptions(modes=tuple(planner.Mode(m) for m in modes), grid_kw=kw)
     df = planner.plan_serving(demand, systems, opts, cal_overrides=cal_over or None)
     if percentile:
         from perfmodel.simulation import verify

@@ -5,7 +5,7 @@ the scenario defaults of each phase, and the query parameters a view writes back
     defaults(phase)                         a phase's default widget values (SCENARIO_DEFAULTS: decode's)
     options_of(values)                      widget values -> ScenarioOptions
     phase_switch(values, old, new)          the fields that follow a phase change (still at old's defaults)
-    query_of(page, system, workload, opts, whatif)   the view -> query parameters (what read_query reads)
+    query_of(page, system, workload, opts, whatif, page_values)   the view -> query parameters (read_query's)
     one_line(exc)                           an error as one line for the page
 
 Every value is checked as its widget would check it: one the sidebar would not take (an unknown
@@ -28,6 +28,7 @@ from typing import Callable, Iterable, Mapping
 
 from perfmodel import catalog
 from perfmodel.catalog import whatif as wi
+from perfmodel.report import page_inputs
 
 PHASES = ("prefill", "decode", "train")
 PAGE_KEY, DEFAULT_PAGE = "page", "Roofline"
@@ -197,12 +198,16 @@ def read_query(qp: Mapping[str, str], cat: dict | None = None, pages: Iterable[s
     state["wi_power_basis"] = "modelled"
     extra = []
     known = [PAGE_KEY, *SCENARIO_DEFAULTS]
+    values, page_notices = page_inputs.read(qp, cat["systems"])  # the serving and planner pages' inputs
+    state.update(values)
+    notices += page_notices
     for key, text in qp.items():
         prefix = next((p for p in WHATIF_PREFIXES if key.startswith(p)), None)
         if prefix is None:
-            if key not in known:
+            if key not in known and key not in values:
                 note(key, text, f"not a parameter of this app{_did_you_mean(key, known)}; allowed: "
-                     f"{', '.join(known)}, s.SPEC, c.CALIBRATION, w.WORKLOAD_FIELD", "ignored")
+                     f"{', '.join(known)}, s.SPEC, c.CALIBRATION, w.WORKLOAD_FIELD, the pages' srv_* and plan_* inputs",
+                     "ignored")
             continue
         fam, name = WHATIF_PREFIXES[prefix], key[len(prefix):]
         why = whatif_problem(state["system"], state["workload"], fam, name, text)
@@ -241,9 +246,11 @@ def quick_assignments(sliders: Mapping[str, float]) -> list[str]:
     return [f"spec.{name}={v:+g}%" for name, v in sliders.items() if v]
 
 
-def query_of(page: str, system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf) -> dict[str, str]:
-    """The view as URL query parameters (read back by read_query)."""
+def query_of(page: str, system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf,
+             page_values: Mapping = {}) -> dict[str, str]:
+    """The view as URL query parameters (read back by read_query): the scenario, the what-ifs and the shown page's
+    inputs (page_values: widget key -> value, page_inputs.PAGE_INPUTS)."""
     params = {PAGE_KEY: page, "system": system, "workload": workload, "phase": opts.phase, "batch": opts.batch,
               "seq": opts.seq_len, "context": opts.context, "tp": opts.tp, "pp": opts.pp, "ep": opts.ep,
-              "dtype": opts.dtype, **wi.to_query(whatif)}
+              "dtype": opts.dtype, **wi.to_query(whatif), **page_inputs.query(page, page_values)}
     return {k: str(v) for k, v in params.items()}

@@ -7,13 +7,17 @@ and which of those figures rest on inputs that are not published.
     exists          when a projected system leads per chip, the leader among the systems that exist
     markers         the report's: * estimated, † projected, § assumed input behind that figure
 
-Does not: compute anything new: it reads the case frames the report already holds.
+plan_recommendation(plan, peak rps): the capacity plan in words (the cheapest system within the SLA, what it takes,
+the next one, the systems that cannot).
+
+Does not: compute anything new: it reads the frames the report and the planner already hold.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
+from perfmodel.core import units
 from perfmodel.report.provenance_frame import MARKERS
 
 HEADER = ("Who leads each case per chip, per MW of modelled power and per dollar (* estimated, † projected, "
@@ -68,3 +72,33 @@ def case_line(title: str, part: pd.DataFrame) -> str:
 def verdict_text(cases: list[tuple[str, pd.DataFrame]]) -> str:
     """The verdict section's text: the header, then one line per (title, case frame)."""
     return "\n".join([HEADER] + [case_line(title, part) for title, part in cases])
+
+
+def _money(usd: float) -> str:
+    return f"${usd:,.0f}"
+
+
+def plan_recommendation(df: pd.DataFrame, peak_rps: float) -> str:
+    """The capacity plan in words: the cheapest system that meets the SLA at the peak (the lowest facility power
+    where no system has a price), what it takes, how it compares with the next, and the systems that cannot."""
+    ok = df[df["feasible"].astype(bool)] if "feasible" in df else df.iloc[0:0]
+    cannot = [f"{r['system']} ({str(r.get('note', '')).split(';')[0]})" for _, r in df.iterrows()
+              if not bool(r.get("feasible", False))]
+    tail = f" No plan of {', '.join(cannot)} meets it." if cannot else ""
+    if ok.empty:
+        return f"No system meets the SLA at {peak_rps:,.3g} requests/s.{tail}"
+    priced = ok[ok["usd_per_month"].notna() & (ok["usd_per_month"] > 0)] if "usd_per_month" in ok else ok.iloc[0:0]
+    by, pool = ("usd_per_month", priced) if len(priced) else ("facility_power_peak_w", ok)
+    ranked = pool.sort_values([by, "chips"], kind="stable")
+    best = ranked.iloc[0]
+    cost = f"{_money(best['usd_per_month'])} per month{_mark(best, 'price_status')}, " if by == "usd_per_month" else ""
+    words = (f"**{best['system']}** is the {'cheapest' if by == 'usd_per_month' else 'lowest-power'} way to serve "
+             f"{peak_rps:,.3g} requests/s at the peak within the SLA: {int(best['chips']):,} chips "
+             f"({best.get('mode', '')}), {cost}{best['facility_power_peak_w'] / units.KW:,.1f} kW at the facility")
+    if len(ranked) > 1:
+        nxt = ranked.iloc[1]
+        ratio = nxt[by] / best[by] if best[by] > 0 else float("nan")
+        what = _money(nxt["usd_per_month"]) + " per month" if by == "usd_per_month" else \
+            f"{nxt['facility_power_peak_w'] / units.KW:,.1f} kW"
+        words += f"; next {nxt['system']} at {what} ({ratio:.2f}x)"
+    return words + "." + tail + " (* estimated, † projected, § assumed price or input.)"

@@ -1,0 +1,151 @@
+"""The explorer's page inputs (serving frontier, capacity planner) as plain values: their defaults and ranges, read
+from URL query parameters as the widgets would take them, and written back, so a shared link restores the page.
+
+    PAGE_INPUTS                          page -> its inputs (URL key = widget key, kind, default, range / options)
+    read(qp, page, systems)              URL parameters -> (every page input's value, notices)
+    query(page, values)                  the page's widget values -> URL parameters (what read() reads)
+    defaults()                           every page input's default value
+    ensure(state, page)                  a page's defaults where the session (st.session_state) has none
+
+A value a widget would not take (an unknown system, a number out of range, not a number, an option not offered)
+gets a notice naming the parameter, the value and what is allowed, and that input keeps its default; like the
+sidebar's (url_state.read_query). Only the shown page's inputs are written to the URL.
+
+Does not: call Streamlit, or compute model quantities.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping
+
+SERVING_SYSTEMS = ("trn2-ultraserver", "trn3-ultraserver")
+MODES = ("aggregated", "chunked", "disaggregated")
+PERCENTILES = (0, 50, 90, 99)
+
+
+def _frontier_y() -> list[str]:
+    from perfmodel.report.pages import FRONTIER_Y  # the model's imports, only when a page reads them
+
+    return list(FRONTIER_Y)
+
+
+def _grids() -> list[str]:
+    from perfmodel.report.pages import GRIDS
+
+    return list(GRIDS)
+
+
+@dataclass(frozen=True)
+class Input:
+    """One page input: `key` is the widget's key and the URL parameter; kind int | float | choice | systems | modes
+    (a list, comma-separated in the URL); low / high the widget's range; options a callable for a choice."""
+
+    key: str
+    kind: str
+    default: object
+    low: float = -math.inf
+    high: float = math.inf
+    options: Callable[[], list] | None = None
+
+
+PAGE_INPUTS: dict[str, tuple[Input, ...]] = {
+    "Serving": (
+        Input("srv_systems", "systems", list(SERVING_SYSTEMS)),
+        Input("srv_isl", "int", 1024, 1, 1_048_576), Input("srv_osl", "int", 1024, 1, 1_048_576),
+        Input("srv_y", "choice", "mw", options=_frontier_y), Input("srv_grid", "choice", "quick", options=_grids),
+    ),
+    "Capacity planner": (
+        Input("plan_rps", "float", 100.0, 0.001, 1e7), Input("plan_peak", "float", 1.5, 1.0, 100.0),
+        Input("plan_isl", "int", 1024, 1, 1_048_576), Input("plan_osl", "int", 1024, 1, 1_048_576),
+        Input("plan_tpot", "float", 0.02, 0.001, 10.0), Input("plan_ttft", "float", 2.0, 0.01, 600.0),
+        Input("plan_systems", "systems", list(SERVING_SYSTEMS)), Input("plan_grid", "choice", "quick", options=_grids),
+        Input("plan_pct", "choice", 0, options=lambda: list(PERCENTILES)),
+        Input("plan_modes", "modes", ["aggregated"]),
+    ),
+}
+
+
+def defaults() -> dict:
+    """Every page input's default (lists copied: a widget may keep them)."""
+    return {i.key: list(i.default) if isinstance(i.default, list) else i.default
+            for inputs in PAGE_INPUTS.values() for i in inputs}
+
+
+def ensure(state, page: str) -> None:
+    """Give the page's inputs their defaults where the session has none (a widget not drawn on the last run
+    loses its value; the widgets take theirs from the session, none is passed a default)."""
+    for i in PAGE_INPUTS.get(page, ()):
+        if i.key not in state:
+            state[i.key] = list(i.default) if isinstance(i.default, list) else i.default
+
+
+def _number(text: str, kind: str) -> float | int | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    if not math.isfinite(value) or (kind == "int" and not value.is_integer()):
+        return None
+    return int(value) if kind == "int" else value
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:g}"
+
+
+def _one(i: Input, text: str, systems: Iterable[str]) -> tuple[object, str | None]:
+    """(value, None) when the widget would take `text`, else (the default, why not)."""
+    if i.kind in ("int", "float"):
+        value = _number(text, i.kind)
+        if value is not None and i.low <= value <= i.high:
+            return value, None
+        what = "whole numbers" if i.kind == "int" else "numbers"
+        why = "out of range" if value is not None else f"not {'a whole number' if i.kind == 'int' else 'a number'}"
+        return i.default, f"{why}; allowed: {what} {_num(i.low)} to {_num(i.high)}"
+    if i.kind == "choice":
+        options = i.options()
+        match = next((o for o in options if str(o) == text), None)
+        return (match, None) if match is not None else \
+            (i.default, f"not an option; allowed: {', '.join(map(str, options))}")
+    allowed = list(systems) if i.kind == "systems" else list(MODES)
+    names = [n for n in text.split(",") if n]
+    bad = [n for n in names if n not in allowed]
+    if bad or not names:
+        return list(i.default), (f"unknown {'system' if i.kind == 'systems' else 'mode'} "
+                                 f"{', '.join(map(repr, bad))}" if bad else "empty") + \
+            f"; allowed: comma-separated {', '.join(allowed[:12])}{', ...' if len(allowed) > 12 else ''}"
+    return list(dict.fromkeys(names)), None
+
+
+def read(qp: Mapping[str, str], systems: Iterable[str]) -> tuple[dict, list[str]]:
+    """(every page input's value, notices) from URL query parameters; `systems`: the names a system list may hold."""
+    values, notices, systems = defaults(), [], list(systems)
+    for inputs in PAGE_INPUTS.values():
+        for i in inputs:
+            if i.key not in qp:
+                continue
+            text = str(qp[i.key]).strip()
+            values[i.key], why = _one(i, text, systems)
+            if why:
+                shown = text if len(text) <= 60 else text[:60] + "..."
+                notices.append(f"URL parameter {i.key}={shown!r}: {why}; using {values[i.key]}.")
+    return values, notices
+
+
+def keys() -> set[str]:
+    """Every page input's URL key."""
+    return {i.key for inputs in PAGE_INPUTS.values() for i in inputs}
+
+
+def query(page: str, values: Mapping) -> dict[str, str]:
+    """The shown page's inputs as URL parameters (lists comma-joined); other pages' are left out."""
+    out = {}
+    for i in PAGE_INPUTS.get(page, ()):
+        if i.key not in values:
+            continue
+        v = values[i.key]
+        out[i.key] = ",".join(map(str, v)) if isinstance(v, (list, tuple)) else f"{v:g}" if isinstance(v, float) \
+            else str(v)
+    return out
