@@ -221,3 +221,57 @@ def test_bad_url_values_are_notices_not_tracebacks(server, browser):
     assert "system=trn2-ultraserver" in page.url and "xabc" not in page.url
     page.screenshot(path=str(ARTIFACTS / "app_bad_url.png"), full_page=True)
     page.close()
+
+
+def _input(page, label: str) -> str:
+    """The value in the number input labelled `label` (exactly: chart marks carry aria-labels too)."""
+    return page.get_by_role("spinbutton", name=label, exact=True).input_value()
+
+
+def _widget_text(page, testid: str, label: str) -> str:
+    """The shown value of a Streamlit selectbox / multiselect with `label`."""
+    return page.locator(f'[data-testid="{testid}"]').filter(has_text=label).first.inner_text()
+
+
+def test_a_shared_link_restores_the_serving_and_planner_inputs(server, browser):
+    page = browser.new_page()
+    _open(page, f"{server}/?page=Serving&workload=llama-3-8b&srv_systems=trn3-ultraserver&srv_isl=4096&srv_osl=256"
+                "&srv_y=chip&srv_grid=quick")
+    _no_traceback(page)
+    assert _input(page, "Input tokens") == "4096" and _input(page, "Output tokens") == "256"
+    systems = _widget_text(page, "stMultiSelect", "Systems")
+    assert "trn3-ultraserver" in systems and "trn2-ultraserver" not in systems
+    assert page.locator('[aria-label^="Y-axis titled \'Output tokens/s per chip\'"]').count()  # srv_y=chip, drawn
+    _open(page, f"{server}/?page=Capacity+planner&workload=llama-3-8b&plan_rps=40&plan_peak=2&plan_isl=2048"
+                "&plan_osl=512&plan_tpot=0.05&plan_ttft=3&plan_systems=p5.48xlarge,trn2-ultraserver&plan_grid=quick"
+                "&plan_pct=0&plan_modes=aggregated,disaggregated")
+    _no_traceback(page)
+    for label, value in (("Requests per second", "40.00"), ("Peak / average", "2.00"), ("Input tokens", "2048"),
+                         ("Output tokens", "512"), ("SLA: TPOT at most (s)", "0.050"), ("SLA: TTFT at most (s)", "3.00")):
+        assert _input(page, label) == value, label
+    systems = _widget_text(page, "stMultiSelect", "Systems")
+    assert "p5.48xlarge" in systems and "trn2-ultraserver" in systems and "trn3-ultraserver" not in systems
+    assert "disaggregated" in _widget_text(page, "stMultiSelect", "Serving modes")
+    assert page.get_by_text("is the cheapest way to serve 80 requests/s").count()
+    assert "plan_rps=40" in page.url and "plan_modes=aggregated%2Cdisaggregated" in page.url
+    page.screenshot(path=str(ARTIFACTS / "app_planner_link.png"), full_page=True)
+    page.close()
+
+
+def test_an_uploaded_config_json_runs_on_the_roofline_page(server, browser, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_bytes((ROOT / "reference" / "model_configs" / "meta-llama--Meta-Llama-3.1-8B.json").read_bytes())
+    page = browser.new_page()
+    _open(page, f"{server}/?page=Roofline&system=p5.48xlarge&workload=llama-3.1-8b&batch=8&tp=1")
+    catalogue = _number(_metric(page, "TPOT (ms)"))
+    page.get_by_text("Bring your own model or machine").click()
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(str(config))
+    page.get_by_text("llama-h4096-l32").first.wait_for(timeout=TIMEOUT_S * 1000)
+    _wait_idle(page)
+    _no_traceback(page)
+    page.wait_for_selector(CHART_DRAWN, timeout=TIMEOUT_S * 1000)
+    assert "llama-h4096-l32" in page.locator("h3").first.inner_text()
+    assert _number(_metric(page, "TPOT (ms)")) == pytest.approx(catalogue, rel=0.02)
+    assert "config.json" in page.url
+    page.screenshot(path=str(ARTIFACTS / "app_uploaded_model.png"), full_page=True)
+    page.close()

@@ -29,9 +29,16 @@ from perfmodel import report
 from perfmodel.core import units
 from perfmodel.explorer import pages_fleet, pages_scenario, pages_validation
 from perfmodel.explorer.cached import load_catalog, run
-from perfmodel.explorer.sidebar import init_state, scenario_controls, sync_url, url_notices, whatif_controls
+from perfmodel.explorer.sidebar import (
+    init_state,
+    scenario_controls,
+    sync_url,
+    upload_controls,
+    url_notices,
+    whatif_controls,
+)
 from perfmodel.explorer.widgets import guarded
-from perfmodel.report import export
+from perfmodel.report import export, uploads
 from perfmodel.report import url_state as us
 from perfmodel.report.provenance_frame import MARKER_LEGEND
 
@@ -47,16 +54,19 @@ def explorer(cat: dict) -> None:
     init_state(cat, PAGES)
     page = st.sidebar.radio("Page", list(PAGES), key=us.PAGE_KEY)
     system, workload, opts = scenario_controls(cat)
+    upload_controls()
     whatif = whatif_controls()
     view = sync_url(system, workload, opts, whatif, page)
     st.title("perfmodel explorer")
     url_notices(view)
     if whatif:
         st.info("What-if: " + ", ".join(whatif.assignments()))
-    name = export.config_name([("", system), ("", workload), ("", opts.phase), ("b", opts.batch),
+    system_name, workload_name = (uploads.label(r).removesuffix(" (uploaded)") for r in (system, workload))
+    name = export.config_name([("", system_name), ("", workload_name), ("", opts.phase), ("b", opts.batch),
                                ("", report.plan_text(opts).replace(" ", "")), ("", opts.dtype),
                                ("", whatif.label() or None)])
     ctx = {"catalog": cat, "system": system, "workload": workload, "opts": opts, "whatif": whatif, "name": name,
+           "system_name": system_name, "workload_name": workload_name,
            "result": lambda: run(system, workload, opts, whatif)}
     guarded(page, PAGES[page], ctx)
 

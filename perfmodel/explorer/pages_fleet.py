@@ -14,7 +14,7 @@ from perfmodel.report import charts, page_inputs, verdict
 
 
 def page_serving(ctx: dict) -> None:
-    st.subheader(f"Serving frontier: {ctx['workload']}")
+    st.subheader(f"Serving frontier: {ctx['workload_name']}")
     st.caption("Each line is a system's Pareto frontier over serving plans (tensor x attention-data parallel, "
                "expert parallel, data types) and concurrency: interactivity (tokens/s per user) against "
                "throughput. Black crosses: the seed claims' reading points (S1-S3; gpt-oss-120b, 1k/1k).")
@@ -35,7 +35,7 @@ def page_serving(ctx: dict) -> None:
     ycol = report.FRONTIER_Y[y]
     same = (ctx["workload"], int(isl), int(osl)) == tuple(report.CLAIM_SCENARIO.values())
     points = cc.claim_points(ycol) if same and not ctx["whatif"] else None
-    chart(charts.frontier(df, points, y=ycol, color="system"), "frontier", f"frontier_{ctx['workload']}_{y}")
+    chart(charts.frontier(df, points, y=ycol, color="system"), "frontier", f"frontier_{ctx['workload_name']}_{y}")
     if not same:
         st.caption("The seed claims' points are drawn for gpt-oss-120b at 1024 input / 1024 output tokens.")
     elif not ctx["whatif"] and st.checkbox("S1-S3 by reading: the Trn3 / Trn2 ratios over the whole range "
@@ -46,7 +46,7 @@ def page_serving(ctx: dict) -> None:
                  hide_index=True, key="srv_table")
     for cav in sorted(set(df.get("power_caveat", []))):
         st.caption(cav)
-    downloads({"frontier": df}, f"frontier_{ctx['workload']}_{y}", "srv")
+    downloads({"frontier": df}, f"frontier_{ctx['workload_name']}_{y}", "srv")
 
 
 def claim_readings() -> None:
@@ -64,7 +64,7 @@ def claim_readings() -> None:
 
 
 def page_planner(ctx: dict) -> None:
-    st.subheader(f"Capacity planner: {ctx['workload']}")
+    st.subheader(f"Capacity planner: {ctx['workload_name']}")
     st.caption("Demand and SLA in; per system the cheapest plan that meets the SLA (or the lowest power where "
                "no price exists), sized for the peak: fleet, facility power and $ per month (planner.py).")
     page_inputs.ensure(st.session_state, "Capacity planner")
@@ -89,7 +89,7 @@ def page_planner(ctx: dict) -> None:
         df = cc.plan(tuple(systems), ctx["workload"], ctx["whatif"], int(isl), int(osl), float(rps), float(tpot),
                      float(ttft), float(peak), grid, float(pct), tuple(modes))
     st.markdown(verdict.plan_recommendation(df, float(rps) * float(peak)))
-    chart(charts.plan_costs(df), "plan", f"plan_{ctx['workload']}")
+    chart(charts.plan_costs(df), "plan", f"plan_{ctx['workload_name']}")
     answer = ["system", "feasible", "chips", "usd_per_month", "usd_per_million_output_tokens",
               "facility_power_peak_w", "ttft_s", "tokens_per_s_per_user", "mode", "verified", f"sim_ttft_p{pct}_s",
               f"sim_tpot_p{pct}_s", "note"]
@@ -98,12 +98,12 @@ def page_planner(ctx: dict) -> None:
         st.dataframe(shown(df), hide_index=True, key="plan_detail")
     for cav in sorted(set(df.get("power_caveat", []))):
         st.caption(cav)
-    downloads({"plan": df}, f"plan_{ctx['workload']}", "plan")
+    downloads({"plan": df}, f"plan_{ctx['workload_name']}", "plan")
 
 
 def page_under_load(ctx: dict) -> None:
     o = ctx["opts"]
-    st.subheader(f"Under load: {ctx['workload']} on {ctx['system']}")
+    st.subheader(f"Under load: {ctx['workload_name']} on {ctx['system_name']}")
     st.caption(f"One replica of the scenario's plan (tp {o.tp}, attention-DP {o.da}, ep {o.ep}, pp {o.pp}, {o.dtype}) "
                "simulated request by request (simulation/, SimPy): continuous batching, paged KV, preemption; every "
                "step priced by the steady state's step model. Tail latency and the queue the steady state omits.")
@@ -128,4 +128,4 @@ def page_under_load(ctx: dict) -> None:
     with c2:
         chart(charts.queue_over_time(out["queue"], "Requests waiting and running"), "ul_queue", "under_load_queue")
     downloads({"summary": out["summary"], "queue": out["queue"], "requests": out["requests"]},
-              f"under_load_{ctx['workload']}", "ul")
+              f"under_load_{ctx['workload_name']}", "ul")

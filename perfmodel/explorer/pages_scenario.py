@@ -13,11 +13,11 @@ import streamlit as st
 from perfmodel.core import units
 from perfmodel.explorer import cached as cc
 from perfmodel.explorer.widgets import RUNNING_ONLY, chart, downloads, feasibility_notice, metrics, shown
-from perfmodel.report import charts, export
+from perfmodel.report import charts, export, uploads
 
 
 def page_hardware(ctx: dict) -> None:
-    st.subheader(f"Spec sheet: {ctx['system']}")
+    st.subheader(f"Spec sheet: {ctx['system_name']}")
     st.caption("Every value as the source writes it, the SI value, its status (published, derived, estimated, "
                "projected; 'assumed' marks a what-if override) and its source.")
     sheet = cc.spec_sheet(ctx["system"], ctx["whatif"])
@@ -34,12 +34,12 @@ def page_hardware(ctx: dict) -> None:
     table, ratios = cc.compare(tuple(chosen), level)
     st.dataframe(table, hide_index=True, key="ratio_table")
     chart(charts.spec_ratios(ratios, title=f"Ratio to {chosen[0]} per {level}"), "ratios", f"ratios_{level}")
-    downloads({"spec_sheet": sheet, "ratios": ratios}, f"specs_{ctx['system']}", "hw")
+    downloads({"spec_sheet": sheet, "ratios": ratios}, f"specs_{ctx['system_name']}", "hw")
 
 
 def page_roofline(ctx: dict) -> None:
     res = ctx["result"]()
-    st.subheader(f"Roofline: {res['display_name']}, {ctx['workload']} {ctx['opts'].phase}")
+    st.subheader(f"Roofline: {res['display_name']}, {ctx['workload_name']} {ctx['opts'].phase}")
     f = feasibility_notice(ctx, res, "Times are as if it fit; throughput, tokens per MW and cost are not shown. "
                                      "The Memory page gives the fewest chips that hold it.")
     if not f["valid"]:
@@ -67,10 +67,11 @@ def page_roofline(ctx: dict) -> None:
 
 def page_memory(ctx: dict) -> None:
     res = ctx["result"]()
-    st.subheader(f"Memory per device: {ctx['workload']} {ctx['opts'].phase}")
+    st.subheader(f"Memory per device: {ctx['workload_name']} {ctx['opts'].phase}")
     if not feasibility_notice(ctx, res, "Min chips below: the fewest chips that hold it.")["valid"]:
         return
-    others = st.multiselect("Compare on", ctx["catalog"]["systems"],
+    others = st.multiselect("Compare on", list(dict.fromkeys([ctx["system"], *ctx["catalog"]["systems"]])),
+                            format_func=uploads.label,
                             default=[ctx["system"]] + [s for s in ("trn3-ultraserver", "p5.48xlarge")
                                                        if s != ctx["system"]], key="mem_systems")
     systems = tuple(dict.fromkeys([ctx["system"], *others]))
@@ -113,7 +114,7 @@ def page_collectives(ctx: dict) -> None:
 
 
 def page_formulas(ctx: dict) -> None:
-    st.subheader(f"Formulas: {ctx['workload']} {ctx['opts'].phase}")
+    st.subheader(f"Formulas: {ctx['workload_name']} {ctx['opts'].phase}")
     ops, symbols = cc.formulas(ctx["workload"], ctx["opts"].phase)
     op = st.selectbox("Operator", list(ops["op"]), key="formula_op")
     row = ops[ops["op"] == op].iloc[0]

@@ -10,6 +10,7 @@ import streamlit as st
 
 from perfmodel.catalog import whatif as wi
 from perfmodel.explorer.cached import supported_dtypes
+from perfmodel.report import uploads
 from perfmodel.report import url_state as us
 
 
@@ -33,15 +34,57 @@ def url_notices(view: dict) -> None:
         st.warning(text)
 
 
+BYO = {"workload": ("byo_model", "Model: a config.json or a workload .toml"),
+       "system": ("byo_system", "Machine: a system .toml (its chip a catalogue key, e.g. chip = \"h100-sxm\")")}
+
+
+def take_uploads() -> None:
+    """A file just uploaded (its uploader's value from the last run) is kept (report.uploads), offered beside the
+    catalogue and chosen; one it cannot load is one line in the sidebar. Runs before the selectboxes exist."""
+    for kind, (key, _) in BYO.items():
+        up = st.session_state.get(key)
+        if up is None or st.session_state.get(f"_{key}_id") == up.file_id:
+            continue
+        st.session_state[f"_{key}_id"] = up.file_id
+        try:
+            ref = uploads.store(up.name, up.getvalue(), "workload" if kind == "workload" else "hardware")
+        except ValueError as exc:
+            st.session_state[f"_{key}_error"] = us.one_line(exc)
+            continue
+        st.session_state.pop(f"_{key}_error", None)
+        st.session_state[kind] = ref
+
+
+def _options(cat: dict, kind: str) -> list[str]:
+    """The catalogue's names, then the kept files this session chose (an upload, or a shared link naming one)."""
+    have = list(cat[f"{kind}s"])
+    current = st.session_state.get(kind)
+    mine = st.session_state.setdefault(f"_byo_{kind}s", [])
+    if current and current not in have and uploads.is_upload(current) and current not in mine:
+        mine.append(current)
+    return have + mine
+
+
+def upload_controls() -> None:
+    with st.sidebar.expander("Bring your own model or machine"):
+        for kind, (key, label) in BYO.items():
+            st.file_uploader(label, type=["json", "toml"] if kind == "workload" else ["toml"], key=key,
+                             max_upload_size=1)
+            if st.session_state.get(f"_{key}_error"):
+                st.error(st.session_state[f"_{key}_error"])
+
+
 def scenario_controls(cat: dict) -> tuple[str, str, wi.ScenarioOptions]:
     sb = st.sidebar
     sb.header("Scenario")
-    for key, options in (("system", cat["systems"]), ("workload", cat["workloads"]), ("phase", us.PHASES)):
+    take_uploads()
+    systems, workloads = _options(cat, "system"), _options(cat, "workload")
+    for key, options in (("system", systems), ("workload", workloads), ("phase", us.PHASES)):
         if st.session_state.get(key) not in options:  # cannot happen from the URL (read_query checks it)
             default = us.SCENARIO_DEFAULTS[key]
             st.session_state[key] = default if default in options else options[0]
-    system = sb.selectbox("Hardware", cat["systems"], key="system")
-    workload = sb.selectbox("Workload", cat["workloads"], key="workload")
+    system = sb.selectbox("Hardware", systems, key="system", format_func=uploads.label)
+    workload = sb.selectbox("Workload", workloads, key="workload", format_func=uploads.label)
     phase = sb.radio("Phase", us.PHASES, key="phase", horizontal=True)
     # another phase: the fields still at the old phase's defaults take the new one's (a valid plan that fits)
     st.session_state.update(us.phase_switch(st.session_state, st.session_state.get("_phase", phase), phase))

@@ -28,7 +28,7 @@ from typing import Callable, Iterable, Mapping
 
 from perfmodel import catalog
 from perfmodel.catalog import whatif as wi
-from perfmodel.report import page_inputs
+from perfmodel.report import page_inputs, uploads
 
 PHASES = ("prefill", "decode", "train")
 PAGE_KEY, DEFAULT_PAGE = "page", "Roofline"
@@ -176,8 +176,9 @@ def read_query(qp: Mapping[str, str], cat: dict | None = None, pages: Iterable[s
         return default
 
     state = {PAGE_KEY: choice(PAGE_KEY, list(pages), DEFAULT_PAGE, "page")}
-    for key, what in (("system", "system"), ("workload", "workload")):
-        state[key] = choice(key, cat[f"{key}s"], SCENARIO_DEFAULTS[key], what)
+    for key, what in (("system", "system"), ("workload", "workload")):  # a catalogue name, or a file kept by uploads
+        kept = [qp[key]] if key in qp and uploads.is_upload(qp[key]) else []
+        state[key] = choice(key, [*cat[f"{key}s"], *kept], SCENARIO_DEFAULTS[key], what)
     state["phase"] = choice("phase", PHASES, SCENARIO_DEFAULTS["phase"], "phase")
     start = defaults(state["phase"])
     for key, (lo, hi) in INT_RANGES.items():

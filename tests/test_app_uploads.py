@@ -1,0 +1,77 @@
+"""A model or a machine brought into the explorer as a file: an uploaded config.json or workload / system TOML is
+kept where the catalogue's loaders read it, chosen in the sidebar, priced on every page, and named in the URL so a
+shared link restores it; a file the loaders refuse is one line naming the upload."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from test_app import APP, checked, metric, rerun
+
+from perfmodel import catalog
+from perfmodel.report import uploads
+
+REF = catalog.catalog_root() / "reference" / "model_configs"
+LLAMA_8B = (REF / "meta-llama--Meta-Llama-3.1-8B.json").read_bytes()
+SPECS = catalog.catalog_root() / "hardware_specs"
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _app(**query) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in query.items():
+        at.query_params[k] = v
+    return checked(at.run())
+
+
+def test_a_config_json_is_kept_as_a_workload_named_after_its_model():
+    ref = uploads.store("config.json", LLAMA_8B, "workload")
+    assert uploads.is_upload(ref) and Path(ref).name == "config.json"
+    assert uploads.label(ref) == "llama-h4096-l32 (uploaded)"
+    assert uploads.store("config.json", LLAMA_8B, "workload") == ref  # the same bytes, the same reference
+    assert not uploads.is_upload(str(REF / "meta-llama--Meta-Llama-3.1-8B.json"))
+
+
+@pytest.mark.parametrize("name, data, kind, words", [
+    ("model.txt", b"{}", "workload", "model.txt: a workload file is .json or .toml"),
+    ("config.json", b'{"model_type": "llama"}', "workload", "config.json: "),
+    ("box.toml", b'schema_version = 1\nkind = "system"\n', "hardware", "box.toml: "),
+])
+def test_a_file_the_loaders_refuse_is_one_line_naming_the_upload(name, data, kind, words):
+    with pytest.raises(ValueError) as err:
+        uploads.store(name, data, kind)
+    text = str(err.value)
+    assert text.startswith(words) and "\n" not in text and str(uploads.folder()) not in text
+
+
+def test_an_uploaded_config_json_runs_on_the_roofline_page_and_a_link_restores_it():
+    at = _app(page="Roofline", system="p5.48xlarge", workload="llama-3.1-8b", batch="8", tp="1")
+    catalogue = metric(at, "TPOT (ms)")
+    at.get("file_uploader")[0].upload("config.json", LLAMA_8B, "application/json")
+    rerun(at)
+    assert uploads.is_upload(at.selectbox(key="workload").value)
+    assert "llama-h4096-l32" in at.subheader[0].value
+    assert metric(at, "TPOT (ms)") == pytest.approx(catalogue, rel=0.02)  # the same model as the catalogue's
+    link = {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
+    again = _app(**link)
+    assert again.selectbox(key="workload").value == link["workload"] and not again.warning
+    assert metric(again, "TPOT (ms)") == pytest.approx(metric(at, "TPOT (ms)"))
+
+
+def test_an_uploaded_system_file_is_the_chosen_hardware():
+    text = (SPECS / "dgx-h100.toml").read_text().replace('name = "dgx-h100"', 'name = "my-box"', 1)
+    at = _app(page="Roofline", system="dgx-h100", workload="llama-3.1-8b", batch="8", tp="1")
+    at.get("file_uploader")[1].upload("my-box.toml", text.encode(), "application/toml")
+    rerun(at)
+    assert at.selectbox(key="system").value.endswith("my-box.toml")
+    assert metric(at, "TPOT (ms)") > 0
+    bad = _app(page="Roofline")
+    bad.get("file_uploader")[1].upload("other.toml", text.encode(), "application/toml")
+    rerun(bad)
+    assert any("other.toml: " in e.value and "my-box" in e.value for e in bad.error)  # name must match the stem
