@@ -275,3 +275,29 @@ def test_an_uploaded_config_json_runs_on_the_roofline_page(server, browser, tmp_
     assert "config.json" in page.url
     page.screenshot(path=str(ARTIFACTS / "app_uploaded_model.png"), full_page=True)
     page.close()
+
+
+def test_two_scenario_files_are_compared_in_the_browser(server, browser, tmp_path):
+    """Two scenario files (as `perfmodel roofline --save-scenario` writes them) uploaded on the Compare page: the
+    table puts them side by side with the second's change against the first, and the chart draws the changes."""
+    from perfmodel.catalog import scenario_files as sf
+    from perfmodel.catalog import whatif as wi
+
+    opts = wi.ScenarioOptions(phase="decode", batch=64, context=4096, tp=4)
+    files = []
+    for name, system in (("trn2", "trn2-ultraserver"), ("trn3", "trn3-ultraserver")):
+        path = tmp_path / f"{name}.toml"
+        path.write_text(sf.to_toml(sf.Saved(name, system, "llama-3-8b", opts)))
+        files.append(str(path))
+    page = browser.new_page()
+    _open(page, f"{server}/?page=Compare&workload=llama-3-8b", chart=False)
+    page.locator('.st-key-cmp_files input[type="file"]').set_input_files(files)
+    # the grid draws on a canvas; its accessible table (hidden) carries the text
+    page.get_by_text("trn3 vs trn2").first.wait_for(state="attached", timeout=TIMEOUT_S * 1000)
+    _wait_idle(page)
+    page.wait_for_selector(CHART_DRAWN, timeout=TIMEOUT_S * 1000)
+    _no_traceback(page)
+    grid = page.locator('[data-testid="stDataFrame"]').first.text_content()
+    assert "trn3-ultraserver" in grid and "Tokens/s per chip" in grid
+    page.screenshot(path=str(ARTIFACTS / "app_compare.png"), full_page=True)
+    page.close()

@@ -23,6 +23,10 @@ def _own_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path / "cache"))
 
 
+def _uploader(at: AppTest, key: str):
+    return next(u for u in at.get("file_uploader") if u.key == key)
+
+
 def _app(**query) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     for k, v in query.items():
@@ -53,7 +57,7 @@ def test_a_file_the_loaders_refuse_is_one_line_naming_the_upload(name, data, kin
 def test_an_uploaded_config_json_runs_on_the_roofline_page_and_a_link_restores_it():
     at = _app(page="Roofline", system="p5.48xlarge", workload="llama-3.1-8b", batch="8", tp="1")
     catalogue = metric(at, "TPOT (ms)")
-    at.get("file_uploader")[0].upload("config.json", LLAMA_8B, "application/json")
+    _uploader(at, "byo_model").upload("config.json", LLAMA_8B, "application/json")
     rerun(at)
     assert uploads.is_upload(at.selectbox(key="workload").value)
     assert "llama-h4096-l32" in at.subheader[0].value
@@ -67,11 +71,11 @@ def test_an_uploaded_config_json_runs_on_the_roofline_page_and_a_link_restores_i
 def test_an_uploaded_system_file_is_the_chosen_hardware():
     text = (SPECS / "dgx-h100.toml").read_text().replace('name = "dgx-h100"', 'name = "my-box"', 1)
     at = _app(page="Roofline", system="dgx-h100", workload="llama-3.1-8b", batch="8", tp="1")
-    at.get("file_uploader")[1].upload("my-box.toml", text.encode(), "application/toml")
+    _uploader(at, "byo_system").upload("my-box.toml", text.encode(), "application/toml")
     rerun(at)
     assert at.selectbox(key="system").value.endswith("my-box.toml")
     assert metric(at, "TPOT (ms)") > 0
     bad = _app(page="Roofline")
-    bad.get("file_uploader")[1].upload("other.toml", text.encode(), "application/toml")
+    _uploader(bad, "byo_system").upload("other.toml", text.encode(), "application/toml")
     rerun(bad)
     assert any("other.toml: " in e.value and "my-box" in e.value for e in bad.error)  # name must match the stem

@@ -25,7 +25,7 @@ from perfmodel.cli.common import CALIBRATION_HELP, SubParsers, complete_deferred
 
 COMMAND_MODULES = ("perfmodel.cli.catalog", "perfmodel.cli.comm", "perfmodel.cli.validate", "perfmodel.cli.calibrate",
                    "perfmodel.cli.serve", "perfmodel.cli.plan", "perfmodel.cli.simulate", "perfmodel.cli.report",
-                   "perfmodel.cli.sweep")
+                   "perfmodel.cli.sweep", "perfmodel.cli.scenarios")
 
 
 def build_parser(complete: bool = True) -> argparse.ArgumentParser:

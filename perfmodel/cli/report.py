@@ -17,8 +17,19 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfmodel.cli.common import (add_output_options, count, defer, dtype_arg, print_result, progress_bar,
-                                  refuse_or_banner, with_banner, write_text)
+from perfmodel.cli import scenarios
+from perfmodel.cli.common import (
+    add_output_options,
+    count,
+    defer,
+    dtype_arg,
+    print_result,
+    progress_bar,
+    refuse_or_banner,
+    with_banner,
+    write_text,
+)
+from perfmodel.cli.scenarios import add_scenario_file_options
 
 if TYPE_CHECKING:  # the model (report, whatif, export, pandas) is imported inside the functions: see cli/parser.py
     import pandas as pd
@@ -125,30 +136,32 @@ def _scenario_args(p: argparse.ArgumentParser) -> None:
     from perfmodel.catalog import whatif as wi
 
     g = p.add_argument_group("scenario")
-    g.add_argument("--hardware", required=True, metavar="NAME", help="system key, e.g. trn2-ultraserver "
-                   "(perfmodel specs list)")
-    g.add_argument("--workload", required=True, metavar="NAME", help="workload key, e.g. llama-3-70b "
-                   "(perfmodel workloads list)")
-    g.add_argument("--phase", choices=("prefill", "decode", "train"), default="decode",
+    g.add_argument("--hardware", metavar="NAME", help="system key, e.g. trn2-ultraserver (perfmodel specs list), "
+                   "or a system .toml; required unless --scenario names it")
+    g.add_argument("--workload", metavar="NAME", help="workload key, e.g. llama-3-70b (perfmodel workloads list), a "
+                   "workload .toml, a config.json or a cached Hugging Face id; required unless --scenario names it")
+    g.add_argument("--phase", choices=("prefill", "decode", "train"),
                    help="prefill (prompt), decode (one token per sequence per step) or train (default: decode)")
-    g.add_argument("--batch", type=count(1, "MAX_BATCH"), default=1, metavar="N",
+    g.add_argument("--batch", type=count(1, "MAX_BATCH"), metavar="N",
                    help="sequences per step on one replica (training: per micro-batch; default 1)")
-    g.add_argument("--seq", type=count(1, "MAX_SEQ_TOKENS"), default=2048, metavar="N",
+    g.add_argument("--seq", type=count(1, "MAX_SEQ_TOKENS"), metavar="N",
                    help="tokens per sequence this step for prefill / train (default 2048; decode uses 1)")
-    g.add_argument("--context", type=count(0, "MAX_SEQ_TOKENS"), default=None, metavar="N",
+    g.add_argument("--context", type=count(0, "MAX_SEQ_TOKENS"), metavar="N",
                    help=f"tokens already in the KV cache (decode default {wi.DEFAULT_CONTEXT['decode']})")
-    g.add_argument("--tp", type=count(), default=1, metavar="N", help="tensor parallel degree (default 1)")
-    g.add_argument("--pp", type=count(), default=1, metavar="N", help="pipeline stages (default 1)")
-    g.add_argument("--ep", type=count(), default=1, metavar="N", help="expert parallel degree; divides tp (default 1)")
-    g.add_argument("--dp", type=count(), default=1, metavar="N", help="data parallel replicas (default 1)")
-    g.add_argument("--microbatches", type=count(1, "MAX_BATCH"), default=1, metavar="N", help="micro-batches per step")
-    g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage for training (default 0)")
-    g.add_argument("--dtype", default="bf16", type=dtype_arg, metavar="TYPE",
+    g.add_argument("--tp", type=count(), metavar="N", help="tensor parallel degree (default 1)")
+    g.add_argument("--pp", type=count(), metavar="N", help="pipeline stages (default 1)")
+    g.add_argument("--ep", type=count(), metavar="N", help="expert parallel degree; divides tp (default 1)")
+    g.add_argument("--dp", type=count(), metavar="N", help="data parallel replicas (default 1)")
+    g.add_argument("--microbatches", type=count(1, "MAX_BATCH"), metavar="N", help="micro-batches per step "
+                   "(default 1)")
+    g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), help="ZeRO stage for training (default 0)")
+    g.add_argument("--dtype", type=dtype_arg, metavar="TYPE",
                    help="weights and matmul data type: bf16, fp8, mxfp8, mxfp4, fp16, fp32, ... (default bf16); "
                         "the KV cache follows (8-bit for 8-bit types)")
     g.add_argument("--recompute", choices=("none", "selective", "full", "alternate-layers", "selective-op"),
-                   default="none", help="activation recomputation for training (default none; selective: the "
+                   help="activation recomputation for training (default none; selective: the "
                    "attention core, alternate-layers: every other layer, selective-op: half the matmuls, element-wise)")
+    add_scenario_file_options(g)
     g.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=SET_HELP)
 
 
@@ -157,14 +170,11 @@ def _load(args) -> tuple[report.Loaded, wi.ScenarioOptions]:
     from perfmodel.catalog import whatif as wi
     from perfmodel.catalog.calibration import calibration_for
 
-    cal = calibration_for(catalog.load_system(args.hardware))
-    whatif = wi.parse_assignments(args.overrides, cal)
-    ld = report.load(args.hardware, args.workload, whatif)
-    opts = wi.ScenarioOptions(phase=args.phase, batch=args.batch, seq_len=args.seq, context=args.context,
-                              tp=args.tp, pp=args.pp, ep=args.ep, dp=args.dp, dtype=args.dtype,
-                              microbatches=args.microbatches,
-                              zero=args.zero, recompute=args.recompute).resolved()
-    return ld, opts
+    system, workload, options, texts = scenarios.resolve(args)  # the flags over a --scenario file's values
+    whatif = wi.parse_assignments(texts, calibration_for(catalog.load_system(system)))
+    ld = report.load(system, workload, whatif)
+    scenarios.save(args, system, workload, options, whatif)
+    return ld, options.resolved()
 
 
 def _name(kind: str, ld: report.Loaded, opts: wi.ScenarioOptions) -> str:

@@ -6,6 +6,7 @@ so a view can be shared. Every number shown is computed in perfmodel (the report
 model modules); this package only draws widgets, calls cached functions and lays out results:
 
     cached.py            the cached computations (one entry per input)
+    pages_compare.py     scenarios side by side (pinned in the sidebar or uploaded as files)
     sidebar.py           scenario and what-if widgets, read from and written to the URL
     widgets.py           guarded pages, downloads, charts, tables, metrics, the feasibility notice
     pages_scenario.py    hardware, roofline, memory, collectives, formulas
@@ -26,17 +27,12 @@ from __future__ import annotations
 import streamlit as st
 
 from perfmodel import report
+from perfmodel.catalog import scenario_files
 from perfmodel.core import units
-from perfmodel.explorer import pages_fleet, pages_scenario, pages_validation
+from perfmodel.explorer import pages_compare, pages_fleet, pages_scenario, pages_validation
 from perfmodel.explorer.cached import load_catalog, run
-from perfmodel.explorer.sidebar import (
-    init_state,
-    scenario_controls,
-    sync_url,
-    upload_controls,
-    url_notices,
-    whatif_controls,
-)
+from perfmodel.explorer.sidebar import (init_state, scenario_controls, scenario_file_controls, sync_url,
+                                        upload_controls, url_notices, whatif_controls)
 from perfmodel.explorer.widgets import guarded
 from perfmodel.report import export, uploads
 from perfmodel.report import url_state as us
@@ -46,7 +42,14 @@ PAGES = {"Hardware": pages_scenario.page_hardware, "Roofline": pages_scenario.pa
          "Memory": pages_scenario.page_memory, "Collectives": pages_scenario.page_collectives,
          "Serving": pages_fleet.page_serving, "Under load": pages_fleet.page_under_load,
          "Capacity planner": pages_fleet.page_planner, "Formulas": pages_scenario.page_formulas,
-         "Validation": pages_validation.page_validation}
+         "Compare": pages_compare.page_compare, "Validation": pages_validation.page_validation}
+
+
+def _default_name(system: str, workload: str, opts, whatif) -> str:
+    """A scenario's default name: system, workload, plan and data type, the what-ifs ('trn2-ultraserver llama-3-70b
+    tp4 bf16 hbm_bandwidth+50%')."""
+    parts = [uploads.label(system), uploads.label(workload), report.plan_text(opts), opts.dtype, whatif.label()]
+    return " ".join(p.removesuffix(" (uploaded)") for p in parts if p)
 
 
 def explorer(cat: dict) -> None:
@@ -56,6 +59,8 @@ def explorer(cat: dict) -> None:
     system, workload, opts = scenario_controls(cat)
     upload_controls()
     whatif = whatif_controls()
+    scenario_file_controls(scenario_files.Saved(name=_default_name(system, workload, opts, whatif), system=system,
+                                                workload=workload, options=opts, whatif=whatif))
     view = sync_url(system, workload, opts, whatif, page)
     st.title("perfmodel explorer")
     url_notices(view)

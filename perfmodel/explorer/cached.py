@@ -124,3 +124,10 @@ def validation_sheets(csv_bytes: bytes | None, name: str = "", builtin: str = ""
             return validation.sheets(path)
         except (ValueError, KeyError) as exc:
             raise ValueError(us.one_line(exc).replace(f"{path}: ", "").replace(str(path), name)) from None
+
+
+@st.cache_data(show_spinner="Evaluating the scenarios...", max_entries=CACHE_ENTRIES)
+def scenario_comparison(saved: tuple):
+    from perfmodel.report import scenario_compare
+
+    return scenario_compare.compare(list(saved))

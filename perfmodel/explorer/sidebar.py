@@ -6,11 +6,14 @@ Does not: compute model quantities.
 
 from __future__ import annotations
 
+import dataclasses
+
 import streamlit as st
 
+from perfmodel.catalog import scenario_files
 from perfmodel.catalog import whatif as wi
 from perfmodel.explorer.cached import supported_dtypes
-from perfmodel.report import uploads
+from perfmodel.report import export, uploads
 from perfmodel.report import url_state as us
 
 
@@ -38,9 +41,39 @@ BYO = {"workload": ("byo_model", "Model: a config.json or a workload .toml"),
        "system": ("byo_system", "Machine: a system .toml (its chip a catalogue key, e.g. chip = \"h100-sxm\")")}
 
 
+SIDEBAR_OPTIONS = {"phase": "phase", "batch": "batch", "seq_len": "seq", "context": "context", "tp": "tp", "pp": "pp",
+                   "ep": "ep", "dtype": "dtype"}  # ScenarioOptions field -> the sidebar widget that holds it
+
+
+def take_scenario_file() -> None:
+    """A scenario file just uploaded sets the sidebar (system, workload, options, what-ifs); an option the sidebar
+    does not hold (dp, zero, recompute, ...) is named in a notice; a file it cannot load is one line."""
+    up = st.session_state.get("byo_scenario")
+    if up is None or st.session_state.get("_byo_scenario_id") == up.file_id:
+        return
+    st.session_state["_byo_scenario_id"] = up.file_id
+    try:
+        saved = scenario_files.load(uploads.store(up.name, up.getvalue(), "scenario"))
+    except ValueError as exc:
+        st.session_state["_byo_scenario_error"] = us.one_line(exc)
+        return
+    st.session_state.pop("_byo_scenario_error", None)
+    opts = saved.options.resolved()
+    st.session_state.update(system=saved.system, workload=saved.workload,
+                            **{key: getattr(opts, f) for f, key in SIDEBAR_OPTIONS.items()})
+    st.session_state["_phase"] = opts.phase
+    st.session_state.update({f"wi_{n}": 0.0 for n in us.QUICK_WHATIF}, wi_power_basis="modelled",
+                            wi_text="\n".join(saved.whatif.assignments()))
+    left = [f"{f}={v}" for f, v in vars(opts).items() if f not in SIDEBAR_OPTIONS and v != getattr(
+        wi.ScenarioOptions(), f)]
+    st.session_state["_byo_scenario_note"] = f"Scenario {saved.name!r} loaded" + (
+        f"; the sidebar does not hold {', '.join(left)} (the CLI's --scenario does)." if left else ".")
+
+
 def take_uploads() -> None:
     """A file just uploaded (its uploader's value from the last run) is kept (report.uploads), offered beside the
     catalogue and chosen; one it cannot load is one line in the sidebar. Runs before the selectboxes exist."""
+    take_scenario_file()
     for kind, (key, _) in BYO.items():
         up = st.session_state.get(key)
         if up is None or st.session_state.get(f"_{key}_id") == up.file_id:
@@ -72,6 +105,29 @@ def upload_controls() -> None:
                              max_upload_size=1)
             if st.session_state.get(f"_{key}_error"):
                 st.error(st.session_state[f"_{key}_error"])
+
+
+def scenario_file_controls(current: scenario_files.Saved) -> None:
+    """Save the sidebar's scenario as a file, load one into the sidebar, or pin it for the Compare page."""
+    with st.sidebar.expander("Scenario files and comparison"):
+        name = st.text_input("Scenario name", placeholder=current.name, key="scenario_name",
+                             help="empty: system, workload, plan, data type and what-ifs")
+        saved = dataclasses.replace(current, name=name.strip() or current.name)
+        st.download_button("Save this scenario (.toml)", scenario_files.to_toml(saved),
+                           file_name=f"{export.safe_filename(saved.name)}.toml", mime="application/toml",
+                           key="scenario_save", on_click="ignore")
+        st.file_uploader("Load a scenario (.toml)", type=["toml"], key="byo_scenario", max_upload_size=1)
+        if st.session_state.get("_byo_scenario_error"):
+            st.error(st.session_state["_byo_scenario_error"])
+        elif st.session_state.get("_byo_scenario_note"):
+            st.info(st.session_state["_byo_scenario_note"])
+        pinned = st.session_state.setdefault("_pinned", [])
+        if st.button("Pin for the Compare page", key="scenario_pin"):
+            taken = {p.name for p in pinned}
+            pinned.append(saved if saved.name not in taken else dataclasses.replace(
+                saved, name=f"{saved.name} ({len(pinned) + 1})"))
+        if pinned:
+            st.caption("Pinned: " + "; ".join(p.name for p in pinned))
 
 
 def scenario_controls(cat: dict) -> tuple[str, str, wi.ScenarioOptions]:

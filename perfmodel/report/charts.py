@@ -208,6 +208,19 @@ def plan_costs(plan: pd.DataFrame, title: str = "") -> alt.HConcatChart:
         title=title or "Capacity plan per system (systems that meet the SLA)")
 
 
+def scenario_changes(values: pd.DataFrame, title: str = "") -> alt.Chart:
+    """Each scenario's change against the first, per figure with a number (values: scenario_compare's)."""
+    df = values[values["change_frac"].notna() & values["value"].notna() & ~values["setup"].astype(bool)
+                & (values["figure"] != "fits") & (values["scenario"] != values["scenario"].iloc[0])]
+    df = df.assign(change_pct=100 * df["change_frac"].astype(float))
+    return alt.Chart(df).mark_bar().encode(
+        y=alt.Y("label:N", title=None, sort=None), x=alt.X("change_pct:Q", title="change against the first (%)"),
+        color=alt.Color("scenario:N"), yOffset="scenario:N",
+        tooltip=["scenario:N", "label:N", alt.Tooltip("change_pct:Q", title="change (%)", format="+.1f")],
+    ).properties(width=WIDTH, height={"step": 14, "for": "offset"},
+                 title=title or f"Change against {values['scenario'].iloc[0]}")
+
+
 def sensitivity(df: pd.DataFrame, value: str = "elasticity", title: str = "") -> alt.Chart:
     """df: parameter, `value` (d ln result / d ln input)."""
     return alt.Chart(df).mark_bar().encode(

@@ -2,7 +2,7 @@
 uploaded config.json or workload / system TOML is a reference like `--workload ./model.toml` on the command line.
 
     store(filename, data, kind)   bytes -> the reference (a path) under <cache root>/uploads/<content hash>/, checked
-                                  by the loader of its kind (workload or hardware); a file the loader refuses is
+                                  by the loader of its kind (workload, hardware, scenario); a file it refuses is
                                   one line naming the upload, not the kept path
     is_upload(ref)                True for a kept file (a shared link may name one; the sidebar offers it)
     label(ref)                    what the sidebar shows for it: 'my-model (uploaded)'
@@ -24,10 +24,10 @@ import tempfile
 from pathlib import Path
 
 from perfmodel import catalog
-from perfmodel.catalog import workload_refs
+from perfmodel.catalog import scenario_files, workload_refs
 from perfmodel.core import cache_root
 
-KINDS = {"workload": (".json", ".toml"), "hardware": (".toml",)}
+KINDS = {"workload": (".json", ".toml"), "hardware": (".toml",), "scenario": (".toml",)}
 LIMIT_BYTES = 2 ** 20  # a config.json or a spec file is a few kB
 
 
@@ -63,10 +63,8 @@ def store(filename: str, data: bytes, kind: str) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     try:
-        if kind == "workload":
-            workload_refs.load(str(path))
-        else:
-            catalog.load_system(str(path))
+        {"workload": workload_refs.load, "hardware": catalog.load_system, "scenario": scenario_files.load}[kind](
+            str(path))
     except (ValueError, KeyError) as exc:
         text = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc).splitlines()[0]
         raise ValueError(f"{name}: " + text.replace(f"{path}: ", "").replace(str(path), name)) from None

@@ -1,0 +1,91 @@
+"""Scenarios as files on the command line: `--scenario FILE` and `--save-scenario FILE` on the scenario commands
+(roofline, memory), and `perfmodel compare A.toml B.toml ...` side by side with the change against the first.
+
+With --scenario the file gives the system, workload, options and what-ifs; a flag given on the command line
+replaces the file's value (the scenario flags default to None so a flag given can be told from one left out);
+--set adds what-ifs to the file's. Without it --hardware and --workload are required, as before.
+Does not: compute anything itself (report.scenario_compare, report.frames).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from perfmodel.cli.common import add_output_options, print_result
+
+# the scenario flags (cli/report.py _scenario_args): argparse dest -> ScenarioOptions field, and the default when
+# neither a flag nor a scenario file sets it
+FLAGS = {"phase": ("phase", "decode"), "batch": ("batch", 1), "seq": ("seq_len", 2048), "context": ("context", None),
+         "tp": ("tp", 1), "pp": ("pp", 1), "ep": ("ep", 1), "dp": ("dp", 1), "microbatches": ("microbatches", 1),
+         "zero": ("zero", 0), "dtype": ("dtype", "bf16"), "recompute": ("recompute", "none")}
+
+
+def add_scenario_file_options(g) -> None:
+    g.add_argument("--scenario", metavar="FILE.toml", help="take the system, workload, options and what-ifs from a "
+                   "scenario file (flags given here replace its values; --set adds what-ifs)")
+    g.add_argument("--save-scenario", metavar="FILE.toml", help="write this scenario to a file (perfmodel compare, "
+                   "--scenario and the explorer read it)")
+    g.add_argument("--scenario-name", metavar="TEXT", help="the saved scenario's name (default: the file's stem)")
+
+
+def resolve(args):
+    """(system, workload, ScenarioOptions, what-if texts) of the command line and its --scenario file."""
+    from perfmodel.catalog import scenario_files
+    from perfmodel.catalog import whatif as wi
+
+    base = scenario_files.load(args.scenario) if args.scenario else None
+    system = args.hardware or (base.system if base else None)
+    workload = args.workload or (base.workload if base else None)
+    if not system or not workload:
+        missing = " and ".join(f for f, v in (("--hardware", system), ("--workload", workload)) if not v)
+        raise ValueError(f"{missing} required (or --scenario FILE.toml naming them)")
+    fields = {field: (getattr(args, dest) if getattr(args, dest) is not None else
+                      getattr(base.options, field) if base else default) for dest, (field, default) in FLAGS.items()}
+    options = (base.options if base else wi.ScenarioOptions()).replace(**fields)
+    texts = [*(base.whatif.assignments() if base else []), *args.overrides]
+    return system, workload, options, texts
+
+
+def save(args, system: str, workload: str, opts, whatif) -> None:
+    """--save-scenario: the scenario as run, written atomically; a line on stderr says where."""
+    import sys
+
+    from perfmodel.catalog import scenario_files
+    from perfmodel.core import safe_write
+
+    if not args.save_scenario:
+        return
+    path = Path(args.save_scenario)
+    if path.suffix != ".toml":
+        raise ValueError(f"--save-scenario {path}: a scenario file ends in .toml")
+    saved = scenario_files.Saved(name=args.scenario_name or path.stem, system=system, workload=workload,
+                                 options=opts, whatif=whatif)
+    safe_write.write_text(path, scenario_files.to_toml(saved))
+    print(f"perfmodel: scenario {saved.name!r} saved to {path}", file=sys.stderr)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="two or more scenario files side by side, with each one's change against the "
+                       "first", description="Evaluate each scenario file (perfmodel roofline --save-scenario, the "
+                       "explorer's 'Save scenario') and put their figures side by side: the plan, the phase's "
+                       "latency, tokens/s per chip, MFU, memory, tokens/s per MW and $ per million tokens, each "
+                       "scenario after the first with its change against it.")
+    p.add_argument("files", nargs="+", metavar="FILE.toml", help="scenario files (two or more; the first is the "
+                   "baseline)")
+    add_output_options(p)
+    p.set_defaults(func=cmd_compare)
+
+
+def cmd_compare(args) -> int:
+    from perfmodel.catalog import scenario_files
+    from perfmodel.report import export, scenario_compare
+
+    saved = [scenario_files.load(f) for f in args.files]
+    shown, values = scenario_compare.compare(saved)
+    meta = {"scenarios": [s.name for s in saved], "files": list(args.files), "baseline": saved[0].name}
+    text = export.emit_sheets({"comparison": shown, "values": values}, args.format, "comparison", args.out, meta,
+                              default_name="compare_" + "_vs_".join(s.name for s in saved),
+                              title=f"{len(saved)} scenarios, each against {saved[0].name!r}")
+    print_result(text)
+    return 0
