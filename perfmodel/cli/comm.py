@@ -15,7 +15,8 @@ import argparse
 import dataclasses
 from typing import TYPE_CHECKING
 
-from perfmodel.cli.common import add_output_options, count, count_list, defer, print_result, refuse_or_banner, size, size_range, with_banner
+from perfmodel.cli.common import (add_chart_option, add_output_options, count, count_list, defer, print_result,
+                                  refuse_or_banner, size, size_range, with_banner, write_chart)
 
 if TYPE_CHECKING:  # the model is imported inside the functions (start-up time: see cli/parser.py)
     from perfmodel.core.scenario import Scenario
@@ -60,6 +61,7 @@ def _collective_args(p: argparse.ArgumentParser) -> None:
                         "or eager through torch.distributed with the device waiting on each call")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=_SET_HELP)
     add_output_options(p)
+    add_chart_option(p, "time against message size, per algorithm")
 
 
 def _train_args(p: argparse.ArgumentParser) -> None:
@@ -135,6 +137,22 @@ def cmd_collective(args) -> int:
         sizes = [_size(args.size or "1MiB")]
     df = co.sweep(s, cal, args.op, sizes, chips, args.stride, args.algorithm, args.launch)
     title = f"{s.display_name}: {args.op} over {args.chips} chips (stride {args.stride})"
+    full = df
+
+    def chart():  # every algorithm's time against size, per group size (the app's collective chart)
+        from perfmodel.report import charts
+
+        cols = {c: c.removeprefix("time_").removesuffix("_s").replace("_", "-") for c in full.columns
+                if c.startswith("time_") and c.endswith("_s") and c != "time_s"}
+        chosen = "fastest" if args.algorithm == "auto" else args.algorithm
+        long = full.melt(id_vars=["group", "size_bytes"], value_vars=["time_s", *cols], var_name="algorithm",
+                         value_name="t")
+        long = long[long["t"] > 0].assign(series=lambda d: d["group"].map("{:g} chips".format) + ": " +
+                                          d["algorithm"].map(lambda a: cols.get(a, chosen)),
+                                          collective=args.op)
+        return charts.collective_times(long.rename(columns={"t": "time_s"}), title)
+
+    write_chart(chart, args.chart, args.force)
     span = ""
     if max(chips) * args.stride > s.scaleup_chips:  # a group beyond one system spans several over scale-out
         span = (f"{max(chips) * args.stride:,} chips span {-(-max(chips) * args.stride // s.scaleup_chips):,} "
@@ -148,7 +166,7 @@ def cmd_collective(args) -> int:
     meta = {"system": s.name, "collective": args.op, "stride": args.stride, "algorithm": args.algorithm,
             "launch": args.launch, **({"note": span} if span else {})}
     print_result(export.emit(df, args.format, title, args.out, meta=meta,
-                             default_name=f"collective_{s.name}_{args.op}"))
+                             default_name=f"collective_{s.name}_{args.op}", chart=chart))
     return 0
 
 

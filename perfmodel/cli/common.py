@@ -328,3 +328,33 @@ def _progress_lines(label: str, period: float):
         worker.join()
         if time.monotonic() - t0 >= period:
             print(line(" (done)"), file=sys.stderr, flush=True)
+
+
+def add_chart_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--chart", metavar="FILE", help=f"{what}, as .svg, .png or .html (a table to --out FILE.html "
+                   "carries it too)")
+
+
+def write_extra(path: str, data: str | bytes, force: bool) -> None:
+    """An extra output file (chart, per-request CSV): written whole, an existing one only with --force."""
+    import os
+
+    from perfmodel.core import safe_write
+
+    if os.path.exists(path) and not force:
+        raise ValueError(f"{path} exists; pass --force to replace it")
+    (safe_write.write_bytes if isinstance(data, bytes) else safe_write.write_text)(path, data)
+
+
+def write_chart(chart, path: str | None, force: bool) -> None:
+    """--chart FILE: the command's chart (chart(): an Altair chart, built only when asked) as SVG, PNG or HTML."""
+    if not path:
+        return
+    from perfmodel.report import charts
+
+    kind = path.rsplit(".", 1)[-1].lower()
+    if kind not in ("svg", "png", "html"):
+        raise ValueError(f"--chart {path}: a chart is written as .svg, .png or .html")
+    ch = chart()
+    data = {"svg": lambda: charts.to_svg(ch), "png": lambda: charts.to_png(ch), "html": lambda: ch.to_html()}[kind]()
+    write_extra(path, data, force)

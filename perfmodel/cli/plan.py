@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from perfmodel.cli.common import add_output_options, count, lengths_arg, positive, progress_bar
+from perfmodel.cli.common import add_chart_option, add_output_options, count, lengths_arg, positive, progress_bar
 from perfmodel.cli.serve import _emit
 
 # the answer first (what it costs, how many chips, whether it meets the SLA), the plan that gives it after:
@@ -70,6 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-verify", action="store_true", help="with a percentile: skip the simulation (analytic only)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     add_output_options(p)
+    add_chart_option(p, "$ per month and chips per system (serving plans)")
     p.set_defaults(func=cmd_plan)
 
 
@@ -118,7 +119,9 @@ def cmd_plan(args) -> int:
         p = f"p{demand.percentile:g}"
         cols, at = PLAN_COLS[:-1] + ("verified", "analytic_replicas", f"sim_ttft_{p}_s", f"sim_tpot_{p}_s",
                                      "verify_note", "note"), f" at {p}, verified by simulation"
+    from perfmodel.report import charts
+
     _emit(df, args, f"Capacity plan: {demand.name} ({demand.workload}, {demand.requests_per_s:g} req/s, "
                     f"TTFT <= {demand.ttft_s:g} s, TPOT <= {demand.tpot_s * 1e3:g} ms{at})", f"plan_{demand.name}",
-          {"demand": demand.as_dict()}, cols=cols)
+          {"demand": demand.as_dict()}, cols=cols, chart=lambda: charts.plan_costs(df))
     return 0

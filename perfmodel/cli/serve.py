@@ -19,12 +19,14 @@ import argparse
 from typing import TYPE_CHECKING
 
 from perfmodel.cli.common import (
+    add_chart_option,
     add_output_options,
     count,
     dtype_arg,
     positive,
     print_result,
     progress_bar,
+    write_chart,
     refuse_or_banner,
     with_banner,
 )
@@ -121,6 +123,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-oversubscribed", action="store_true",
                    help="show a plan whose KV cache and weights exceed HBM, under a banner (refused without it)")
     add_output_options(p)
+    add_chart_option(p, "the plans' interactivity against output tokens/s per chip")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("pareto", help="frontier of interactivity vs throughput per chip / MW / $ over all plans",
@@ -138,6 +141,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--claims-chart", action="store_true",
                    help="the S4 chart data: Trn3 vs Trn2 UltraServer gpt-oss-120b frontiers with the S1-S3 readings")
     add_output_options(p)
+    add_chart_option(p, "the frontier per system")
     p.set_defaults(func=cmd_pareto)
 
     p = sub.add_parser("sensitivity", help="elasticity of a serving result to every spec and assumption, ranked",
@@ -202,7 +206,7 @@ def _caption(df: pd.DataFrame) -> str:
 
 
 def _emit(df: pd.DataFrame, args, title: str, name: str, meta: dict | None = None, full: pd.DataFrame | None = None,
-          cols: tuple[str, ...] = SUMMARY_COLS):
+          cols: tuple[str, ...] = SUMMARY_COLS, chart=None):
     """Tables and Markdown show `cols` (and reading / curve / note); csv, json and xlsx every column."""
     from perfmodel.report import export
 
@@ -213,14 +217,17 @@ def _emit(df: pd.DataFrame, args, title: str, name: str, meta: dict | None = Non
     if args.format in ("table", "md") and set(cols) & set(df.columns):
         shown = df[[c for c in cols if c in df.columns] + [c for c in ("reading", "curve", "note")
                                                           if c in df.columns and c not in cols]]
-    print_result(export.emit(shown, args.format, title, args.out, meta=meta, default_name=name, caption=cap))
+    if chart is not None:  # --chart FILE, and the page a table to --out FILE.html writes
+        write_chart(chart, getattr(args, "chart", None), args.force)
+    print_result(export.emit(shown, args.format, title, args.out, meta=meta, default_name=name, caption=cap,
+                             chart=chart))
 
 
 # ---------------------------------------------------------------- commands
 
 
 def cmd_serve(args) -> int:
-    from perfmodel.report import export
+    from perfmodel.report import charts, export
     from perfmodel.serving import cost, search
     from perfmodel.serving.steady_state import Grid, Mix
 
@@ -246,7 +253,9 @@ def cmd_serve(args) -> int:
     title = with_banner(title, banner, args.format, "serve")
     name = export.config_name([("", "serve"), ("", system.name), ("", arch.name), ("tp", args.tp), ("da", args.da),
                                ("ep", args.ep), ("pp", args.pp), ("", args.dtype), ("", args.mode)])
-    _emit(df, args, title, name, {"system": system.name, "workload": arch.name})
+    _emit(df, args, title, name, {"system": system.name, "workload": arch.name},
+          chart=lambda: charts.frontier(df.assign(plan=df["tp"].map("tp{}".format)), y="output_tokens_per_s_per_chip",
+                                        color="plan", title=title))
     return 0
 
 
@@ -270,7 +279,7 @@ def _listed(v) -> str:
 def cmd_pareto(args) -> int:
     import pandas as pd
 
-    from perfmodel.report import export
+    from perfmodel.report import charts, export
     from perfmodel.serving import cost, search
 
     if args.claims_chart:
@@ -310,9 +319,11 @@ def cmd_pareto(args) -> int:
         _frontier_or_why(name, grp, args.max_ttft)
     if not args.all:
         df = search.frontier(df, "concurrency_per_scaleup" if args.y == "concurrency" else args.y)
-    _emit(df, args, f"{args.workload}: interactivity vs {args.y} frontier ({args.input}/{args.output} tokens)",
+    title = f"{args.workload}: interactivity vs {args.y} frontier ({args.input}/{args.output} tokens)"
+    _emit(df, args, title,
           export.config_name([("", "pareto"), ("", args.workload), ("", args.y)] + [("", h) for h in args.hardware]),
-          {"systems": args.hardware, "workload": args.workload, "y": args.y}, full=df)
+          {"systems": args.hardware, "workload": args.workload, "y": args.y}, full=df,
+          chart=lambda: charts.frontier(df, y=ycol, color="system", title=title))
     return 0
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import argparse
 
-from perfmodel.cli.common import add_output_options, count, positive, print_result, progress_bar
+from perfmodel.cli.common import (add_output_options, count, positive, print_result, progress_bar, write_chart,
+                                  write_extra)
 
 SUMMARY = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "e2e_p50_s",
            "e2e_p99_s", "request_rate_per_s", "output_tokens_per_s", "sla_met_share", "goodput_requests_per_s",
@@ -98,26 +99,6 @@ def _long(summary):
     return pd.DataFrame(rows)
 
 
-def _chart(chart, args) -> None:
-    from perfmodel.report import charts
-
-    kind = args.chart.rsplit(".", 1)[-1].lower()
-    data = {"svg": lambda: charts.to_svg(chart), "png": lambda: charts.to_png(chart),
-            "html": lambda: chart.to_html()}[kind]()
-    _write(args.chart, data, args.force)
-
-
-def _write(path: str, data: str | bytes, force: bool) -> None:
-    """An extra output file (chart, per-request CSV): written whole, an existing one only with --force."""
-    import os
-
-    from perfmodel.core import safe_write
-
-    if os.path.exists(path) and not force:
-        raise ValueError(f"{path} exists; pass --force to replace it")
-    (safe_write.write_bytes if isinstance(data, bytes) else safe_write.write_text)(path, data)
-
-
 def cmd_simulate(args) -> int:
     import pandas as pd
 
@@ -143,7 +124,8 @@ def cmd_simulate(args) -> int:
             df = compare.load_sweep(system, arch, plan, Mix(args.input, args.output), options,
                                     n_requests=min(args.requests, 5000), cal=cal, progress=cb)
         if args.chart:
-            _chart(charts.ttft_vs_load(df, f"{label} ({args.mode}, {args.input}/{args.output} tokens)"), args)
+            write_chart(lambda: charts.ttft_vs_load(df, f"{label} ({args.mode}, {args.input}/{args.output} tokens)"),
+                        args.chart, args.force)
         print_result(export.emit(df, args.format, f"{label}: analytic vs simulated by load", args.out,
                                  default_name="simulate_load_sweep"))
         return 0
@@ -159,13 +141,14 @@ def cmd_simulate(args) -> int:
                                   cal=cal)
     summary = metrics.summarize(run, (args.ttft, args.tpot))
     if args.requests_out:
-        _write(args.requests_out, metrics.requests_frame(run).to_csv(index=False), args.force)
+        write_extra(args.requests_out, metrics.requests_frame(run).to_csv(index=False), args.force)
     if args.timeline_out or args.chart:
         queue = metrics.queue_over_time(run)
         if args.timeline_out:
-            _write(args.timeline_out, queue.to_csv(index=False), args.force)
+            write_extra(args.timeline_out, queue.to_csv(index=False), args.force)
         if args.chart:
-            _chart(charts.queue_over_time(queue, f"{label}: queue over time ({args.traffic}, {run.mode})"), args)
+            write_chart(lambda: charts.queue_over_time(queue, f"{label}: queue over time ({args.traffic}, {run.mode})"),
+                        args.chart, args.force)
     df = pd.DataFrame([{"system": system.name, "workload": arch.name, "mode": run.mode, "traffic": args.traffic,
                         **{k: summary[k] for k in SUMMARY if k in summary}}])
     if args.format in ("table", "md"):  # one run: a column of quantities reads better than a 25-column row

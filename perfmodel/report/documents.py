@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfmodel.core import safe_write
-from perfmodel.report.export import render_text_table, to_markdown
+from perfmodel.report.export import HTML_CSS, render_text_table, to_markdown
 
 
 def _slug(text: str) -> str:
@@ -57,12 +57,6 @@ def report_markdown(report, chart_dir: Path | None = None, link_base: str = "") 
     return "\n".join(parts)
 
 
-_HTML_CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 8px}
-th{background:#f3f3f3}td{text-align:right}td:first-child{text-align:left}figure{margin:1em 0}
-figcaption{font-size:13px;color:#555}.legend{font-size:13px;color:#555}"""
-
-
 def report_html(report) -> str:
     """Self-contained HTML: tables, and every chart inlined as SVG (no scripts, works offline)."""
     import html
@@ -70,7 +64,7 @@ def report_html(report) -> str:
     from perfmodel.report import charts
 
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(report.title)}</title>"
-             f"<style>{_HTML_CSS}</style></head><body><h1>{html.escape(report.title)}</h1>"]
+             f"<style>{HTML_CSS}</style></head><body><h1>{html.escape(report.title)}</h1>"]
     for sec in report.sections:
         parts.append(f"<h2>{html.escape(sec.title)}</h2>")
         if sec.text:

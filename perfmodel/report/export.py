@@ -235,10 +235,35 @@ def to_csv(df: pd.DataFrame) -> str:
     return safe_write.escape_frame(df).to_csv(index=False)
 
 
+HTML_CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 8px}
+th{background:#f3f3f3}td{text-align:right}td:first-child{text-align:left}figure{margin:1em 0}
+figcaption{font-size:13px;color:#555}.legend{font-size:13px;color:#555}"""
+
+
+def html_page(df: pd.DataFrame, title: str = "", caption: str = "", chart=None) -> str:
+    """A self-contained page: the table in people's units, then the command's chart (chart(): an Altair chart)
+    inlined as SVG, then the caption; no scripts, so it opens offline."""
+    import html
+
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title or 'perfmodel')}</title>"
+             f"<style>{HTML_CSS}</style></head><body>" + (f"<h1>{html.escape(title)}</h1>" if title else "")]
+    h = humanize(df, True)
+    parts.append(h.map(_fmt_cell).to_html(index=False, escape=True, na_rep="", border=0))
+    if chart is not None:
+        from perfmodel.report import charts
+
+        parts.append(f"<figure>{charts.to_svg(chart())}</figure>")
+    if caption:
+        parts.append(f"<p class='legend'>{html.escape(caption)}</p>")
+    return "\n".join(parts) + "</body></html>"
+
+
 def emit(df: pd.DataFrame, fmt: str, title: str = "", out: str | Path | None = None, meta: dict | None = None,
          extra_sheets: dict[str, pd.DataFrame] | None = None, default_name: str = "perfmodel",
-         caption: str = "") -> str:
-    """Format `df` as `fmt`; write to `out` when given (xlsx always writes a file). Returns the text."""
+         caption: str = "", chart=None) -> str:
+    """Format `df` as `fmt`; write to `out` when given (xlsx always writes a file; a table to FILE.html is a page
+    with the command's chart, chart() building it). Returns the text."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt == "xlsx":
@@ -248,6 +273,9 @@ def emit(df: pd.DataFrame, fmt: str, title: str = "", out: str | Path | None = N
             sheets["meta"] = pd.DataFrame({"key": list(meta), "value": [str(v) for v in meta.values()]})
         write_xlsx(sheets, path)
         return f"wrote {path}"
+    if fmt == "table" and out and Path(out).suffix.lower() in (".html", ".htm"):  # a page, not terminal text
+        safe_write.write_text(out, html_page(df, title, caption, chart))
+        return f"wrote {out}"
     text = {
         "table": lambda: render_table(df, title, caption=caption, width=None if out else "terminal"),
         "md": lambda: (f"## {title}\n\n" if title else "") + to_markdown(df) + (f"\n\n{caption}" if caption else ""),

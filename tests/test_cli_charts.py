@@ -1,0 +1,38 @@
+"""Charts from the commands that compare systems or sizes: `--chart FILE.svg|png|html` writes the command's chart,
+and a table written to `--out FILE.html` is a page (the table in people's units and the chart inline as SVG), never
+terminal text in an .html file."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfmodel import cli
+
+COMMANDS = {
+    "pareto": ["pareto", "--hardware", "trn2-ultraserver", "trn3-ultraserver", "--workload", "llama-3-8b",
+               "--no-progress"],
+    "serve": ["serve", "--hardware", "trn2.48xlarge", "--workload", "llama-3.1-8b", "--tp", "2", "--concurrency",
+              "1", "8", "32"],
+    "collective": ["collective", "--hardware", "trn2-ultraserver", "--op", "all-reduce", "--chips", "16,64",
+                   "--size-range", "1KiB:1GiB"],
+    "plan": ["plan", "--rps", "10", "--workload", "llama-3-8b", "--systems", "trn2-ultraserver", "p5.48xlarge",
+             "--no-progress"],
+}
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_a_chart_and_an_html_page(name, tmp_path, capsys):
+    svg, page = tmp_path / f"{name}.svg", tmp_path / f"{name}.html"
+    assert cli.main([*COMMANDS[name], "--chart", str(svg), "--out", str(page)]) == 0
+    capsys.readouterr()
+    drawn = svg.read_text()
+    assert drawn.startswith("<svg") and drawn.count("<path") > 3  # lines or bars, not an empty frame
+    html = page.read_text()
+    assert html.startswith("<!doctype html>") and "<table" in html and "<svg" in html and "┃" not in html
+    assert "<script" not in html  # opens offline
+
+
+def test_a_chart_file_of_another_kind_is_one_line(tmp_path, capsys):
+    assert cli.main([*COMMANDS["collective"], "--chart", str(tmp_path / "c.txt")]) == 1
+    err = capsys.readouterr().err
+    assert "--chart" in err and ".svg, .png or .html" in err and len(err.strip().splitlines()) == 1
