@@ -119,6 +119,8 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 
 def _roofline_args(p: argparse.ArgumentParser) -> None:
     _scenario_args(p)
+    p.add_argument("--plot", action="store_true", help="the roofline drawn in the terminal above the tables (each "
+                   "data type's roof, every operator at its achieved rate)")
     p.add_argument("--overlap", choices=("pipelined", "serial"), default="pipelined",
                    help="engines overlap (max of engine times, default) or run serially (sum)")
     p.add_argument("--allow-oversubscribed", action="store_true",
@@ -222,6 +224,12 @@ def cmd_roofline(args) -> int:
                        f"{ld.system.display_name} / {ld.arch.display_name}: per operator"),
                  _text(report.display_table(summ.assign(plan=report.plan_text(opts)), cols), args.format, "Summary"),
                  export.emit(shares, args.format, "Time by bounding engine")]
+        if args.plot:
+            from perfmodel.report import terminal_charts
+
+            roofs = report.roofline_frames(ld.system, dict.fromkeys([opts.dtype, "bf16"]))  # its type's roof
+            parts.insert(0, terminal_charts.roofline(run.result.ops, *roofs, title=f"{ld.system.display_name}: "
+                                                     f"roofline"))
         text = "\n".join(([banner] if banner else []) + parts) + "\n" + provenance_frame.MARKER_LEGEND
         return _write(text, args.out)
     with_banner("", banner, args.format, "roofline")

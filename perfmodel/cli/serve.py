@@ -142,6 +142,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the S4 chart data: Trn3 vs Trn2 UltraServer gpt-oss-120b frontiers with the S1-S3 readings")
     add_output_options(p)
     add_chart_option(p, "the frontier per system")
+    p.add_argument("--plot", action="store_true", help="the frontier drawn in the terminal above the table")
     p.set_defaults(func=cmd_pareto)
 
     p = sub.add_parser("sensitivity", help="elasticity of a serving result to every spec and assumption, ranked",
@@ -320,6 +321,10 @@ def cmd_pareto(args) -> int:
     if not args.all:
         df = search.frontier(df, "concurrency_per_scaleup" if args.y == "concurrency" else args.y)
     title = f"{args.workload}: interactivity vs {args.y} frontier ({args.input}/{args.output} tokens)"
+    if args.plot and args.format == "table" and not args.out:
+        from perfmodel.report import terminal_charts
+
+        print_result(terminal_charts.frontier(df, ycol, title=title))
     _emit(df, args, title,
           export.config_name([("", "pareto"), ("", args.workload), ("", args.y)] + [("", h) for h in args.hardware]),
           {"systems": args.hardware, "workload": args.workload, "y": args.y}, full=df,
