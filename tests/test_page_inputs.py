@@ -35,7 +35,9 @@ def test_every_input_round_trips_through_the_url():
     ("plan_isl", "2.5", "not a whole number; allowed: whole numbers 1 to 1,048,576"),
     ("plan_tpot", "fast", "not a number; allowed: numbers 0.001 to 10"),
     ("plan_systems", "p5.48xlarge,h9000", "unknown system 'h9000'"),
-    ("plan_modes", "turbo", "unknown mode 'turbo'; allowed: comma-separated aggregated, chunked, disaggregated"),
+    ("plan_modes", "turbo", "unknown option 'turbo'; allowed: comma-separated aggregated, chunked, disaggregated"),
+    ("coll_algs", "ring,warp", "unknown option 'warp'"),
+    ("ul_n", "10", "out of range; allowed: whole numbers 100 to 50,000"),
     ("srv_y", "per-banana", "not an option; allowed: mw, chip, usd, users"),
     ("plan_pct", "95", "not an option; allowed: 0, 50, 90, 99"),
 ])
@@ -62,3 +64,33 @@ def test_the_app_restores_the_planner_from_a_shared_link_and_writes_it_back():
     url = {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
     assert url["plan_rps"] == "40" and url["plan_systems"] == "p5.48xlarge,trn2-ultraserver"
     assert not any(k.startswith("srv_") for k in url)  # only the shown page's inputs
+
+
+SLOW = {"plan_pct", "plan_grid", "srv_grid"}  # another value would simulate or sweep every plan: kept at default
+
+
+def _other(i: pi.Input):
+    """A value of input `i` other than its default, that its widget takes (the cheapest to compute)."""
+    if i.kind in ("int", "float"):
+        return i.low if i.low != i.default else i.low + 1
+    if i.kind == "systems":
+        return ["p5.48xlarge"]
+    options = [o for o in i.options() if o not in (i.default if isinstance(i.default, list) else [i.default])]
+    return [options[-1]] if i.kind == "multi" else options[-1]
+
+
+@pytest.mark.parametrize("page", [p for p in pi.PAGE_INPUTS if p not in ("Serving", "Capacity planner")])
+def test_every_page_restores_its_inputs_from_a_link(page):
+    """Each page of the explorer keeps its inputs in the URL: a link with other values than the defaults opens
+    the page with them and writes the same values back."""
+    values = {i.key: _other(i) for i in pi.PAGE_INPUTS[page] if i.key not in SLOW}
+    link = pi.query(page, values)
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in {"page": page, "workload": "llama-3-8b", "system": "p5.48xlarge", "tp": "1", **link}.items():
+        at.query_params[k] = v
+    checked(at.run())
+    assert not at.warning or all("URL parameter" not in w.value for w in at.warning)
+    for key, value in values.items():
+        assert at.session_state[key] == value, key
+    url = {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
+    assert {k: url.get(k) for k in link} == link

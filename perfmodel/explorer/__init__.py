@@ -31,8 +31,15 @@ from perfmodel.catalog import scenario_files
 from perfmodel.core import units
 from perfmodel.explorer import pages_compare, pages_fleet, pages_scenario, pages_validation
 from perfmodel.explorer.cached import load_catalog, run
-from perfmodel.explorer.sidebar import (init_state, scenario_controls, scenario_file_controls, sync_url,
-                                        upload_controls, url_notices, whatif_controls)
+from perfmodel.explorer.sidebar import (
+    init_state,
+    scenario_controls,
+    scenario_file_controls,
+    sync_url,
+    upload_controls,
+    url_notices,
+    whatif_controls,
+)
 from perfmodel.explorer.widgets import guarded
 from perfmodel.report import export, uploads
 from perfmodel.report import url_state as us

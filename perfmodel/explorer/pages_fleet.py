@@ -107,19 +107,20 @@ def page_under_load(ctx: dict) -> None:
     st.caption(f"One replica of the scenario's plan (tp {o.tp}, attention-DP {o.da}, ep {o.ep}, pp {o.pp}, {o.dtype}) "
                "simulated request by request (simulation/, SimPy): continuous batching, paged KV, preemption; every "
                "step priced by the steady state's step model. Tail latency and the queue the steady state omits.")
+    page_inputs.ensure(st.session_state, "Under load")
     c1, c2, c3, c4 = st.columns(4)
     kind = c1.selectbox("Arrivals", ["poisson", "gamma", "closed"], key="ul_kind",
                         format_func={"poisson": "Poisson", "gamma": "bursty (gamma, cv 2)",
                                      "closed": "closed loop of clients"}.get)
-    rate = c1.number_input("Requests per second", min_value=0.01, value=5.0, step=1.0, key="ul_rate")
-    clients = c1.number_input("Clients (closed loop)", min_value=1, value=16, step=8, key="ul_clients")
-    isl = c2.number_input("Input tokens", min_value=1, value=1024, step=256, key="ul_isl")
-    osl = c2.number_input("Output tokens", min_value=1, value=256, step=64, key="ul_osl")
+    rate = c1.number_input("Requests per second", min_value=0.01, step=1.0, key="ul_rate")
+    clients = c1.number_input("Clients (closed loop)", min_value=1, step=8, key="ul_clients")
+    isl = c2.number_input("Input tokens", min_value=1, step=256, key="ul_isl")
+    osl = c2.number_input("Output tokens", min_value=1, step=64, key="ul_osl")
     mode = c3.selectbox("Scheduling", ["aggregated", "chunked"], key="ul_mode",
                         format_func={"aggregated": "prefill first", "chunked": "chunked prefill"}.get)
-    n = c3.number_input("Requests", min_value=100, max_value=50_000, value=3000, step=1000, key="ul_n")
-    ttft = c4.number_input("SLA: TTFT (s)", min_value=0.001, value=2.0, step=0.5, key="ul_ttft")
-    tpot = c4.number_input("SLA: TPOT (s)", min_value=0.001, value=0.05, step=0.01, format="%.3f", key="ul_tpot")
+    n = c3.number_input("Requests", min_value=100, max_value=50_000, step=1000, key="ul_n")
+    ttft = c4.number_input("SLA: TTFT (s)", min_value=0.001, step=0.5, key="ul_ttft")
+    tpot = c4.number_input("SLA: TPOT (s)", min_value=0.001, step=0.01, format="%.3f", key="ul_tpot")
     with st.spinner(f"Simulating {int(n):,} requests"):
         out = report.under_load(ctx["system"], ctx["workload"], o, ctx["whatif"], kind, float(rate), int(clients),
                                 int(isl), int(osl), int(n), mode, float(ttft), float(tpot))

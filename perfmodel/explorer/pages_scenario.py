@@ -13,7 +13,7 @@ import streamlit as st
 from perfmodel.core import units
 from perfmodel.explorer import cached as cc
 from perfmodel.explorer.widgets import RUNNING_ONLY, chart, downloads, feasibility_notice, metrics, shown
-from perfmodel.report import charts, export, uploads
+from perfmodel.report import charts, export, page_inputs
 
 
 def page_hardware(ctx: dict) -> None:
@@ -23,10 +23,8 @@ def page_hardware(ctx: dict) -> None:
     sheet = cc.spec_sheet(ctx["system"], ctx["whatif"])
     st.dataframe(sheet, hide_index=True, key="spec_table")
     st.subheader("Generation ratios")
-    default = [s for s in ("trn1.32xlarge", "trn2-ultraserver", "trn3-ultraserver", "trn4-projected")
-               if s in ctx["catalog"]["systems"]]
-    chosen = st.multiselect("Systems (ratios to the first)", ctx["catalog"]["systems"], default=default,
-                            key="hw_systems")
+    page_inputs.ensure(st.session_state, "Hardware")
+    chosen = st.multiselect("Systems (ratios to the first)", ctx["catalog"]["systems"], key="hw_systems")
     level = st.radio("Level", ["chip", "node", "scaleup"], horizontal=True, key="hw_level")
     if len(chosen) < 2:
         st.info("Choose two or more systems.")
@@ -70,10 +68,8 @@ def page_memory(ctx: dict) -> None:
     st.subheader(f"Memory per device: {ctx['workload_name']} {ctx['opts'].phase}")
     if not feasibility_notice(ctx, res, "Min chips below: the fewest chips that hold it.")["valid"]:
         return
-    others = st.multiselect("Compare on", list(dict.fromkeys([ctx["system"], *ctx["catalog"]["systems"]])),
-                            format_func=uploads.label,
-                            default=[ctx["system"]] + [s for s in ("trn3-ultraserver", "p5.48xlarge")
-                                                       if s != ctx["system"]], key="mem_systems")
+    page_inputs.ensure(st.session_state, "Memory")  # the scenario's system is always first (below)
+    others = st.multiselect("Compare on", ctx["catalog"]["systems"], key="mem_systems")
     systems = tuple(dict.fromkeys([ctx["system"], *others]))
     comps, totals = cc.memory_compare(systems, ctx["workload"], ctx["opts"], ctx["whatif"])
     chart(charts.memory_stack(comps, totals), "memory", ctx["name"] + "_memory")
@@ -89,15 +85,14 @@ def page_collectives(ctx: dict) -> None:
     from perfmodel.comm.algorithms import Collective
 
     st.subheader("Collective time vs message size")
+    page_inputs.ensure(st.session_state, "Collectives")
     c1, c2, c3 = st.columns(3)
-    systems = c1.multiselect("Systems (topologies)", ctx["catalog"]["systems"],
-                             default=["trn2-ultraserver", "trn3-ultraserver"], key="coll_systems")
-    names = c2.multiselect("Collectives", [c.value for c in Collective],
-                           default=[Collective.ALL_REDUCE.value], key="coll_names")
-    group = c3.number_input("Group (chips)", min_value=2, max_value=65536, value=64, key="coll_group")
+    systems = c1.multiselect("Systems (topologies)", ctx["catalog"]["systems"], key="coll_systems")
+    names = c2.multiselect("Collectives", [c.value for c in Collective], key="coll_names")
+    group = c3.number_input("Group (chips)", min_value=2, max_value=65536, key="coll_group")
     c4, c5 = st.columns([2, 1])
-    algs = c4.multiselect("Algorithms", ["auto", *co.ALGORITHMS], default=["auto", "ring", "2d-ring", "direct"],
-                          key="coll_algs", help="auto: the fastest algorithm at each size")
+    algs = c4.multiselect("Algorithms", ["auto", *co.ALGORITHMS], key="coll_algs",
+                          help="auto: the fastest algorithm at each size")
     launch = c5.selectbox("Call", co.LAUNCH, key="coll_launch",
                           help="in-graph: inside a compiled graph (collective_fixed_latency per call); host: "
                                "launched one call at a time like nccl-tests / nccom-test; eager: through "
@@ -125,6 +120,7 @@ def page_formulas(ctx: dict) -> None:
     with st.expander("Symbols"):
         st.dataframe(symbols, hide_index=True)
     st.subheader("Sensitivity of the result")
+    page_inputs.ensure(st.session_state, "Formulas")
     column = st.selectbox("Result", ["step_time_s", "tokens_per_s_per_chip"], key="sens_col")
     sens = cc.sensitivity(ctx["system"], ctx["workload"], ctx["opts"], ctx["whatif"], column)
     chart(charts.sensitivity(sens.head(15)[["parameter", "elasticity", "status"]]), "sensitivity",

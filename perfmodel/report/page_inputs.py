@@ -1,5 +1,6 @@
-"""The explorer's page inputs (serving frontier, capacity planner) as plain values: their defaults and ranges, read
-from URL query parameters as the widgets would take them, and written back, so a shared link restores the page.
+"""The explorer's page inputs (hardware, memory, collectives, serving, under load, planner, formulas) as plain
+values: their defaults and ranges, read from URL query parameters as the widgets would take them, and written
+back, so a shared link restores the page.
 
     PAGE_INPUTS                          page -> its inputs (URL key = widget key, kind, default, range / options)
     read(qp, page, systems)              URL parameters -> (every page input's value, notices)
@@ -37,10 +38,33 @@ def _grids() -> list[str]:
     return list(GRIDS)
 
 
+def _collectives() -> list[str]:
+    from perfmodel.comm.algorithms import Collective
+
+    return [c.value for c in Collective]
+
+
+def _algorithms() -> list[str]:
+    from perfmodel.comm.algorithms import ALGORITHMS
+
+    return ["auto", *ALGORITHMS]
+
+
+def _launches() -> list[str]:
+    from perfmodel.comm.collectives import LAUNCH
+
+    return list(LAUNCH)
+
+
+def _fixed(*options) -> Callable[[], list]:
+    return lambda: list(options)
+
+
 @dataclass(frozen=True)
 class Input:
-    """One page input: `key` is the widget's key and the URL parameter; kind int | float | choice | systems | modes
-    (a list, comma-separated in the URL); low / high the widget's range; options a callable for a choice."""
+    """One page input: `key` is the widget's key and the URL parameter; kind int | float | choice | systems | multi
+    (a list, comma-separated in the URL: systems of the catalogue, multi of `options`); low / high the widget's
+    range; options a callable for a choice or a multi."""
 
     key: str
     kind: str
@@ -62,8 +86,29 @@ PAGE_INPUTS: dict[str, tuple[Input, ...]] = {
         Input("plan_tpot", "float", 0.02, 0.001, 10.0), Input("plan_ttft", "float", 2.0, 0.01, 600.0),
         Input("plan_systems", "systems", list(SERVING_SYSTEMS)), Input("plan_grid", "choice", "quick", options=_grids),
         Input("plan_pct", "choice", 0, options=lambda: list(PERCENTILES)),
-        Input("plan_modes", "modes", ["aggregated"]),
+        Input("plan_modes", "multi", ["aggregated"], options=_fixed(*MODES)),
     ),
+    "Hardware": (
+        Input("hw_systems", "systems", ["trn1.32xlarge", "trn2-ultraserver", "trn3-ultraserver", "trn4-projected"]),
+        Input("hw_level", "choice", "chip", options=_fixed("chip", "node", "scaleup")),
+    ),
+    "Memory": (Input("mem_systems", "systems", ["trn3-ultraserver", "p5.48xlarge"]),),
+    "Collectives": (
+        Input("coll_systems", "systems", list(SERVING_SYSTEMS)),
+        Input("coll_names", "multi", ["all-reduce"], options=_collectives),
+        Input("coll_group", "int", 64, 2, 65536),
+        Input("coll_algs", "multi", ["auto", "ring", "2d-ring", "direct"], options=_algorithms),
+        Input("coll_launch", "choice", "in-graph", options=_launches),
+    ),
+    "Under load": (
+        Input("ul_kind", "choice", "poisson", options=_fixed("poisson", "gamma", "closed")),
+        Input("ul_rate", "float", 5.0, 0.01, 1e6), Input("ul_clients", "int", 16, 1, 1_000_000),
+        Input("ul_isl", "int", 1024, 1, 1_048_576), Input("ul_osl", "int", 256, 1, 1_048_576),
+        Input("ul_mode", "choice", "aggregated", options=_fixed("aggregated", "chunked")),
+        Input("ul_n", "int", 3000, 100, 50_000),
+        Input("ul_ttft", "float", 2.0, 0.001, 600.0), Input("ul_tpot", "float", 0.05, 0.001, 10.0),
+    ),
+    "Formulas": (Input("sens_col", "choice", "step_time_s", options=_fixed("step_time_s", "tokens_per_s_per_chip")),),
 }
 
 
@@ -109,11 +154,11 @@ def _one(i: Input, text: str, systems: Iterable[str]) -> tuple[object, str | Non
         match = next((o for o in options if str(o) == text), None)
         return (match, None) if match is not None else \
             (i.default, f"not an option; allowed: {', '.join(map(str, options))}")
-    allowed = list(systems) if i.kind == "systems" else list(MODES)
+    allowed = list(systems) if i.kind == "systems" else i.options()
     names = [n for n in text.split(",") if n]
     bad = [n for n in names if n not in allowed]
     if bad or not names:
-        return list(i.default), (f"unknown {'system' if i.kind == 'systems' else 'mode'} "
+        return list(i.default), (f"unknown {'system' if i.kind == 'systems' else 'option'} "
                                  f"{', '.join(map(repr, bad))}" if bad else "empty") + \
             f"; allowed: comma-separated {', '.join(allowed[:12])}{', ...' if len(allowed) > 12 else ''}"
     return list(dict.fromkeys(names)), None
