@@ -79,3 +79,40 @@ def test_an_uploaded_system_file_is_the_chosen_hardware():
     _uploader(bad, "byo_system").upload("other.toml", text.encode(), "application/toml")
     rerun(bad)
     assert any("other.toml: " in e.value and "my-box" in e.value for e in bad.error)  # name must match the stem
+
+
+def test_the_custom_hardware_form_writes_files_the_catalogue_loads(tmp_path):
+    import dataclasses
+
+    from perfmodel.core.dtypes import DType
+    from perfmodel.report import custom_hardware as ch
+
+    start = ch.Form.of("trn2-ultraserver")
+    mine = dataclasses.replace(start, name="my-trn", bf16_tflops=2 * start.bf16_tflops, hbm_tb_per_s=5.8,
+                               link_factor=2.0, price_usd_per_node_hour=40.0)
+    ref = ch.write(mine, tmp_path)
+    s, base = catalog.load_system(ref), catalog.load_system("trn2-ultraserver")
+    rate, was = s.chip.tensor.flop_per_s, base.chip.tensor.flop_per_s
+    assert rate[DType.BF16] == pytest.approx(2 * was[DType.BF16])
+    assert rate[DType.FP32] == pytest.approx(2 * was[DType.FP32])  # 16/32-bit types follow the BF16 entry
+    assert rate[DType.FP8] == pytest.approx(was[DType.FP8])  # 8-bit types follow the FP8 entry, unchanged
+    assert s.chip.hbm_bandwidth_bytes_per_s == pytest.approx(5.8e12) and s.node.price_usd_per_hour == 40.0
+    scaleup = [(t.bandwidth_bytes_per_s, b.bandwidth_bytes_per_s) for t, b in zip(s.tiers, base.tiers)
+               if t.scope.value != "scaleout"]
+    assert scaleup and all(a == pytest.approx(2 * b) for a, b in scaleup)
+    with pytest.raises(ValueError, match="give a plain name"):
+        ch.write(dataclasses.replace(mine, name="../x"), tmp_path)
+
+
+def test_the_form_in_the_explorer_makes_the_chosen_machine():
+    at = _app(page="Roofline", system="p5.48xlarge", workload="llama-3.1-8b", batch="8", tp="1")
+    before = metric(at, "TPOT (ms)")
+    at.selectbox(key="hwf_base").set_value("p5.48xlarge")
+    rerun(at)
+    at.number_input(key="hwf_p5.48xlarge_bw").set_value(6.7)  # twice the H100's 3.35 TB/s
+    at.text_input(key="hwf_p5.48xlarge_name").set_value("my-p5")
+    at.get("form_submit_button")[0].click()
+    rerun(at)
+    assert at.selectbox(key="system").value.endswith("my-p5.toml")
+    assert 0.5 < metric(at, "TPOT (ms)") / before < 0.65  # batch-8 decode reads its weights: about half the time
+    assert any(b.key == "hwf_download" for b in at.get("download_button"))

@@ -7,7 +7,8 @@ model modules); this package only draws widgets, calls cached functions and lays
 
     cached.py            the cached computations (one entry per input)
     pages_compare.py     scenarios side by side (pinned in the sidebar or uploaded as files)
-    sidebar.py           scenario and what-if widgets, read from and written to the URL
+    sidebar.py           scenario and what-if widgets, read from and written to the URL; uploads
+    hardware_form.py     the custom-hardware form (rates, HBM, links, power, price)
     widgets.py           guarded pages, downloads, charts, tables, metrics, the feasibility notice
     pages_scenario.py    hardware, roofline, memory, collectives, formulas
     pages_fleet.py       serving frontier, capacity planner, under load
@@ -64,7 +65,7 @@ def explorer(cat: dict) -> None:
     init_state(cat, PAGES)
     page = st.sidebar.radio("Page", list(PAGES), key=us.PAGE_KEY)
     system, workload, opts = scenario_controls(cat)
-    upload_controls()
+    upload_controls(cat)
     whatif = whatif_controls()
     scenario_file_controls(scenario_files.Saved(name=_default_name(system, workload, opts, whatif), system=system,
                                                 workload=workload, options=opts, whatif=whatif))

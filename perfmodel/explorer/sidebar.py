@@ -7,11 +7,13 @@ Does not: compute model quantities.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import streamlit as st
 
 from perfmodel.catalog import scenario_files
 from perfmodel.catalog import whatif as wi
+from perfmodel.explorer import hardware_form
 from perfmodel.explorer.cached import supported_dtypes
 from perfmodel.report import export, uploads
 from perfmodel.report import url_state as us
@@ -74,6 +76,7 @@ def take_uploads() -> None:
     """A file just uploaded (its uploader's value from the last run) is kept (report.uploads), offered beside the
     catalogue and chosen; one it cannot load is one line in the sidebar. Runs before the selectboxes exist."""
     take_scenario_file()
+    hardware_form.take_pending()
     for kind, (key, _) in BYO.items():
         up = st.session_state.get(key)
         if up is None or st.session_state.get(f"_{key}_id") == up.file_id:
@@ -98,13 +101,19 @@ def _options(cat: dict, kind: str) -> list[str]:
     return have + mine
 
 
-def upload_controls() -> None:
+def upload_controls(cat: dict) -> None:
     with st.sidebar.expander("Bring your own model or machine"):
         for kind, (key, label) in BYO.items():
             st.file_uploader(label, type=["json", "toml"] if kind == "workload" else ["toml"], key=key,
                              max_upload_size=1)
             if st.session_state.get(f"_{key}_error"):
                 st.error(st.session_state[f"_{key}_error"])
+        hardware_form.form(cat["systems"])
+        current = st.session_state.get("system", "")
+        if uploads.is_upload(current):  # a machine of this session: its file for --hardware on the command line
+            st.download_button("Download this machine's system file", Path(current).read_text(),
+                               file_name=Path(current).name, key="hwf_download", on_click="ignore",
+                               help=f"its chip file sits beside it: {Path(current).stem}-chip.toml")
 
 
 def scenario_file_controls(current: scenario_files.Saved) -> None:
