@@ -106,7 +106,7 @@ def test_file_round_trips_and_changes_predictions_only_inside_the_context(fitted
 def _validate_json(capsys, argv) -> list[float]:
     assert cli.main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    return [r["predicted"] for r in out["cases"]]
+    return [r["predicted"] for r in out["results"]["cases"]]
 
 
 def test_cli_calibration_option_before_or_after_the_command(fitted, synthetic, tmp_path, capsys):
@@ -126,9 +126,9 @@ def test_cli_calibrate_writes_the_file_and_prints_both_errors(synthetic, tmp_pat
                      "--folds", "2", "--out", str(out), "-q", "-f", "json", "--jobs", "1"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["meta"]["written"] == str(out) and out.exists()
-    assert rep["params"][0]["parameter"] == "tensor_efficiency"
-    assert rep["params"][0]["fitted_si"] == pytest.approx(TRUE_TENSOR, rel=2e-3)
-    rows = {r["evaluation"]: r for r in rep["cross_validation"]}
+    assert rep["results"]["params"][0]["parameter"] == "tensor_efficiency"
+    assert rep["results"]["params"][0]["fitted_si"] == pytest.approx(TRUE_TENSOR, rel=2e-3)
+    rows = {r["evaluation"]: r for r in rep["results"]["cross_validation"]}
     pooled = next(r for k, r in rows.items() if k.startswith("all folds"))
     assert pooled["uncalibrated_median_abs_error_frac"] > 0.05 > pooled["calibrated_median_abs_error_frac"]
     calibration.load_calibrated_set(out)

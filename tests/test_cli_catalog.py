@@ -22,13 +22,13 @@ def run(capsys, *args) -> tuple[int, str, str]:
 
 def test_specs_list_json(capsys):
     code, out, _ = run(capsys, "specs", "list", "--format", "json")
-    rows = json.loads(out)["rows"]
+    rows = json.loads(out)["results"]["table"]
     assert code == 0 and {"trn2-ultraserver", "gb200-nvl72"} <= {r["system"] for r in rows}
 
 
 def test_specs_show_keeps_the_file_strings(capsys):
     code, out, _ = run(capsys, "specs", "show", "trn2.48xlarge", "--format", "json")
-    rows = {r["field"]: r for r in json.loads(out)["rows"]}
+    rows = {r["field"]: r for r in json.loads(out)["results"]["table"]}
     bw = rows["chip.memory.hbm_bandwidth"]
     assert code == 0 and bw["value_as_written"] == "2.9 TB/s" and bw["si_value"] == pytest.approx(2.9e12)
     assert bw["status"] == "published" and bw["source"] == "S7" and "3 TB/s" in bw["alternatives"]
@@ -37,7 +37,7 @@ def test_specs_show_keeps_the_file_strings(capsys):
 def test_specs_compare_trn2_vs_trn3_ratios(capsys):
     code, out, _ = run(capsys, "specs", "compare", "trn2-ultraserver", "trn3-ultraserver", "--format", "json")
     data = json.loads(out)
-    rows = {r["metric"]: r for r in data["rows"]}
+    rows = {r["metric"]: r for r in data["results"]["table"]}
     ratio = "ratio_trn3-ultraserver_vs_trn2-ultraserver"
     assert code == 0 and data["meta"]["level"] == "scaleup"
     assert rows["peak_8bit_best_flop_per_s"][ratio] == pytest.approx(4.36, rel=0.01)  # compute
@@ -64,7 +64,7 @@ def test_workloads_list_and_show(capsys):
     code, out, _ = run(capsys, "workloads", "list", "--format", "csv")
     assert code == 0 and "gpt-oss-120b" in out and "params" in out.splitlines()[0]
     code, out, _ = run(capsys, "workloads", "show", "deepseek-v3", "--format", "json")
-    fields = {r["field"] for r in json.loads(out)["rows"]}
+    fields = {r["field"] for r in json.loads(out)["results"]["table"]}
     assert code == 0 and {"kv_lora_rank", "params.total"} <= fields
 
 

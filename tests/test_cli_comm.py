@@ -19,7 +19,7 @@ def run(capsys, *argv):
 def test_collective_json(capsys):
     out = json.loads(run(capsys, "collective", "--hardware", "trn1.32xlarge", "--op", "all-reduce", "--chips", "16,64",
                          "--size-range", "1KiB:1GiB", "-f", "json"))
-    rows = pd.DataFrame(out["rows"])
+    rows = pd.DataFrame(out["results"]["table"])
     for col in ("group", "size_bytes", "algorithm", "time_s", "latency_s", "bandwidth_s", "busbw_bytes_per_s",
                 "regime", "crosses", "time_ring_s", "time_2d_ring_s", "time_tree_s", "time_direct_s",
                 "time_hierarchical_s"):
@@ -38,7 +38,7 @@ def test_train_json_and_csv(capsys):
     args = ["train", "--hardware", "trn1.32xlarge", "--nodes", "2", "--workload", "gpt3-6.7b", "--seq", "2048",
             "--global-batch", "128", "--micro-batch", "1", "--tp", "4", "--pp", "1", "--zero", "1"]
     out = json.loads(run(capsys, *args, "-f", "json"))
-    row = out["rows"][0]
+    row = out["results"]["table"][0]
     for col in ("step_time_s", "tokens_per_s", "mfu_frac", "dp_comm_exposed_s", "dp_comm_hidden_s", "bubble_s",
                 "comm_exposed_s", "overlapped_bound_s", "serial_bound_s", "chips", "fits"):
         assert col in row
@@ -55,6 +55,6 @@ def test_validate_registry_and_cli(capsys):
     df = validation.run_validation("nccl")
     assert list(df.columns[:len(validation.CASE_OUT)]) == list(validation.CASE_OUT)
     out = json.loads(run(capsys, "validate", "nccl", "neuron-collectives", "--show", "summary", "-f", "json"))
-    fams = pd.DataFrame(out["by_family"])
+    fams = pd.DataFrame(out["results"]["by_family"])
     assert fams["family"].tolist() == ["nccl", "neuron-collectives"]
     assert {"median_abs_error_frac", "p90_abs_error_frac"} <= set(fams.columns)

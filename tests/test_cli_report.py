@@ -35,7 +35,7 @@ def test_claims_json_is_computed_not_transcribed(capsys, spec_claims_only):
     rc, out, _ = run(capsys, "claims", "--format", "json")
     assert rc == 0
     data = json.loads(out)
-    rows = data["rows"]
+    rows = data["results"]["table"]
     expected = [r.as_dict() for fn in SPEC_CLAIMS for r in fn()]
     assert [r["id"] for r in rows] == [e["id"] for e in expected]
     for r, e in zip(rows, expected):
@@ -84,10 +84,11 @@ def test_roofline_set_changes_the_numbers(capsys):
     _, out, _ = run(capsys, *base)
     _, out2, _ = run(capsys, *base, "--set", "hbm_bandwidth=x2", "--set", "hbm_efficiency=0.9")
     a, b = json.loads(out), json.loads(out2)
-    assert set(a) == {"meta", "inputs", "results", "per_operator", "provenance"}
+    assert set(a) == {"perfmodel", "command", "inputs", "meta", "results", "provenance"}
+    assert set(a["results"]) == {"inputs", "results", "per_operator"} and a["provenance"] and a["command"] == "roofline"
     assert b["meta"]["whatif"] == ["spec.hbm_bandwidth=x2", "cal.hbm_efficiency=0.9"]
-    assert b["results"][0]["step_time_s"] < 0.6 * a["results"][0]["step_time_s"]
-    assert b["results"][0]["whatif"] == "hbm_bandwidthx2_hbm_efficiency0.9"
+    assert b["results"]["results"][0]["step_time_s"] < 0.6 * a["results"]["results"][0]["step_time_s"]
+    assert b["results"]["results"][0]["whatif"] == "hbm_bandwidthx2_hbm_efficiency0.9"
 
 
 def test_memory_table_and_min_fit(capsys):

@@ -24,8 +24,8 @@ def test_serve_json_has_rows_and_caveats(capsys):
                         "json"], capsys)
     assert code == 0
     doc = json.loads(out)
-    assert len(doc["rows"]) == 2 and doc["rows"][0]["tp"] == 2
-    assert doc["rows"][1]["tokens_per_s_per_user"] < doc["rows"][0]["tokens_per_s_per_user"]
+    assert len(doc["results"]["table"]) == 2 and doc["results"]["table"][0]["tp"] == 2
+    assert doc["results"]["table"][1]["tokens_per_s_per_user"] < doc["results"]["table"][0]["tokens_per_s_per_user"]
     assert any("NOT published" in c for c in doc["meta"]["caveats"])
     assert any("PRICE" in c for c in doc["meta"]["caveats"])
 
@@ -61,18 +61,18 @@ def test_plan_serving_and_training(capsys):
                         "512:0.5,1024:0.5", "--output", "128", "--ttft", "1", "--tpot", "0.05", "--format", "json",
                         "--no-progress"], capsys)
     assert code == 0
-    row = json.loads(out)["rows"][0]
+    row = json.loads(out)["results"]["table"][0]
     assert row["feasible"] and row["time_per_output_token_s"] <= 0.05 and row["usd_per_month"] > 0
     code, out, _ = run(["plan", "--train", "--workload", "llama-3-8b", "--hardware", "trn2.48xlarge", "--tokens",
                         "1e11", "--chips", "16", "--seq", "2048", "--format", "json"], capsys)
-    assert code == 0 and json.loads(out)["rows"][0]["days"] > 0
+    assert code == 0 and json.loads(out)["results"]["table"][0]["days"] > 0
 
 
 def test_sensitivity_ranked(capsys):
     code, out, _ = run(["sensitivity", *SMALL, "--concurrency", "4", "--metric", "tokens_per_s_per_user", "--top", "5",
                         "--format", "json", "--no-progress"], capsys)
     assert code == 0
-    rows = json.loads(out)["rows"]
+    rows = json.loads(out)["results"]["table"]
     assert len(rows) == 5 and [r["rank"] for r in rows] == [1, 2, 3, 4, 5]
     assert abs(rows[0]["elasticity"]) >= abs(rows[-1]["elasticity"])
 

@@ -33,7 +33,7 @@ def test_simulate_summary_and_requests(tmp_path, capsys):
     assert code == 0 and "vega" in chart.read_text() and len(queue) > 10 and queue["running"].max() > 0
     code, out, _ = run([*BASE, "--traffic", "closed", "--clients", "8", "--requests", "200", "--format", "json"],
                        capsys)
-    row = json.loads(out)["rows"][0]
+    row = json.loads(out)["results"]["table"][0]
     assert code == 0 and row["traffic"] == "closed" and row["ttft_p50_s"] > 0
 
 
@@ -65,5 +65,5 @@ def test_plan_from_a_trace_at_p99(tmp_path, capsys):
     code, out, _ = run(["plan", "--trace", str(path), "--workload", "llama-3.1-8b", "--ttft", "1", "--tpot", "0.03",
                         "--systems", "p5.48xlarge", "--max-replica-chips", "2", "--no-progress", "--format", "json"],
                        capsys)
-    row = json.loads(out)["rows"][0]
+    row = json.loads(out)["results"]["table"][0]
     assert code == 0 and row["verified"] and row["sim_ttft_p99_s"] <= 1.0 and row["sim_tpot_p99_s"] <= 0.03

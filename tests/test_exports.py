@@ -123,7 +123,8 @@ def test_report_xlsx_rows_carry_inputs(tmp_path, capsys):
 def test_emit_sheets_json_and_csv():
     sheets = {"a": pd.DataFrame({"x_s": [1.0]}), "b": pd.DataFrame({"y": ["z"]})}
     data = json.loads(export.emit_sheets(sheets, "json", "a", meta={"k": 1}))
-    assert data == {"meta": {"k": 1}, "a": [{"x_s": 1.0}], "b": [{"y": "z"}]}
+    assert data["meta"] == {"k": 1} and data["results"] == {"a": [{"x_s": 1.0}], "b": [{"y": "z"}]}
+    assert data["provenance"] == [] and set(data) == {"perfmodel", "command", "inputs", "meta", "results", "provenance"}
     assert export.emit_sheets(sheets, "csv", "b").strip().splitlines() == ["y", "z"]
     assert export.xlsx_bytes(sheets)[:2] == b"PK"  # a zip (xlsx) archive
 

@@ -88,7 +88,7 @@ def test_cli_power_basis_is_shown_with_every_power_figure(capsys):
     for basis in ("modelled", "all-in"):
         assert cli.main([*argv, "--power-basis", basis]) == 0
         docs[basis] = json.loads(capsys.readouterr().out)
-    rows = {b: d["rows"][0] for b, d in docs.items()}
+    rows = {b: d["results"]["table"][0] for b, d in docs.items()}
     assert rows["modelled"]["power_basis"] == "modelled" and rows["all-in"]["power_basis"] == "all-in"
     assert rows["all-in"]["output_tokens_per_s_per_mw"] < rows["modelled"]["output_tokens_per_s_per_mw"]
     assert any("all-in basis" in c for c in docs["all-in"]["meta"]["caveats"])

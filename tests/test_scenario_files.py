@@ -66,7 +66,7 @@ def test_the_cli_saves_loads_and_overrides_a_scenario(tmp_path, capsys):
     assert first.shape == second.shape  # the same command, another plan
     assert cli.main(["compare", str(a), str(b), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    values = pd.DataFrame(doc["values"])
+    values = pd.DataFrame(doc["results"]["values"])
     tpot = values[values["figure"] == "time_per_output_token_s"].set_index("scenario")
     assert tpot.loc["b", "change_frac"] == pytest.approx(tpot.loc["b", "value"] / tpot.loc["trn2 tp4", "value"] - 1)
     assert tpot.loc["b", "value"] < tpot.loc["trn2 tp4", "value"]  # tp8 and 50% more bandwidth: faster tokens

@@ -110,8 +110,8 @@ def test_cli_validate_json_and_cases_option(tmp_path, capsys):
     out = tmp_path / "v.json"
     assert main(["validate", "nccl", "--format", "json", "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
-    assert {"cases", "by_phase", "by_hardware_family", "by_metric", "not_expressed"} <= set(doc)
-    cases = pd.DataFrame(doc["cases"])
+    assert {"cases", "by_phase", "by_hardware_family", "by_metric", "not_expressed"} <= set(doc["results"])
+    cases = pd.DataFrame(doc["results"]["cases"])
     assert (cases["family"] == "nccl").all() and "error_frac" in cases
     assert main(["validate", "--cases", str(tmp_path / "none.csv")]) == 1
     assert "none.csv" in capsys.readouterr().err

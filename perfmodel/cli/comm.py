@@ -15,8 +15,8 @@ import argparse
 import dataclasses
 from typing import TYPE_CHECKING
 
-from perfmodel.cli.common import (add_chart_option, add_output_options, count, count_list, defer, print_result,
-                                  refuse_or_banner, size, size_range, with_banner, write_chart)
+from perfmodel.cli.common import (add_chart_option, add_output_options, chart_svg, count, count_list, defer,
+                                  print_result, refuse_or_banner, size, size_range, with_banner, write_chart)
 
 if TYPE_CHECKING:  # the model is imported inside the functions (start-up time: see cli/parser.py)
     from perfmodel.core.scenario import Scenario
@@ -166,7 +166,7 @@ def cmd_collective(args) -> int:
     meta = {"system": s.name, "collective": args.op, "stride": args.stride, "algorithm": args.algorithm,
             "launch": args.launch, **({"note": span} if span else {})}
     print_result(export.emit(df, args.format, title, args.out, meta=meta,
-                             default_name=f"collective_{s.name}_{args.op}", chart=chart))
+                             default_name=f"collective_{s.name}_{args.op}", chart_svg=chart_svg(chart)))
     return 0
 
 

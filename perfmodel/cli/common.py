@@ -346,6 +346,16 @@ def write_extra(path: str, data: str | bytes, force: bool) -> None:
     (safe_write.write_bytes if isinstance(data, bytes) else safe_write.write_text)(path, data)
 
 
+def chart_svg(chart):
+    """export.emit's chart_svg for a chart builder (chart(): an Altair chart), drawn only when a page asks."""
+    def svg() -> str:
+        from perfmodel.report import charts
+
+        return charts.to_svg(chart())
+
+    return svg
+
+
 def write_chart(chart, path: str | None, force: bool) -> None:
     """--chart FILE: the command's chart (chart(): an Altair chart, built only when asked) as SVG, PNG or HTML."""
     if not path:

@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     from perfmodel.core import terminal
 
     wide = terminal.WIDE.set(bool(getattr(args, "wide", False)))
+    command = terminal.COMMAND.set((args.command, _inputs(args)))
     try:
         with _calibrated(list(args.calibration) + list(getattr(args, "calibration_cmd", []))):
             return int(args.func(args) or 0)
@@ -103,6 +104,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         terminal.WIDE.reset(wide)
+        terminal.COMMAND.reset(command)
+
+
+def _inputs(args) -> dict:
+    """The command's options as given (a JSON envelope's `inputs`): plain values, paths and others as text."""
+    def plain(v):
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return v
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        return str(v)
+
+    return {k: plain(v) for k, v in sorted(vars(args).items()) if k not in ("func", "command", "debug")}
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from perfmodel.cli.common import (
     add_chart_option,
     add_output_options,
+    chart_svg,
     count,
     dtype_arg,
     positive,
@@ -221,7 +222,7 @@ def _emit(df: pd.DataFrame, args, title: str, name: str, meta: dict | None = Non
     if chart is not None:  # --chart FILE, and the page a table to --out FILE.html writes
         write_chart(chart, getattr(args, "chart", None), args.force)
     print_result(export.emit(shown, args.format, title, args.out, meta=meta, default_name=name, caption=cap,
-                             chart=chart))
+                             chart_svg=chart_svg(chart) if chart is not None else None))
 
 
 # ---------------------------------------------------------------- commands

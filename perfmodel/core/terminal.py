@@ -3,6 +3,8 @@ terminal: a pipe, a file, a CI log keep all of them).
 
     table_width()   COLUMNS when set (>= 40), else the terminal's width when stdout is one, else None (no limit)
     WIDE            set by the CLI for `--wide`: None whatever the terminal
+    COMMAND         set by the CLI for the command running: (name, its options as given), what a JSON
+                    envelope's `command` and `inputs` say (report/export.py)
 
 Does not: render anything (report/fit_columns.py chooses the columns, report/export.py draws them).
 """
@@ -15,6 +17,7 @@ import sys
 from contextvars import ContextVar
 
 WIDE: ContextVar[bool] = ContextVar("perfmodel_wide_tables", default=False)
+COMMAND: ContextVar[tuple[str, dict]] = ContextVar("perfmodel_command", default=("", {}))
 MIN_COLUMNS = 40  # narrower than this is not a terminal a table can be read in: ignore such a COLUMNS
 
 

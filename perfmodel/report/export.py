@@ -2,7 +2,8 @@
 
 Internal columns are snake_case with SI unit suffixes (time_s, hbm_bytes, ...); the
 display layer maps them to human names and scales (Time (ms), HBM (GiB)) here only.
-JSON output is records with internal column names and SI values, stable for tooling.
+JSON output is one envelope for every command (json_envelope.py): records with internal column names and SI
+values, stable for tooling.
 Files are written whole or not at all, and CSV / XLSX text cells that a spreadsheet would run as
 formulas are escaped (core/safe_write.py).
 
@@ -12,7 +13,6 @@ Does not: compute model quantities.
 from __future__ import annotations
 
 import io
-import json
 import math
 from pathlib import Path
 from typing import Iterable
@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel.core import safe_write, units
+from perfmodel.report import json_envelope
 
 FORMATS = ("table", "md", "csv", "json", "xlsx")
 
@@ -97,12 +98,6 @@ def to_markdown(df: pd.DataFrame, scale: bool = True) -> str:
     for row in h.itertuples(index=False):
         lines.append("| " + " | ".join(_fmt_cell(v).replace("|", "\\|") for v in row) + " |")
     return "\n".join(lines)
-
-
-def to_json(df: pd.DataFrame, meta: dict | None = None) -> str:
-    """Stable machine-readable JSON: {"meta": {...}, "rows": [records with SI values]}."""
-    records = json.loads(df.to_json(orient="records", double_precision=15, default_handler=str))
-    return json.dumps({"meta": meta or {}, "rows": records}, indent=2)
 
 
 def _draw(headers: list[str], cells: list[list[str]], numeric: list[bool], title: str, caption: str,
@@ -241,19 +236,17 @@ th{background:#f3f3f3}td{text-align:right}td:first-child{text-align:left}figure{
 figcaption{font-size:13px;color:#555}.legend{font-size:13px;color:#555}"""
 
 
-def html_page(df: pd.DataFrame, title: str = "", caption: str = "", chart=None) -> str:
-    """A self-contained page: the table in people's units, then the command's chart (chart(): an Altair chart)
-    inlined as SVG, then the caption; no scripts, so it opens offline."""
+def html_page(df: pd.DataFrame, title: str = "", caption: str = "", svg: str = "") -> str:
+    """A self-contained page: the table in people's units, then the command's chart (svg: its SVG text) inline,
+    then the caption; no scripts, so it opens offline."""
     import html
 
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title or 'perfmodel')}</title>"
              f"<style>{HTML_CSS}</style></head><body>" + (f"<h1>{html.escape(title)}</h1>" if title else "")]
     h = humanize(df, True)
     parts.append(h.map(_fmt_cell).to_html(index=False, escape=True, na_rep="", border=0))
-    if chart is not None:
-        from perfmodel.report import charts
-
-        parts.append(f"<figure>{charts.to_svg(chart())}</figure>")
+    if svg:
+        parts.append(f"<figure>{svg}</figure>")
     if caption:
         parts.append(f"<p class='legend'>{html.escape(caption)}</p>")
     return "\n".join(parts) + "</body></html>"
@@ -261,9 +254,9 @@ def html_page(df: pd.DataFrame, title: str = "", caption: str = "", chart=None) 
 
 def emit(df: pd.DataFrame, fmt: str, title: str = "", out: str | Path | None = None, meta: dict | None = None,
          extra_sheets: dict[str, pd.DataFrame] | None = None, default_name: str = "perfmodel",
-         caption: str = "", chart=None) -> str:
+         caption: str = "", chart_svg=None) -> str:
     """Format `df` as `fmt`; write to `out` when given (xlsx always writes a file; a table to FILE.html is a page
-    with the command's chart, chart() building it). Returns the text."""
+    with the command's chart, chart_svg() drawing it as SVG). Returns the text."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt == "xlsx":
@@ -274,13 +267,13 @@ def emit(df: pd.DataFrame, fmt: str, title: str = "", out: str | Path | None = N
         write_xlsx(sheets, path)
         return f"wrote {path}"
     if fmt == "table" and out and Path(out).suffix.lower() in (".html", ".htm"):  # a page, not terminal text
-        safe_write.write_text(out, html_page(df, title, caption, chart))
+        safe_write.write_text(out, html_page(df, title, caption, chart_svg() if chart_svg else ""))
         return f"wrote {out}"
     text = {
         "table": lambda: render_table(df, title, caption=caption, width=None if out else "terminal"),
         "md": lambda: (f"## {title}\n\n" if title else "") + to_markdown(df) + (f"\n\n{caption}" if caption else ""),
         "csv": lambda: to_csv(df),
-        "json": lambda: to_json(df, meta),
+        "json": lambda: json_envelope.envelope({"table": df}, meta),
     }[fmt]()
     if out:
         safe_write.write_text(out, text)
@@ -341,14 +334,6 @@ def pretty_name(col: str) -> tuple[str, float]:
     return DISPLAY_NAMES.get(col, name), div
 
 
-def to_json_sheets(sheets: dict[str, pd.DataFrame], meta: dict | None = None) -> str:
-    """{"meta": {...}, "<sheet>": [records with SI values], ...} for multi-table results."""
-    out: dict = {"meta": meta or {}}
-    for name, frame in sheets.items():
-        out[name] = json.loads(frame.to_json(orient="records", double_precision=15, default_handler=str))
-    return json.dumps(out, indent=2)
-
-
 def emit_sheets(sheets: dict[str, pd.DataFrame], fmt: str, main: str, out: str | Path | None = None,
                 meta: dict | None = None, default_name: str = "perfmodel", title: str = "") -> str:
     """Multi-sheet output: xlsx writes every sheet (plus meta); json holds every sheet; csv, md and
@@ -361,7 +346,7 @@ def emit_sheets(sheets: dict[str, pd.DataFrame], fmt: str, main: str, out: str |
         write_xlsx(all_sheets, path)
         return f"wrote {path} (sheets: {', '.join(all_sheets)})"
     if fmt == "json":
-        text = to_json_sheets(sheets, meta)
+        text = json_envelope.envelope(sheets, meta)
         if out:
             safe_write.write_text(out, text)
             return f"wrote {out}"
