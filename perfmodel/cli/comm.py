@@ -222,7 +222,13 @@ def cmd_train(args) -> int:
               "placement": r.check.placement}[args.show]
         if args.show == "summary" and args.format in ("table", "md"):
             row = r.summary.iloc[0]
-            df = pd.DataFrame({"quantity": list(row.index), "value": [_cell(v) for v in row.values]})
+            if args.wide:  # every field of the step model
+                df = pd.DataFrame({"quantity": list(row.index), "value": [_cell(v) for v in row.values]})
+            else:  # the answer, then where the step's time goes (report/train_view.py)
+                from perfmodel.report import train_view
+
+                title += "\n" + train_view.answer(row)
+                df = train_view.breakdown(row)
         for w in r.check.warnings + r.check.errors:
             title += f"\n  note: {w}"
     print_result(export.emit(df, args.format, title, args.out, meta={"system": s.name, "workload": arch.name},

@@ -1,0 +1,32 @@
+"""`perfmodel train` answers first: step time, throughput, MFU, fit and plan in words, then where the step's time
+goes; the parts add up to the step (training/step.py's timeline); every field under --wide and in csv / json."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+
+from perfmodel import cli
+
+ARGS = ["train", "--hardware", "trn1.32xlarge", "--nodes", "16", "--workload", "gpt3-6.7b", "--seq", "2048",
+        "--global-batch", "1024", "--micro-batch", "1", "--tp", "4"]
+
+
+def test_the_answer_and_the_breakdown_add_up(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    assert cli.main([*ARGS, "--format", "csv"]) == 0
+    row = pd.read_csv(io.StringIO(capsys.readouterr().out)).iloc[0]
+    assert cli.main(ARGS) == 0
+    out = capsys.readouterr().out
+    assert f"{row['tokens_per_s']:,.0f} tokens/s" in out and f"MFU {100 * row['mfu_frac']:.1f}%" in out
+    assert "tp 4 x pp 1 x dp 64" in out and "fits memory" in out
+    assert "e+" not in out and len(out.splitlines()) < 25  # not 60 raw fields
+    from perfmodel.report import train_view
+
+    parts = train_view.breakdown(row)
+    inside = parts[~parts["component"].isin(["step"]) & ~parts["component"].str.startswith("(")]
+    assert inside["time_s"].sum() == pytest.approx(row["step_time_s"], rel=1e-9)
+    assert cli.main([*ARGS, "--wide"]) == 0
+    assert "dp_comm_hidden_s" in capsys.readouterr().out  # every field of the step model
