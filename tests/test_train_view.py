@@ -30,3 +30,17 @@ def test_the_answer_and_the_breakdown_add_up(capsys, monkeypatch):
     assert inside["time_s"].sum() == pytest.approx(row["step_time_s"], rel=1e-9)
     assert cli.main([*ARGS, "--wide"]) == 0
     assert "dp_comm_hidden_s" in capsys.readouterr().out  # every field of the step model
+
+
+def test_sensitivity_values_are_in_peoples_units(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    argv = ["sensitivity", "--hardware", "trn2.48xlarge", "--workload", "llama-3.1-8b", "--tp", "2", "--concurrency",
+            "8", "--no-progress"]
+    assert cli.main(argv) == 0
+    table = capsys.readouterr().out
+    for text in ("2.9 TB/s", "500 W", "2 us"):  # HBM bandwidth, TDP, op_overhead as people write them
+        assert text in table, text
+    assert cli.main([*argv, "--format", "csv"]) == 0
+    df = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    row = df[df["parameter"] == "hbm_bandwidth"].iloc[0]
+    assert row["value"] == pytest.approx(2.9e12) and row["unit"] == "bandwidth"  # csv keeps SI and says the unit

@@ -371,6 +371,14 @@ def cmd_sensitivity(args) -> int:
         name = export.config_name([("", "sensitivity"), ("", system.name), ("", args.metric)])
     if args.top:
         df = df.head(args.top)
+    if args.format in ("table", "md"):  # people's units ('2.9 TB/s', '2 us', '500 W'); csv / json keep SI
+        from perfmodel.core import units
+
+        def shown(v: float, unit: str) -> str:
+            return units.format_quantity(float(v), unit) if unit in units.KINDS else f"{v:.4g} {unit.replace('_per_', '/')}"
+
+        df = df.assign(**{c: [shown(v, u) if v == v else "" for v, u in zip(df[c], df["unit"])]
+                          for c in ("value", "range_low", "range_high") if c in df}).drop(columns="unit")
     _emit(df, args, title, name)
     return 0
 

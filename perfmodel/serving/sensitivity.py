@@ -34,6 +34,9 @@ from perfmodel.core import units
 from perfmodel.core.hardware import ElementEngine, System
 
 SPEC_PARAMS = ("hbm_bandwidth", "hbm_capacity", "tensor_rate", "element_rate", "link_bandwidth", "tdp")
+# each spec parameter's quantity (core/units.KINDS; element_rate: elements per second, a kind of its own)
+SPEC_UNITS = {"hbm_bandwidth": "bandwidth", "hbm_capacity": "capacity", "tensor_rate": "flop_rate",
+              "element_rate": "elements_per_s", "link_bandwidth": "bandwidth", "tdp": "power"}
 CAL_KINDS = ("ratio", "time", "power", "price_rate")
 Inputs = Mapping[str, tuple[System, Calibration]]
 
@@ -45,6 +48,7 @@ class Param:
     kind: str  # "spec" | "calibration"
     value: float  # current value (SI)
     status: str  # spec status or calibration status
+    unit: str = ""  # the value's quantity (core/units.KINDS, or SPEC_UNITS')
 
     @property
     def label(self) -> str:
@@ -80,11 +84,11 @@ def parameters(key: str, system: System, cal: Calibration, spec: bool = True, ca
         for n in SPEC_PARAMS:
             v, st = _spec_value(system, n)
             if v > 0:
-                out.append(Param(key, n, "spec", v, st))
+                out.append(Param(key, n, "spec", v, st, SPEC_UNITS[n]))
     if calibration:
         for p in cal.params.values():
             if p.kind in CAL_KINDS and p.value > 0:
-                out.append(Param(key, p.name, "calibration", p.value, p.status))
+                out.append(Param(key, p.name, "calibration", p.value, p.status, p.kind))
     return out
 
 
@@ -104,7 +108,7 @@ def shared_parameters(inputs: Inputs) -> list[Param]:
         same = len(have) == len(keys) and len({(origin[k][n].value, origin[k][n].origin) for k in keys}) == 1
         if same:
             p0 = cal[keys[0]][n]
-            out.append(Param("+".join(keys), n, "calibration", p0.value, p0.status))
+            out.append(Param("+".join(keys), n, "calibration", p0.value, p0.status, p0.unit))
         else:
             out += [cal[k][n] for k in have]
     return out
@@ -205,7 +209,8 @@ def elasticities(fn: Callable[[Inputs], float | Mapping[str, float]], inputs: In
         for k in base:
             ok = all(np.isfinite(x) and x > 0 for x in (lo[k], hi[k]))
             row = {"result_name": k, "input": p.key, "parameter": p.name, "kind": p.kind, "status": p.status,
-                   "value": p.value, "result": base[k], "result_minus": lo[k], "result_plus": hi[k],
+                   "value": p.value, "unit": p.unit, "result": base[k], "result_minus": lo[k],
+                   "result_plus": hi[k],
                    "elasticity": np.log(hi[k] / lo[k]) / denom if ok else np.nan,
                    "note": "" if ok else "result not finite / positive under perturbation"}
             if ranges:
