@@ -5,6 +5,7 @@ longer than the terminal, numbers are never split across lines, and what a table
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -28,14 +29,30 @@ COMMANDS = {
              "--systems", "dgx-h100", "trn2.48xlarge"],
     "pareto": ["pareto", "--hardware", "dgx-h100", "--workload", "llama-3.1-8b"],
     "validate": ["validate", "gemm", "bandwidth", "nccl", "--show", "all"],
+    "sensitivity": ["sensitivity", "--hardware", "trn2.48xlarge", "--workload", "llama-3.1-8b", "--tp", "2",
+                    "--concurrency", "8", "--top", "10", "--no-progress"],
+    "compare": ["compare", "SCENARIO_A", "SCENARIO_B"],
 }
+
+
+@pytest.fixture
+def scenarios(tmp_path) -> dict[str, str]:
+    """Two scenario files for `compare` (as `roofline --save-scenario` writes them), by their placeholder."""
+    from perfmodel.catalog import scenario_files as sf
+    from perfmodel.catalog import whatif as wi
+
+    opts, out = wi.ScenarioOptions(phase="decode", batch=64, context=4096, tp=4), {}
+    for key, system in (("SCENARIO_A", "trn2-ultraserver"), ("SCENARIO_B", "trn3-ultraserver")):
+        out[key] = str(tmp_path / f"{key}.toml")
+        Path(out[key]).write_text(sf.to_toml(sf.Saved(system, system, "llama-3-8b", opts)))
+    return out
 
 
 @pytest.mark.parametrize("width", [80, 120])
 @pytest.mark.parametrize("name", list(COMMANDS))
-def test_every_line_fits_the_terminal(name, width, monkeypatch, capsys):
+def test_every_line_fits_the_terminal(name, width, monkeypatch, capsys, scenarios):
     monkeypatch.setenv("COLUMNS", str(width))
-    assert cli.main(COMMANDS[name]) == 0
+    assert cli.main([scenarios.get(a, a) for a in COMMANDS[name]]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines and max(len(line) for line in lines) <= width, max(lines, key=len)
     for line in (x for x in lines if "│" in x):  # a number split in a cell would leave '1,527,' before the border
