@@ -37,3 +37,36 @@ def test_the_reports_first_screen_says_who_wins(monkeypatch, capsys):
     assert "## Verdict" in text and text.count("leads per chip") == 2
     assert "Llama-3 70B decode:" in text and "GPT-OSS 120B decode:" in text
     assert max(len(line) for line in screen) <= 80
+
+
+def test_the_frontier_and_the_plan_in_words():
+    import pandas as pd
+
+    from perfmodel.report import verdict
+
+    df = pd.DataFrame({"system": ["a", "a", "b", "b"], "tokens_per_s_per_user": [10.0, 100.0, 10.0, 50.0],
+                       "output_tokens_per_s_per_mw": [3e7, 1e7, 2e7, 4e6]})
+    words = verdict.frontier_verdict(df, "output_tokens_per_s_per_mw")
+    # a reaches 30 million (1.5x b's 20 million); both reach 50 tokens/s per user: a has 10 million there, b 4
+    assert words.startswith("a reaches the most output tokens per s per MW (30 million, 1.50x b's 20 million)")
+    assert "at 50 tokens per s per user, which every system reaches, a leads with 10 million (2.50x b)" in words
+    plan = pd.DataFrame({"system": ["a", "b", "c"], "feasible": [True, True, False], "chips": [8, 2, 0],
+                         "usd_per_month": [2000.0, 1000.0, float("nan")], "facility_power_peak_w": [9e3, 5e3, 0.0],
+                         "mode": ["aggregated"] * 3, "price_status": ["published", "assumed", ""],
+                         "note": ["", "", "no plan meets TPOT <= 20 ms; the fastest is 31 ms"]})
+    text = verdict.plan_recommendation(plan, 15.0)
+    assert text.startswith("**b** is the cheapest way to serve 15 requests/s at the peak within the SLA: 2 chips")
+    assert "$1,000 per month§" in text and "next a at $2,000 per month (2.00x)" in text
+    assert "No plan of c (no plan meets TPOT <= 20 ms" in text
+
+
+def test_pareto_and_plan_open_with_their_verdict(capsys, monkeypatch):
+    from perfmodel import cli
+
+    monkeypatch.setenv("COLUMNS", "200")
+    assert cli.main(["pareto", "--hardware", "trn2-ultraserver", "trn3-ultraserver", "--workload", "llama-3-8b",
+                     "--no-progress"]) == 0
+    assert "reaches the most output tokens per s per MW" in capsys.readouterr().out.splitlines()[0]
+    assert cli.main(["plan", "--rps", "10", "--workload", "llama-3-8b", "--systems", "trn2-ultraserver",
+                     "p5.48xlarge", "--no-progress"]) == 0
+    assert "is the cheapest way to serve 15 requests/s" in capsys.readouterr().out.splitlines()[0]

@@ -119,9 +119,11 @@ def cmd_plan(args) -> int:
         p = f"p{demand.percentile:g}"
         cols, at = PLAN_COLS[:-1] + ("verified", "analytic_replicas", f"sim_ttft_{p}_s", f"sim_tpot_{p}_s",
                                      "verify_note", "note"), f" at {p}, verified by simulation"
-    from perfmodel.report import charts
+    from perfmodel.report import charts, verdict
 
-    _emit(df, args, f"Capacity plan: {demand.name} ({demand.workload}, {demand.requests_per_s:g} req/s, "
+    words = verdict.plan_recommendation(df, demand.requests_per_s * demand.peak_to_average).replace("**", "") \
+        + "\n" if args.format in ("table", "md") else ""
+    _emit(df, args, f"{words}Capacity plan: {demand.name} ({demand.workload}, {demand.requests_per_s:g} req/s, "
                     f"TTFT <= {demand.ttft_s:g} s, TPOT <= {demand.tpot_s * 1e3:g} ms{at})", f"plan_{demand.name}",
           {"demand": demand.as_dict()}, cols=cols, chart=lambda: charts.plan_costs(df))
     return 0

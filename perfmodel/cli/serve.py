@@ -322,6 +322,10 @@ def cmd_pareto(args) -> int:
     if not args.all:
         df = search.frontier(df, "concurrency_per_scaleup" if args.y == "concurrency" else args.y)
     title = f"{args.workload}: interactivity vs {args.y} frontier ({args.input}/{args.output} tokens)"
+    if args.format in ("table", "md"):  # the verdict in words first (report/verdict.py)
+        from perfmodel.report import verdict
+
+        title = "\n".join(t for t in (verdict.frontier_verdict(df, ycol), title) if t)
     if args.plot and args.format == "table" and not args.out:
         from perfmodel.report import terminal_charts
 

@@ -93,7 +93,8 @@ def plan_recommendation(df: pd.DataFrame, peak_rps: float) -> str:
     best = ranked.iloc[0]
     cost = f"{_money(best['usd_per_month'])} per month{_mark(best, 'price_status')}, " if by == "usd_per_month" else ""
     words = (f"**{best['system']}** is the {'cheapest' if by == 'usd_per_month' else 'lowest-power'} way to serve "
-             f"{peak_rps:,.3g} requests/s at the peak within the SLA: {int(best['chips']):,} chips "
+             f"{peak_rps:,.3g} requests/s at the peak within the SLA: {int(best['chips']):,} "
+             f"chip{'s' if int(best['chips']) != 1 else ''} "
              f"({best.get('mode', '')}), {cost}{best['facility_power_peak_w'] / units.KW:,.1f} kW at the facility")
     if len(ranked) > 1:
         nxt = ranked.iloc[1]
@@ -102,3 +103,30 @@ def plan_recommendation(df: pd.DataFrame, peak_rps: float) -> str:
             f"{nxt['facility_power_peak_w'] / units.KW:,.1f} kW"
         words += f"; next {nxt['system']} at {what} ({ratio:.2f}x)"
     return words + "." + tail + " (* estimated, † projected, § assumed price or input.)"
+
+
+def _amount(v: float) -> str:
+    """A figure for a sentence: '27.5 million', '4,568', '3.7'."""
+    return f"{v / units.MILLION:,.3g} million" if v >= units.MILLION else f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def frontier_verdict(df: pd.DataFrame, y: str, x: str = "tokens_per_s_per_user") -> str:
+    """The serving frontiers in words: which system reaches the most of `y`, by how much over the next, and which
+    leads at an interactivity every system reaches (the slowest system's fastest point)."""
+    from perfmodel.report.export import display_name
+
+    ok = df[(df[y] > 0) & (df[x] > 0)] if y in df and x in df else df.iloc[0:0]
+    if ok.empty or ok["system"].nunique() < 2:
+        return ""
+    (yt, yd), (xt, xd) = display_name(y), display_name(x)
+    best = ok.groupby("system")[y].max().sort_values(ascending=False)
+    words = (f"{best.index[0]} reaches the most {yt} ({_amount(best.iloc[0] / yd)}, "
+             f"{best.iloc[0] / best.iloc[1]:.2f}x {best.index[1]}'s {_amount(best.iloc[1] / yd)})")
+    common = ok.groupby("system")[x].max().min()  # every system has a point at least this interactive
+    at = ok[ok[x] >= common].groupby("system")[y].max().sort_values(ascending=False)
+    if len(at) > 1:
+        words += (f"; at {_amount(common / xd)} {xt}, which every system reaches, {at.index[0]} leads with "
+                  f"{_amount(at.iloc[0] / yd)} ({at.iloc[0] / at.iloc[1]:.2f}x {at.index[1]})")
+    caveat = " Power and price rest on the inputs the caveats below name." if "power_caveat" in ok or \
+        "price_note" in ok else ""
+    return words + "." + caveat
