@@ -44,3 +44,13 @@ def test_sensitivity_values_are_in_peoples_units(capsys, monkeypatch):
     df = pd.read_csv(io.StringIO(capsys.readouterr().out))
     row = df[df["parameter"] == "hbm_bandwidth"].iloc[0]
     assert row["value"] == pytest.approx(2.9e12) and row["unit"] == "bandwidth"  # csv keeps SI and says the unit
+
+
+def test_knobs_say_why_the_tensor_rate_is_not_the_published_peak(capsys):
+    assert cli.main(["knobs", "--hardware", "trn2.48xlarge", "--format", "csv"]) == 0
+    df = pd.read_csv(io.StringIO(capsys.readouterr().out)).set_index("name")
+    text = df.loc["tensor_rate", "description"]
+    assert "632 TFLOP/s" in text and "published peak (MFU's denominator) is 667 TFLOP/s" in text
+    assert cli.main(["knobs", "--hardware", "dgx-h100", "--format", "csv"]) == 0
+    h100 = pd.read_csv(io.StringIO(capsys.readouterr().out)).set_index("name")
+    assert "published peak" not in h100.loc["tensor_rate", "description"]  # rate and peak are one number there

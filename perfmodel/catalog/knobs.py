@@ -246,8 +246,23 @@ def knobs_frame(system: System | None = None):
         if system is not None:
             v = kb.get(system)
             row["value_si"] = float(v) if v else float("nan")
+            row["description"] += _peak_note(system, kb.name)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _peak_note(system: System, name: str) -> str:
+    """Where the tensor engine's rate (what the model prices work at) differs from the chip's published peak
+    (what MFU divides by, and what summaries quote), both: Trainium2's 8 cores x 79 = 632 TFLOP/s BF16 against
+    the 667 AWS publishes."""
+    if not name.startswith("tensor_rate"):
+        return ""
+    d = DType.parse(name.split(".", 1)[1]) if "." in name else DType.BF16
+    rate, peak = system.chip.tensor.flop_per_s.get(d), system.chip.peak_flop_per_s.get(d)
+    if not rate or not peak or abs(peak / rate - 1) < 1e-3:
+        return ""
+    return (f"; {d.value}: the engine rate the model prices at, {units.format_quantity(rate, 'flop_rate')}; the "
+            f"published peak (MFU's denominator) is {units.format_quantity(peak, 'flop_rate')}")
 
 
 def spec_value(system: System, name: str) -> float | None:
