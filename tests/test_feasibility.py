@@ -231,3 +231,25 @@ def test_a_decode_step_made_of_fixed_overheads_is_bound_by_overhead():
     assert shares["memory"] < 0.2
     row = run.result.summary.iloc[0]
     assert row["fixed_overhead_s"] == pytest.approx(shares["overhead"] * row["step_time_s"], rel=1e-9)
+
+
+def test_interleaved_pipelines_may_split_layers_unevenly_but_not_into_empty_chunks():
+    """Megatron-Core runs an interleaved schedule whose chunks are uneven (first / last stage layer counts,
+    pipeline layouts: NeMo's Llama 3.1 405B at PP8 VP4 over 126 layers); a chunk with no layer is not a plan."""
+    from perfmodel import catalog
+    from perfmodel.catalog import workload_files
+    from perfmodel.core.scenario import Parallelism, Phase, Scenario
+    from perfmodel.model import bindings as bd
+    from perfmodel.model import feasibility
+
+    system, arch = catalog.load_system("gb300-nvl72"), workload_files.load_workload("llama-3.1-405b")
+
+    def rules(pp: int, v: int):
+        sc = Scenario(Phase.TRAIN, batch=1, seq_len=8192, parallel=Parallelism(tp=2, pp=pp, dp=1, pp_virtual=v,
+                                                                                pp_schedule="interleaved"))
+        return feasibility.check_rules(system, arch, bd.Knobs.of(sc))
+
+    ok, why = rules(8, 4)  # 126 layers in 32 chunks: 30 of 4 layers and 2 of 3
+    assert bool(ok) and str(why) == ""
+    ok, why = rules(16, 8)  # 128 chunks for 126 layers
+    assert not bool(ok) and "pp_interleaved" in str(why) and "every chunk holds a layer" in str(why)

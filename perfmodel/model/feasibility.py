@@ -13,7 +13,9 @@ training plans); commands refuse an invalid plan and show a non-fitting one only
     pp_layers     p <= L                                       a stage holds a layer (an uneven split is
                                                                priced at its heaviest stage,
                                                                bindings.stage_stretch)
-    pp_interleaved  L mod (p v) = 0 when v > 1                 the interleaved schedule's equal chunks
+    pp_interleaved  L >= p v when v > 1                        a layer in every virtual chunk; uneven chunks run
+                                                               (Megatron-Core's first / last stage layer counts and
+                                                               pipeline layouts), priced at the heaviest stage
     tp_linear_heads  H_k mod t = 0 (Gated DeltaNet layers)     key heads (and their value-head groups) split whole
     ep_experts    E mod e = 0 (MoE)                            whole experts per expert-parallel rank
     ep_group      (t d_a) mod e = 0                            experts are split over the replica's chips
@@ -84,9 +86,9 @@ def _rules(system: System, arch: ModelArch, phase: Phase) -> tuple[Rule, ...]:
              lambda s: f"{s['tp']} is neither a divisor nor a multiple of the {K} KV heads of {arch.name}"),
         Rule("pp_layers", lambda v: v["pp"] > L,
              lambda s: f"{s['pp']} pipeline stages for the {L} layers of {arch.name} (a stage holds at least one)"),
-        Rule("pp_interleaved", lambda v: (v["pp_virtual"] > 1) & (np.mod(L, v["pp"] * v["pp_virtual"]) != 0),
-             lambda s: f"{s['pp']} stages x {s['pp_virtual']} virtual chunks does not divide the {L} layers of "
-                       f"{arch.name} (the interleaved schedule needs equal chunks)"),
+        Rule("pp_interleaved", lambda v: (v["pp_virtual"] > 1) & (v["pp"] * v["pp_virtual"] > L),
+             lambda s: f"{s['pp']} stages x {s['pp_virtual']} virtual chunks is more chunks than the {L} layers of "
+                       f"{arch.name} (every chunk holds a layer)"),
         Rule("ep_group", lambda v: np.mod(v["tp"] * v["da"], v["ep"]) != 0,
              lambda s: f"{s['ep']} does not divide the replica's tp x da chips ({s['tp']}, {s['da']})"),
         Rule("batch_da", lambda v: np.mod(v["batch"], v["da"]) != 0,
