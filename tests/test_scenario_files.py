@@ -14,6 +14,7 @@ from test_app import APP, checked, rerun
 from perfmodel import cli
 from perfmodel.catalog import scenario_files as sf
 from perfmodel.catalog import whatif as wi
+from perfmodel.catalog.files import catalog_root
 from perfmodel.catalog.spec_schema import CatalogError
 from perfmodel.report import scenario_compare
 
@@ -110,3 +111,21 @@ def test_the_explorer_pins_loads_and_compares_scenarios(tmp_path, monkeypatch):
     rerun(at)
     assert at.selectbox(key="system").value == "p5.48xlarge" and at.number_input(key="tp").value == 2
     assert any("Scenario 'x' loaded; the sidebar does not hold dp=2" in i.value for i in at.info)
+
+
+def test_a_scenario_naming_a_file_the_explorer_lacks_is_one_line(tmp_path, monkeypatch):
+    """A scenario saved on another machine may name its own system file: the explorer says so and keeps the
+    sidebar as it was (never a silent default)."""
+    monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path / "cache"))
+    elsewhere = sf.Saved("x", str(tmp_path / "box.toml"), "llama-3.1-8b", wi.ScenarioOptions())
+    at = AppTest.from_file(APP, default_timeout=120)
+    checked(at.run())
+    before = at.selectbox(key="system").value
+    specs = catalog_root() / "hardware_specs"
+    (tmp_path / "box.toml").write_text((specs / "dgx-h100.toml").read_text().replace('name = "dgx-h100"',
+                                                                                      'name = "box"', 1))
+    next(u for u in at.get("file_uploader") if u.key == "byo_scenario").upload("x.toml",
+                                                                               sf.to_toml(elsewhere).encode())
+    rerun(at)
+    assert at.selectbox(key="system").value == before
+    assert any(e.value.startswith("x.toml: its system ") and "upload it above" in e.value for e in at.error)

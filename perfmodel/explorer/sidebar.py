@@ -59,6 +59,15 @@ def take_scenario_file() -> None:
     except ValueError as exc:
         st.session_state["_byo_scenario_error"] = us.one_line(exc)
         return
+    from perfmodel import catalog
+
+    names = {"system": catalog.list_systems(), "workload": catalog.list_workloads()}
+    elsewhere = [f"{k} {v!r}" for k, v in (("system", saved.system), ("workload", saved.workload))
+                 if v not in names[k] and not uploads.is_upload(v)]
+    if elsewhere:  # a file on the machine that saved it: the explorer has only its catalogue and uploads
+        st.session_state["_byo_scenario_error"] = (f"{up.name}: its {' and '.join(elsewhere)} is a file this "
+                                                   "explorer does not hold; upload it above, then the scenario")
+        return
     st.session_state.pop("_byo_scenario_error", None)
     opts = saved.options.resolved()
     st.session_state.update(system=saved.system, workload=saved.workload,
