@@ -129,3 +129,21 @@ def test_a_scenario_naming_a_file_the_explorer_lacks_is_one_line(tmp_path, monke
     rerun(at)
     assert at.selectbox(key="system").value == before
     assert any(e.value.startswith("x.toml: its system ") and "upload it above" in e.value for e in at.error)
+
+
+def test_a_saved_scenario_names_its_files_from_its_own_folder(tmp_path, monkeypatch, capsys):
+    """--hardware ./box.toml given from one folder, the scenario saved in another: the file is named relative to
+    the scenario (what load reads), and an existing scenario file is replaced only with --force."""
+    specs = catalog_root() / "hardware_specs"
+    (tmp_path / "hw").mkdir()
+    (tmp_path / "hw" / "box.toml").write_text((specs / "dgx-h100.toml").read_text().replace(
+        'name = "dgx-h100"', 'name = "box"', 1))
+    (tmp_path / "out").mkdir()
+    monkeypatch.chdir(tmp_path)
+    argv = ["roofline", "--hardware", "hw/box.toml", "--workload", "llama-3.1-8b", "--batch", "8",
+            "--save-scenario", "out/s.toml", "--format", "csv"]
+    assert cli.main(argv) == 0
+    assert 'system = "../hw/box.toml"' in (tmp_path / "out" / "s.toml").read_text()
+    assert sf.load(tmp_path / "out" / "s.toml").system == str((tmp_path / "hw" / "box.toml").resolve())
+    assert cli.main(argv) == 1 and "pass --force" in capsys.readouterr().err
+    assert cli.main([*argv, "--force"]) == 0

@@ -10,6 +10,7 @@ Does not: compute anything itself (report.scenario_compare, report.frames).
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from perfmodel.cli.common import add_output_options, print_result
@@ -59,7 +60,15 @@ def save(args, system: str, workload: str, opts, whatif) -> None:
     path = Path(args.save_scenario)
     if path.suffix != ".toml":
         raise ValueError(f"--save-scenario {path}: a scenario file ends in .toml")
-    saved = scenario_files.Saved(name=args.scenario_name or path.stem, system=system, workload=workload,
+    if path.exists() and not getattr(args, "force", False):
+        raise ValueError(f"--save-scenario {path} exists; pass --force to replace it")
+
+    def ref(text: str) -> str:  # a file named from here, written relative to the scenario's folder (load's rule)
+        if text.endswith((".toml", ".json")) and Path(text).is_file():
+            return os.path.relpath(Path(text).resolve(), path.parent.resolve())
+        return text
+
+    saved = scenario_files.Saved(name=args.scenario_name or path.stem, system=ref(system), workload=ref(workload),
                                  options=opts, whatif=whatif)
     safe_write.write_text(path, scenario_files.to_toml(saved))
     print(f"perfmodel: scenario {saved.name!r} saved to {path}", file=sys.stderr)
