@@ -32,7 +32,8 @@ def test_a_chart_and_an_html_page(name, tmp_path, capsys):
     assert "<script" not in html  # opens offline
 
 
-def test_a_chart_file_of_another_kind_is_one_line(tmp_path, capsys):
-    assert cli.main([*COMMANDS["collective"], "--chart", str(tmp_path / "c.txt")]) == 1
-    err = capsys.readouterr().err
-    assert "--chart" in err and ".svg, .png or .html" in err and len(err.strip().splitlines()) == 1
+def test_a_chart_file_of_another_kind_is_refused_before_any_work(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:  # argparse: the usage, then one line naming the option and the value
+        cli.main([*COMMANDS["pareto"], "--chart", str(tmp_path / "c.txt")])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert stop.value.code == 2 and "argument --chart" in err and "a chart is written as .svg, .png or .html" in err

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from perfmodel import cli
 from perfmodel.simulation import traffic
@@ -48,8 +49,10 @@ def test_load_sweep_writes_its_chart(tmp_path, capsys):
 def test_simulate_errors_are_one_line(tmp_path, capsys):
     code, _, err = run([*BASE, "--traffic", "trace", "--trace", str(tmp_path / "missing.csv")], capsys)
     assert code == 1 and "missing.csv" in err and "\n" not in err.strip()
-    code, _, err = run([*BASE, "--chart", "x.pdf"], capsys)
-    assert code == 1 and ".svg, .png or .html" in err
+    with pytest.raises(SystemExit) as stop:  # refused while the options are read, before any simulation
+        run([*BASE, "--chart", "x.pdf"], capsys)
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert stop.value.code == 2 and "argument --chart: 'x.pdf'" in err and ".svg, .png or .html" in err
     code, _, err = run([*BASE, "--tp", "3"], capsys)  # 32 heads do not split over 3
     assert code == 1 and "cannot run" in err
 

@@ -330,9 +330,19 @@ def _progress_lines(label: str, period: float):
             print(line(" (done)"), file=sys.stderr, flush=True)
 
 
+CHART_SUFFIXES = ("svg", "png", "html")
+
+
+def chart_file(text: str) -> str:
+    """--chart's value, checked before any work: a .svg, .png or .html file name."""
+    if text.rsplit(".", 1)[-1].lower() not in CHART_SUFFIXES:
+        raise argparse.ArgumentTypeError(f"{text!r}: a chart is written as .svg, .png or .html")
+    return text
+
+
 def add_chart_option(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("--chart", metavar="FILE", help=f"{what}, as .svg, .png or .html (a table to --out FILE.html "
-                   "carries it too)")
+    p.add_argument("--chart", metavar="FILE", type=chart_file, help=f"{what}, as .svg, .png or .html (a table to "
+                   "--out FILE.html carries it too)")
 
 
 def write_extra(path: str, data: str | bytes, force: bool) -> None:
@@ -363,7 +373,7 @@ def write_chart(chart, path: str | None, force: bool) -> None:
     from perfmodel.report import charts
 
     kind = path.rsplit(".", 1)[-1].lower()
-    if kind not in ("svg", "png", "html"):
+    if kind not in CHART_SUFFIXES:
         raise ValueError(f"--chart {path}: a chart is written as .svg, .png or .html")
     ch = chart()
     data = {"svg": lambda: charts.to_svg(ch), "png": lambda: charts.to_png(ch), "html": lambda: ch.to_html()}[kind]()

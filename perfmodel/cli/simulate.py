@@ -16,8 +16,16 @@ from __future__ import annotations
 
 import argparse
 
-from perfmodel.cli.common import (add_output_options, count, positive, print_result, progress_bar, write_chart,
-                                  write_extra)
+from perfmodel.cli.common import (
+    add_output_options,
+    chart_file,
+    count,
+    positive,
+    print_result,
+    progress_bar,
+    write_chart,
+    write_extra,
+)
 
 SUMMARY = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "e2e_p50_s",
            "e2e_p99_s", "request_rate_per_s", "output_tokens_per_s", "sla_met_share", "goodput_requests_per_s",
@@ -68,8 +76,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--tpot", type=positive(), default=0.05, metavar="S", help="SLA: TPOT target (goodput)")
     s.add_argument("--load-sweep", action="store_true",
                    help="analytic (steady state) vs simulated TTFT and TPOT from 10%% to 90%% of a replica's capacity")
-    s.add_argument("--chart", metavar="FILE", help="the run's queue over time, or with --load-sweep TTFT against load "
-                                                   "(.svg, .png or .html)")
+    s.add_argument("--chart", metavar="FILE", type=chart_file,
+                   help="the run's queue over time, or with --load-sweep TTFT against load (.svg, .png or .html)")
     s.add_argument("--timeline-out", metavar="CSV", help="waiting and running requests over time (200 bins)")
     s.add_argument("--requests-out", metavar="CSV", help="one row per simulated request")
     add_output_options(p)
@@ -116,8 +124,6 @@ def cmd_simulate(args) -> int:
                          "--prefix-tokens N --prefixes G")
     options = ServingOptions(mode=args.mode, chunk_tokens=args.chunk, engine=args.engine,
                              speculative=speculation(args))
-    if args.chart and args.chart.rsplit(".", 1)[-1].lower() not in ("svg", "png", "html"):
-        raise ValueError(f"--chart {args.chart}: a .svg, .png or .html file")
     label = f"{system.display_name}: {arch.name}, tp{args.tp} da{args.da} ep{args.ep} pp{args.pp} {args.dtype}"
     if args.load_sweep:
         with progress_bar("simulating 7 loads", not args.no_progress) as cb:
