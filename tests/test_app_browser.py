@@ -247,7 +247,8 @@ def test_a_shared_link_restores_the_serving_and_planner_inputs(server, browser):
                 "&plan_pct=0&plan_modes=aggregated,disaggregated")
     _no_traceback(page)
     for label, value in (("Requests per second", "40.00"), ("Peak / average", "2.00"), ("Input tokens", "2048"),
-                         ("Output tokens", "512"), ("SLA: TPOT at most (s)", "0.050"), ("SLA: TTFT at most (s)", "3.00")):
+                         ("Output tokens", "512"), ("SLA: TPOT at most (s)", "0.050"),
+                         ("SLA: TTFT at most (s)", "3.00")):
         assert _input(page, label) == value, label
     systems = _widget_text(page, "stMultiSelect", "Systems")
     assert "p5.48xlarge" in systems and "trn2-ultraserver" in systems and "trn3-ultraserver" not in systems
@@ -264,9 +265,9 @@ def test_an_uploaded_config_json_runs_on_the_roofline_page(server, browser, tmp_
     page = browser.new_page()
     _open(page, f"{server}/?page=Roofline&system=p5.48xlarge&workload=llama-3.1-8b&batch=8&tp=1")
     catalogue = _number(_metric(page, "TPOT (ms)"))
-    page.get_by_text("Bring your own model or machine").click()
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(str(config))
-    page.get_by_text("llama-h4096-l32").first.wait_for(timeout=TIMEOUT_S * 1000)
+    # the sidebar's model uploader, by its key (its input is there whether or not the expander is open)
+    page.locator('.st-key-byo_model input[type="file"]').set_input_files(str(config))
+    page.get_by_text("llama-h4096-l32").first.wait_for(state="attached", timeout=TIMEOUT_S * 1000)
     _wait_idle(page)
     _no_traceback(page)
     page.wait_for_selector(CHART_DRAWN, timeout=TIMEOUT_S * 1000)

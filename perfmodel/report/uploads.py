@@ -25,7 +25,7 @@ from pathlib import Path
 
 from perfmodel import catalog
 from perfmodel.catalog import scenario_files, workload_refs
-from perfmodel.core import cache_root
+from perfmodel.core import cache_root, safe_write
 
 KINDS = {"workload": (".json", ".toml"), "hardware": (".toml",), "scenario": (".toml",)}
 LIMIT_BYTES = 2 ** 20  # a config.json or a spec file is a few kB
@@ -61,7 +61,7 @@ def store(filename: str, data: bytes, kind: str) -> str:
     where = folder() / hashlib.sha256(name.encode() + b"\0" + data).hexdigest()[:16]
     path = where / _model_name(data) / "config.json" if name == "config.json" else where / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
+    safe_write.write_bytes(path, data)  # whole or not at all: another session may be reading the same upload
     try:
         {"workload": workload_refs.load, "hardware": catalog.load_system, "scenario": scenario_files.load}[kind](
             str(path))
