@@ -21,13 +21,21 @@ def test_the_answer_and_the_breakdown_add_up(capsys, monkeypatch):
     assert cli.main(ARGS) == 0
     out = capsys.readouterr().out
     assert f"{row['tokens_per_s']:,.0f} tokens/s" in out and f"MFU {100 * row['mfu_frac']:.1f}%" in out
-    assert "tp 4 x pp 1 x dp 64" in out and "fits memory" in out
+    words = " ".join(out.split())  # the title's lines are wrapped to the terminal
+    assert "tp 4 x pp 1 x dp 64" in words and "fits memory" in words
     assert "e+" not in out and len(out.splitlines()) < 25  # not 60 raw fields
+    from perfmodel import catalog, training
+    from perfmodel.catalog import workload_files
+    from perfmodel.cli.comm import _train_scenario
     from perfmodel.report import train_view
 
-    parts = train_view.breakdown(row)
-    inside = parts[~parts["component"].isin(["step"]) & ~parts["component"].str.startswith("(")]
+    args = cli.build_parser().parse_args(ARGS)
+    system = catalog.load_system("trn1.32xlarge")
+    r = training.train(system, workload_files.load_workload("gpt3-6.7b"), _train_scenario(args, system), 16)
+    parts = train_view.breakdown(r.timeline, float(r.summary["step_time_s"].iloc[0]))
+    inside = parts.iloc[:list(parts["component"]).index("step")]
     assert inside["time_s"].sum() == pytest.approx(row["step_time_s"], rel=1e-9)
+    assert parts["component"].iloc[-1].endswith(", not in the step)")  # the hidden data-parallel comm
     assert cli.main([*ARGS, "--wide"]) == 0
     assert "dp_comm_hidden_s" in capsys.readouterr().out  # every field of the step model
 

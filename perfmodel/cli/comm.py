@@ -140,17 +140,13 @@ def cmd_collective(args) -> int:
     full = df
 
     def chart():  # every algorithm's time against size, per group size (the app's collective chart)
-        from perfmodel.report import charts
+        from perfmodel.report import charts, pages
 
-        cols = {c: c.removeprefix("time_").removesuffix("_s").replace("_", "-") for c in full.columns
-                if c.startswith("time_") and c.endswith("_s") and c != "time_s"}
-        chosen = "fastest" if args.algorithm == "auto" else args.algorithm
-        long = full.melt(id_vars=["group", "size_bytes"], value_vars=["time_s", *cols], var_name="algorithm",
-                         value_name="t")
-        long = long[long["t"] > 0].assign(series=lambda d: d["group"].map("{:g} chips".format) + ": " +
-                                          d["algorithm"].map(lambda a: cols.get(a, chosen)),
-                                          collective=args.op)
-        return charts.collective_times(long.rename(columns={"t": "time_s"}), title)
+        long = pages.algorithm_rows(full, ["auto", *co.ALGORITHMS])
+        if args.algorithm != "auto":  # the sweep's own time is the algorithm asked for, not the fastest
+            long["algorithm"] = long["algorithm"].replace("fastest", args.algorithm)
+        long["series"] = long["group"].map("{:g} chips".format) + ": " + long["algorithm"]
+        return charts.collective_times(long, title)
 
     write_chart(chart, args.chart, args.force)
     span = ""
@@ -228,7 +224,7 @@ def cmd_train(args) -> int:
                 from perfmodel.report import train_view
 
                 title += "\n" + train_view.answer(row)
-                df = train_view.breakdown(row)
+                df = train_view.breakdown(r.timeline, float(row["step_time_s"]))
         for w in r.check.warnings + r.check.errors:
             title += f"\n  note: {w}"
     print_result(export.emit(df, args.format, title, args.out, meta={"system": s.name, "workload": arch.name},

@@ -15,11 +15,10 @@ from pathlib import Path
 
 from perfmodel.cli.common import add_output_options, print_result
 
-# the scenario flags (cli/report.py _scenario_args): argparse dest -> ScenarioOptions field, and the default when
-# neither a flag nor a scenario file sets it
-FLAGS = {"phase": ("phase", "decode"), "batch": ("batch", 1), "seq": ("seq_len", 2048), "context": ("context", None),
-         "tp": ("tp", 1), "pp": ("pp", 1), "ep": ("ep", 1), "dp": ("dp", 1), "microbatches": ("microbatches", 1),
-         "zero": ("zero", 0), "dtype": ("dtype", "bf16"), "recompute": ("recompute", "none")}
+# the scenario flags (cli/report.py _scenario_args): argparse dest -> ScenarioOptions field (a flag neither given
+# nor set by a scenario file takes the field's own default)
+FLAGS = {"phase": "phase", "batch": "batch", "seq": "seq_len", "context": "context", "tp": "tp", "pp": "pp", "ep": "ep",
+         "dp": "dp", "microbatches": "microbatches", "zero": "zero", "dtype": "dtype", "recompute": "recompute"}
 
 
 def add_scenario_file_options(g) -> None:
@@ -41,9 +40,8 @@ def resolve(args):
     if not system or not workload:
         missing = " and ".join(f for f, v in (("--hardware", system), ("--workload", workload)) if not v)
         raise ValueError(f"{missing} required (or --scenario FILE.toml naming them)")
-    fields = {field: (getattr(args, dest) if getattr(args, dest) is not None else
-                      getattr(base.options, field) if base else default) for dest, (field, default) in FLAGS.items()}
-    options = (base.options if base else wi.ScenarioOptions()).replace(**fields)
+    given = {field: getattr(args, dest) for dest, field in FLAGS.items() if getattr(args, dest) is not None}
+    options = (base.options if base else wi.ScenarioOptions()).replace(**given)
     texts = [*(base.whatif.assignments() if base else []), *args.overrides]
     return system, workload, options, texts
 

@@ -11,7 +11,7 @@ import streamlit as st
 from perfmodel.catalog import scenario_files
 from perfmodel.explorer import cached as cc
 from perfmodel.explorer.widgets import chart, downloads
-from perfmodel.report import charts, uploads
+from perfmodel.report import charts
 from perfmodel.report import url_state as us
 
 
@@ -20,7 +20,7 @@ def _uploaded() -> list[scenario_files.Saved]:
     out = []
     for up in st.session_state.get("cmp_files") or []:
         try:
-            out.append(scenario_files.load(uploads.store(up.name, up.getvalue(), "scenario")))
+            out.append(cc.saved_scenario(up.name, up.getvalue()))
         except ValueError as exc:
             st.error(us.one_line(exc))
     return out

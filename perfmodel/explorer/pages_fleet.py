@@ -23,9 +23,9 @@ def page_serving(ctx: dict) -> None:
     systems = c1.multiselect("Systems", ctx["catalog"]["systems"], key="srv_systems")
     isl = c2.number_input("Input tokens", min_value=1, step=256, key="srv_isl")
     osl = c3.number_input("Output tokens", min_value=1, step=256, key="srv_osl")
-    y = c4.selectbox("Throughput", list(report.FRONTIER_Y), key="srv_y", format_func={
+    y = c4.selectbox("Throughput", page_inputs.options("srv_y"), key="srv_y", format_func={
         "mw": "per MW (facility)", "chip": "per chip", "usd": "per dollar", "users": "users per UltraServer"}.get)
-    grid = c5.selectbox("Plan grid", list(report.GRIDS), key="srv_grid",
+    grid = c5.selectbox("Plan grid", page_inputs.options("srv_grid"), key="srv_grid",
                         help="quick: tp <= 16, attention-DP <= 32, one stage, concurrency to 1024; "
                              "full: every plan of the scale-up domain (as the claims use; a few seconds per system)")
     if not systems:
@@ -71,15 +71,15 @@ def page_planner(ctx: dict) -> None:
     c1, c2, c3, c4 = st.columns(4)
     rps = c1.number_input("Requests per second", min_value=0.001, step=10.0, key="plan_rps")
     peak = c1.number_input("Peak / average", min_value=1.0, step=0.1, key="plan_peak")
-    pct = c1.selectbox("Targets at", list(page_inputs.PERCENTILES), key="plan_pct",
+    pct = c1.selectbox("Targets at", page_inputs.options("plan_pct"), key="plan_pct",
                        format_func=lambda p: "the steady state" if p == 0 else f"p{p}, verified by simulation")
     isl = c2.number_input("Input tokens", min_value=1, step=256, key="plan_isl")
     osl = c2.number_input("Output tokens", min_value=1, step=256, key="plan_osl")
     tpot = c3.number_input("SLA: TPOT at most (s)", min_value=0.001, step=0.005, format="%.3f", key="plan_tpot")
     ttft = c3.number_input("SLA: TTFT at most (s)", min_value=0.01, step=0.5, key="plan_ttft")
     systems = c4.multiselect("Systems", ctx["catalog"]["systems"], key="plan_systems")
-    grid = c4.selectbox("Plan grid", list(report.GRIDS), key="plan_grid")
-    modes = c3.multiselect("Serving modes", list(page_inputs.MODES), key="plan_modes",
+    grid = c4.selectbox("Plan grid", page_inputs.options("plan_grid"), key="plan_grid")
+    modes = c3.multiselect("Serving modes", page_inputs.options("plan_modes"), key="plan_modes",
                            help="aggregated: prefill and decode on the same replicas; chunked: chunked prefill; "
                                 "disaggregated: prefill workers apart from decode workers (xPyD); the cheapest wins")
     if not systems or not modes:
@@ -109,14 +109,14 @@ def page_under_load(ctx: dict) -> None:
                "step priced by the steady state's step model. Tail latency and the queue the steady state omits.")
     page_inputs.ensure(st.session_state, "Under load")
     c1, c2, c3, c4 = st.columns(4)
-    kind = c1.selectbox("Arrivals", ["poisson", "gamma", "closed"], key="ul_kind",
+    kind = c1.selectbox("Arrivals", page_inputs.options("ul_kind"), key="ul_kind",
                         format_func={"poisson": "Poisson", "gamma": "bursty (gamma, cv 2)",
                                      "closed": "closed loop of clients"}.get)
     rate = c1.number_input("Requests per second", min_value=0.01, step=1.0, key="ul_rate")
     clients = c1.number_input("Clients (closed loop)", min_value=1, step=8, key="ul_clients")
     isl = c2.number_input("Input tokens", min_value=1, step=256, key="ul_isl")
     osl = c2.number_input("Output tokens", min_value=1, step=64, key="ul_osl")
-    mode = c3.selectbox("Scheduling", ["aggregated", "chunked"], key="ul_mode",
+    mode = c3.selectbox("Scheduling", page_inputs.options("ul_mode"), key="ul_mode",
                         format_func={"aggregated": "prefill first", "chunked": "chunked prefill"}.get)
     n = c3.number_input("Requests", min_value=100, max_value=50_000, step=1000, key="ul_n")
     ttft = c4.number_input("SLA: TTFT (s)", min_value=0.001, step=0.5, key="ul_ttft")

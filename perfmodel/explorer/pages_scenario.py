@@ -25,7 +25,7 @@ def page_hardware(ctx: dict) -> None:
     st.subheader("Generation ratios")
     page_inputs.ensure(st.session_state, "Hardware")
     chosen = st.multiselect("Systems (ratios to the first)", ctx["catalog"]["systems"], key="hw_systems")
-    level = st.radio("Level", ["chip", "node", "scaleup"], horizontal=True, key="hw_level")
+    level = st.radio("Level", page_inputs.options("hw_level"), horizontal=True, key="hw_level")
     if len(chosen) < 2:
         st.info("Choose two or more systems.")
         return
@@ -81,19 +81,16 @@ def page_memory(ctx: dict) -> None:
 
 
 def page_collectives(ctx: dict) -> None:
-    from perfmodel.comm import collectives as co
-    from perfmodel.comm.algorithms import Collective
-
     st.subheader("Collective time vs message size")
     page_inputs.ensure(st.session_state, "Collectives")
     c1, c2, c3 = st.columns(3)
     systems = c1.multiselect("Systems (topologies)", ctx["catalog"]["systems"], key="coll_systems")
-    names = c2.multiselect("Collectives", [c.value for c in Collective], key="coll_names")
+    names = c2.multiselect("Collectives", page_inputs.options("coll_names"), key="coll_names")
     group = c3.number_input("Group (chips)", min_value=2, max_value=65536, key="coll_group")
     c4, c5 = st.columns([2, 1])
-    algs = c4.multiselect("Algorithms", ["auto", *co.ALGORITHMS], key="coll_algs",
+    algs = c4.multiselect("Algorithms", page_inputs.options("coll_algs"), key="coll_algs",
                           help="auto: the fastest algorithm at each size")
-    launch = c5.selectbox("Call", co.LAUNCH, key="coll_launch",
+    launch = c5.selectbox("Call", page_inputs.options("coll_launch"), key="coll_launch",
                           help="in-graph: inside a compiled graph (collective_fixed_latency per call); host: "
                                "launched one call at a time like nccl-tests / nccom-test; eager: through "
                                "torch.distributed with the device waiting on each call (+ framework_call_overhead)")
@@ -121,7 +118,7 @@ def page_formulas(ctx: dict) -> None:
         st.dataframe(symbols, hide_index=True)
     st.subheader("Sensitivity of the result")
     page_inputs.ensure(st.session_state, "Formulas")
-    column = st.selectbox("Result", ["step_time_s", "tokens_per_s_per_chip"], key="sens_col")
+    column = st.selectbox("Result", page_inputs.options("sens_col"), key="sens_col")
     sens = cc.sensitivity(ctx["system"], ctx["workload"], ctx["opts"], ctx["whatif"], column)
     chart(charts.sensitivity(sens.head(15)[["parameter", "elasticity", "status"]]), "sensitivity",
           ctx["name"] + "_sensitivity")

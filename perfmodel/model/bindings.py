@@ -345,7 +345,7 @@ def _fixed_values(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) 
 
 
 _FIXED: dict = {}  # one configuration's _fixed_values, by the objects and scalars it came from (fixed_values)
-_FIXED_MAX = 256
+_FIXED_MAX = 256  # distinct (system, model, calibration, data types, depth) a loop visits; a few MB at most
 _SWEPT = object()  # an array-valued knob: a sweep, whose values are not kept
 
 

@@ -162,6 +162,14 @@ def _shown(raw: dict[str, np.ndarray]) -> dict[str, object]:
     return {k: one(k, float(v.ravel()[0])) if v.size == 1 else k for k, v in raw.items()}
 
 
+def _reasons(rules, broken: list[bool], v: dict) -> str:
+    """'name: why; ...' of the broken rules ('' when none is)."""
+    if not any(broken):
+        return ""
+    shown = _shown(v)
+    return "; ".join(f"{r.name}: {r.text(shown)}" for r, b in zip(rules, broken) if b)
+
+
 def check_rules(system: System, arch: ModelArch, kn: bd.Knobs) -> tuple[np.ndarray, np.ndarray]:
     """(valid, reasons) of the configurations in `kn`, broadcast together."""
     v = _values(bd.on_system(system, kn))
@@ -170,16 +178,14 @@ def check_rules(system: System, arch: ModelArch, kn: bd.Knobs) -> tuple[np.ndarr
         broken = [np.asarray(r.broken(v), dtype=bool) for r in rules]
     shape = np.broadcast_shapes(*[b.shape for b in broken], *[x.shape for x in v.values()])
     if shape == ():  # one configuration: its reasons directly (np.unique and broadcasts cost more than the rules)
-        shown = _shown(v)
-        text = "; ".join(f"{r.name}: {r.text(shown)}" for r, b in zip(rules, broken) if b)
+        text = _reasons(rules, [bool(b) for b in broken], v)
         return np.bool_(not text), text
     code = np.zeros(shape, dtype=np.int64)
     for i, b in enumerate(broken):
         code |= np.broadcast_to(b, shape).astype(np.int64) << i
     distinct, inverse = np.unique(code, return_inverse=True)
-    shown = _shown(v)
-    texts = np.asarray(["; ".join(f"{r.name}: {r.text(shown)}" for i, r in enumerate(rules) if int(c) >> i & 1)
-                        for c in distinct], dtype=object)
+    texts = np.asarray([_reasons(rules, [bool(int(c) >> i & 1) for i in range(len(rules))], v) for c in distinct],
+                       dtype=object)
     return code == 0, texts[inverse.reshape(shape)]
 
 

@@ -98,7 +98,7 @@ def params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase = Phase.PREFIL
         key = (id(arch), phase, experts, *(float(x) for x in degrees))
         hit = _PARAMS.get(key)
         if hit is None or hit[0] is not arch:
-            if len(_PARAMS) >= 1024:
+            if len(_PARAMS) >= 1024:  # plans a loop visits (tp x pp x ep x da per model): bounded, never grows
                 _PARAMS.clear()
             count = _params_per_device(arch, kn, phase, experts)
             count.flags.writeable = False  # shared by every caller of this plan

@@ -7,6 +7,7 @@ back, so a shared link restores the page.
     query(page, values)                  the page's widget values -> URL parameters (what read() reads)
     defaults()                           every page input's default value
     ensure(state, page)                  a page's defaults where the session (st.session_state) has none
+    options(key)                         a choice's or multi's options (the widget offers exactly these)
 
 A value a widget would not take (an unknown system, a number out of range, not a number, an option not offered)
 gets a notice naming the parameter, the value and what is allowed, and that input keeps its default; like the
@@ -74,6 +75,10 @@ class Input:
     options: Callable[[], list] | None = None
 
 
+# Ranges are the widgets' (a link may hold no value its widget refuses): the lower ends are the widgets' own
+# minimums; the upper ends bound what a number field takes, not the physics: token counts to 2^20 (url_state's
+# INT_RANGES), request rates to 10^7 per second, a peak-to-average of 100, SLAs to 10 s per token and 10 min to
+# the first token, simulations to 50,000 requests, groups to 65,536 chips
 PAGE_INPUTS: dict[str, tuple[Input, ...]] = {
     "Serving": (
         Input("srv_systems", "systems", list(SERVING_SYSTEMS)),
@@ -116,6 +121,11 @@ def defaults() -> dict:
     """Every page input's default (lists copied: a widget may keep them)."""
     return {i.key: list(i.default) if isinstance(i.default, list) else i.default
             for inputs in PAGE_INPUTS.values() for i in inputs}
+
+
+def options(key: str) -> list:
+    """The options of a choice or multi input: what its widget offers and what a link may hold."""
+    return next(i for inputs in PAGE_INPUTS.values() for i in inputs if i.key == key).options()
 
 
 def ensure(state, page: str) -> None:

@@ -33,6 +33,25 @@ from perfmodel.report.frames import Loaded, display_table, load, memory_frames, 
 # ---------------------------------------------------------------- collectives and serving frames
 
 
+def algorithm_rows(sw: pd.DataFrame, algorithms: Iterable[str]) -> pd.DataFrame:
+    """One collectives.sweep frame in long form, one row per (algorithm, size) with a time: 'auto' as the fastest
+    (with the algorithm chosen and its bus bandwidth), each other algorithm where it applies."""
+    rows = []
+    for a in algorithms:
+        col = "time_s" if a == "auto" else f"time_{a.replace('-', '_')}_s"
+        if col not in sw:
+            continue
+        t = sw[col].to_numpy(dtype=float)
+        keep = np.isfinite(t) & (t > 0)
+        if keep.any():
+            rows.append(pd.DataFrame({
+                "collective": sw["collective"][keep], "algorithm": "fastest" if a == "auto" else a,
+                "group": sw["group"][keep], "size_bytes": sw["size_bytes"][keep], "time_s": t[keep],
+                "chosen_algorithm": sw["algorithm"][keep] if a == "auto" else a, "crosses": sw["crosses"][keep],
+                "busbw_bytes_per_s": sw["busbw_bytes_per_s"][keep] if a == "auto" else np.nan}))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
 def collective_frame(systems: Iterable[str], collectives: Iterable[str], group: int, sizes_bytes: Iterable[float],
                      algorithms: Iterable[str] | None = None, whatif: wi.WhatIf = wi.WhatIf(),
                      launch: str = "in-graph") -> pd.DataFrame:
@@ -50,21 +69,9 @@ def collective_frame(systems: Iterable[str], collectives: Iterable[str], group: 
         cal = wi.apply_calibration(calibration_for(s), whatif.cal)
         topo = " + ".join(f"{t.topology.value}" for t in s.tiers if t.scope.value != "scaleout") or "scale-out only"
         for c in collectives:
-            sw = co.sweep(s, cal, c, sizes, float(group), launch=launch)
-            for a in algs:
-                col = "time_s" if a == "auto" else f"time_{a.replace('-', '_')}_s"
-                if col not in sw:
-                    continue
-                t = sw[col].to_numpy(dtype=float)
-                keep = np.isfinite(t) & (t > 0)
-                if not keep.any():
-                    continue
-                rows.append(pd.DataFrame({
-                    "system": name, "topology": topo, "collective": sw["collective"][keep],
-                    "algorithm": "fastest" if a == "auto" else a, "group": sw["group"][keep],
-                    "size_bytes": sw["size_bytes"][keep], "time_s": t[keep],
-                    "chosen_algorithm": sw["algorithm"][keep] if a == "auto" else a, "crosses": sw["crosses"][keep],
-                    "busbw_bytes_per_s": sw["busbw_bytes_per_s"][keep] if a == "auto" else np.nan}))
+            rows.append(algorithm_rows(co.sweep(s, cal, c, sizes, float(group), launch=launch), algs).assign(
+                system=name, topology=topo))
+    rows = [r for r in rows if len(r)]
     if not rows:
         raise ValueError("no collective time to show (group of 1 chip, or no algorithm applies)")
     df = pd.concat(rows, ignore_index=True)

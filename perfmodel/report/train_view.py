@@ -3,10 +3,10 @@ and where the step's time goes, each part with its share; every field of the ste
 xlsx and under --wide.
 
     answer(row)      the lines above the table
-    breakdown(row)   component, time_s, share_frac: the parts of one step in the order they happen (they add up
-                     to the step time: training/step.py's timeline), then the communication hidden under compute
+    breakdown(timeline, step)   component, time_s, share_frac: the step model's timeline, its parts in the order
+                                they happen (they add up to the step), then the communication hidden under compute
 
-Does not: compute anything (the row is training.train's summary).
+Does not: compute anything (training.train's summary row and timeline).
 """
 
 from __future__ import annotations
@@ -14,15 +14,6 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.core import units
-
-# the step's parts as training/step.py's timeline orders them (they sum to step_time_s)
-PARTS = (("forward + backward", ("forward_s", "backward_s")),
-         ("tensor / expert / context-parallel and pipeline comm, exposed", ("blocking_comm_exposed_s",)),
-         ("pipeline bubble", ("bubble_s",)),
-         ("data-parallel comm, exposed", ("dp_comm_exposed_s",)),
-         ("compute slowed by overlapped comm", ("contention_s",)),
-         ("optimizer step", ("optimizer_s",)),
-         ("waiting for the slowest rank", ("straggler_s",)))
 
 
 def _seconds(v: float) -> str:
@@ -41,13 +32,12 @@ def answer(row: pd.Series) -> str:
             f"MFU {100 * row['mfu_frac']:.1f}%, {fits}.\nPlan: {plan}.")
 
 
-def breakdown(row: pd.Series) -> pd.DataFrame:
-    step = float(row["step_time_s"])
-    rows = [{"component": name, "time_s": sum(float(row.get(c, 0.0)) for c in cols)} for name, cols in PARTS]
-    rows = [r for r in rows if r["time_s"] > 0]
-    rows.append({"component": "step", "time_s": step})
-    hidden = float(row.get("comm_hidden_s", 0.0))
-    if hidden > 0:
-        rows.append({"component": "(communication hidden under compute, not in the step)", "time_s": hidden})
-    df = pd.DataFrame(rows)
-    return df.assign(share_frac=df["time_s"] / step if step > 0 else 0.0)
+def breakdown(timeline: pd.DataFrame, step_s: float) -> pd.DataFrame:
+    """component, time_s, share_frac: the step model's timeline (training/step.py timeline_frame) in its order, the
+    parts that add up to the step, the step, then the communication hidden under compute."""
+    on = timeline[timeline["in_step"] & (timeline["duration_s"] > 0)]
+    off = timeline[~timeline["in_step"] & (timeline["duration_s"] > 0)]
+    hidden = off[["component", "duration_s"]].assign(component=lambda d: "(" + d["component"] + ", not in the step)")
+    df = pd.concat([on[["component", "duration_s"]], pd.DataFrame([{"component": "step", "duration_s": step_s}]),
+                    hidden], ignore_index=True).rename(columns={"duration_s": "time_s"})
+    return df.assign(share_frac=df["time_s"] / step_s if step_s > 0 else 0.0)

@@ -311,7 +311,8 @@ def comm_frame(s: dict) -> pd.DataFrame:
 
 
 def timeline_frame(s: dict) -> pd.DataFrame:
-    """A two-lane timeline (compute, comm) of one step; `exposed` marks comm on the critical path."""
+    """A two-lane timeline (compute, comm) of one step; `exposed` marks comm on the critical path, `in_step` the
+    parts whose durations add up to the step time (the hidden data-parallel comm runs beside them)."""
     fb = s["forward_s"] + s["backward_s"]
     rows = []
     t0 = 0.0
@@ -330,4 +331,5 @@ def timeline_frame(s: dict) -> pd.DataFrame:
                                  ("waiting for the slowest rank", s["straggler_s"], "compute", False)):
         rows.append({"lane": lane, "component": name, "start_s": t0, "duration_s": dur, "exposed": exp})
         t0 += dur
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    return df.assign(in_step=df["component"] != "data-parallel comm, hidden under compute")
