@@ -6,6 +6,7 @@ the one-scenario runner and its chart data.
     headline(summary, phase)              the figures a page leads with
     memory_comparison(systems, ...)       footprint of one scenario on several systems
     collective_frame(systems, ...)        time and bus bandwidth per collective, algorithm, size
+    algorithm_rows(sweep, algorithms)     one collectives.sweep frame, one row per algorithm and size (the CLI's chart)
     sensitivity_frame(loaded, options)    tornado: each input moved by a factor
     serving_frontier(systems, ...)        the serving Pareto frontiers
     claim_points(y)                       the seed claims' points on those frontiers
