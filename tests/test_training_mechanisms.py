@@ -51,6 +51,30 @@ def test_fp8_training_quantizes_each_linear_layers_input_and_output_gradient():
     assert head and all(o.work.tensor_flop == 0 and o.work.tensor_b16_flop != 0 for o in head)
 
 
+def test_fp8_weights_are_quantized_once_per_step_not_per_micro_batch():
+    """Each weighted layer's weights are cast once per optimizer step (the recipe keeps them for every micro-batch):
+    the graph's weight casts carry no micro-batch factor, the head and embedding have none, and the step's cost of
+    them is the weights' bytes once, however many micro-batches the step runs."""
+    ops = graph_for(LLAMA, Phase.TRAIN)
+    casts = {o.name: o for o in ops if o.name.endswith(".weight_cast")}
+    linear = {o.name: o for o in ops if o.pass_ == Pass.FORWARD and o.io is not None}
+    assert set(casts) == {f"{n}.weight_cast" for n in linear}
+    for name, c in casts.items():
+        o = linear[name.removesuffix(".weight_cast")]
+        assert c.work == fm.low_precision_weight_cast(o.work.params) and fm.f8 in c.count.free_symbols
+        assert "nmb" not in {str(x) for x in c.count.free_symbols}
+    cal = no_spread(H100)
+
+    def cast_time(m):
+        r = training.train(H100, LLAMA, scen(DType.FP8, m=m), nodes=1, cal=cal)
+        free = training.train(H100, LLAMA, scen(DType.FP8, m=m), nodes=1,
+                              cal=cal.with_overrides({"low_precision_training_copies": 0,
+                                                      "low_precision_training_amax_reads": 0}))
+        return r["forward_s"] - free["forward_s"]
+    # per-micro-batch activation casts grow with m; the weight casts do not: their share per micro-batch falls
+    assert cast_time(8) / 8 < cast_time(1)
+
+
 def test_casts_cost_nothing_at_bf16_and_their_bytes_under_fp8():
     cal = no_spread(H100)
     bf16 = training.train(H100, LLAMA, scen(DType.BF16), nodes=1, cal=cal)

@@ -139,6 +139,14 @@ def low_precision_cast(n: sp.Expr) -> Work:
     return Work(vector=n, read=n * (1 + r8) * ba, write=n * c8 * bc)
 
 
+def low_precision_weight_cast(n: sp.Expr) -> Work:
+    """Quantize a linear layer's n weight elements once per optimizer step (the recipe keeps the quantized weight
+    for every micro-batch of the step: Transformer Engine's is_first_microbatch, torchao's per-step cast): read in
+    the weight type (1 + r_8 times under current scaling), c_8 copies written (the transposed one feeds the data-
+    gradient GEMM on Hopper): bytes = n ((1 + r_8) b_w + c_8 b_c)."""
+    return Work(vector=n, read=n * (1 + r8) * bw, write=n * c8 * bc)
+
+
 def norm(rows: sp.Expr, width: sp.Expr, kind: str, *, params: bool = True) -> Work:
     """RMSNorm: x / rms(x) * g (3 vector passes: square-sum, scale, gain; 1 rsqrt per row);
     LayerNorm: 5 passes (mean, variance, centre-scale, gain, bias); params width (+ width bias)."""

@@ -3,7 +3,8 @@
 Per optimizer step of m micro-batches (counts x m):
 
     forward      the forward graph's operators; with a low-precision recipe (8-bit or narrower GEMMs) each
-                 linear layer's input is quantized first (low_precision_casts)
+                 linear layer's input is quantized first (low_precision_casts), and its weights once per
+                 step, not per micro-batch (low_precision_weight_casts)
     backward     per forward op (backward()): matmuls 2x (dgrad + wgrad), attention its own backward
                  (FA2-style), elementwise 2x; a linear layer's output gradient is quantized before its GEMMs
     recompute    flash attention's P = softmax(Q K^T) in the backward; then per policy (RECOMPUTED): full:
@@ -48,6 +49,16 @@ def low_precision_casts(op: Op) -> list[Op]:
               count=op.count * fm.f8, work=fm.low_precision_cast(x_in), formula="low_precision_cast",
               backward=fm.low_precision_cast(x_out))
     return [cast, op]
+
+
+def low_precision_weight_casts(fwd: list[Op]) -> list[Op]:
+    """Each weighted linear layer's weights quantized once per optimizer step under a low-precision recipe
+    (fm.low_precision_weight_cast; count f_8 per layer, not per micro-batch): a run of one micro-batch pays it
+    whole, one of many spreads it. The LM head and the embedding stay BF16 (head_in_bf16)."""
+    return [Op(name=f"{o.name}.weight_cast", group=o.group, kind=OpKind.ELEMENTWISE, pass_=Pass.FORWARD,
+               count=o.count * fm.f8, work=fm.low_precision_weight_cast(o.work.params),
+               formula="low_precision_weight_cast")
+            for o in fwd if o.kind == OpKind.MATMUL and o.group not in ("embedding", "head") and o.work.params != 0]
 
 
 COUNTED_AS_RUN = ("low_precision_cast", "token_permutation")  # kernels priced as the stack runs them already
@@ -184,6 +195,7 @@ def training_ops(key: GraphKey, fwd: list[Op], recompute: Recompute) -> tuple[Op
     ops += [_attention_score_recompute(o) for o in step if o.kind == OpKind.ATTENTION]
     share = RECOMPUTED.get(Recompute(recompute), lambda o: 0)
     ops += [dataclasses.replace(_recompute(o), count=o.count * share(o)) for o in layer_ops if share(o)]
+    ops += low_precision_weight_casts(fwd)
     n_params = sum((o.count / nmb) * o.work.params for o in step)
     ops.append(Op("optimizer.step", "optimizer", OpKind.OPTIMIZER, Pass.OPTIMIZER, sp.Integer(1),
                   fm.adam_step(n_params / zs, bo_r, bo_w), formula="adam_step"))

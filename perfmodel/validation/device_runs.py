@@ -2,7 +2,8 @@
 parameters read from them.
 
 The file holds runs of bench/device/h100_kernels.py and h100_sustained.py on lent GPUs (a `device` column): runs
-1-3 on an H100 80GB HBM3 SXM, run 4 on an H200 (both 700 W, PyTorch 2.11, CUDA 13.0; reference/README.md). What
+1-3 on an H100 80GB HBM3 SXM, run 4 on an H200 (both 700 W, PyTorch 2.11, CUDA 13.0; reference/README.md), run 5 on an
+H200 (h100_fp8_steps.py: compiled steps in BF16 and FP8 by model width). What
 it fixes, and how this module recomputes it:
 
     sustained_tensor_ratio   burst rows: the same matmul timed as mamf-finder does (10 calls after 3 warm-ups, after
@@ -19,7 +20,9 @@ and what it checks (predictions at sustained clocks, the calibration as shipped)
     step     whole single-GPU training steps of a GPT-style decoder (forward, backward, fused AdamW); the
              torch.compile'd step is the fused kernels the graph prices; the eager ones run each element-wise
              primitive as its own kernel in FP32 under autocast (the residual stream is FP32: the embedding is),
-             which the model's fused pricing does not include, so they measure slower than predicted
+             which the model's fused pricing does not include, so they measure slower than predicted; the
+             compiled FP8 ones (run 5) check the low-precision recipe's casts and FP8's speed-up over BF16
+             (fp8_speedups)
 
     python -m perfmodel.validation.device_runs        the parameters recomputed, then both tables
 
@@ -125,26 +128,41 @@ def step_arch(d: int, layers: int, seq: int):
 
 
 def step_frame(df: pd.DataFrame) -> pd.DataFrame:
-    """Training-step rows: measured vs predicted step time (one H100, no communication, BF16, AdamW)."""
+    """Training-step rows: measured vs predicted step time (one GPU, no communication, AdamW), each on its device's
+    catalogue system. Variants: eager back ends (default, flash, cudnn), 'compiled' (BF16) and 'compiled_fp8'
+    (h100_fp8_steps.py: the blocks' linear layers in FP8 under per-tensor current scaling, so one amax read per
+    quantized tensor, low_precision_training_amax_reads = 1; the tied head in BF16)."""
     from perfmodel.training.step import train
 
-    system = catalog.load_system(SYSTEM)
-    cal = calibration_for(system)
-    s = df[df["section"].eq("step") & df["device"].eq(H100)].copy()
+    s = df[df["section"].eq("step")].copy()
     pred = []
-    for name, mbs, seq, variant in s[["name", "batch", "seq", "variant"]].itertuples(index=False):
+    for device, name, mbs, seq, variant in s[["device", "name", "batch", "seq", "variant"]].itertuples(index=False):
+        system = catalog.load_system(SYSTEMS[device])
+        cal = calibration_for(system)
         d, layers = (int(x) for x in re.match(r"gpt_d(\d+)_L(\d+)", name).groups())
+        fp8 = variant == "compiled_fp8"
+        prec = Precision(weights=DType.BF16, compute=DType.FP8 if fp8 else DType.BF16, activations=DType.BF16,
+                         kv_cache=DType.BF16)
         sc = Scenario(phase=Phase.TRAIN, batch=int(mbs), seq_len=int(seq), parallel=Parallelism(dp=1, microbatches=1),
-                      recompute=Recompute.NONE, precision=Precision.uniform(DType.BF16),
-                      optimizer=Optimizer.ADAM_MIXED)
+                      recompute=Recompute.NONE, precision=prec, optimizer=Optimizer.ADAM_MIXED)
         # SDPA forced to its flash back end runs FlashAttention-2 kernels; the default and cuDNN ones a Hopper kernel
         c = (cal.with_overrides({"attention_tensor_efficiency": cal["flash_attention_2_tensor_efficiency"]})
-             if variant == "flash" else cal)
+             if variant == "flash" else cal.with_overrides({"low_precision_training_amax_reads": 1}) if fp8 else cal)
         r = train(system, step_arch(d, layers, int(seq)), sc, cal=c).summary.iloc[0]
         pred.append(float(r["step_time_s"]))
     s["predicted_s"] = pred
     s["error_frac"] = s["predicted_s"] / s["time_s"] - 1
-    return s[["run", "name", "variant", "time_s", "predicted_s", "error_frac"]]
+    return s[["run", "device", "name", "variant", "time_s", "predicted_s", "error_frac"]]
+
+
+def fp8_speedups(steps: pd.DataFrame) -> pd.DataFrame:
+    """Measured and predicted FP8 over BF16 speed of the same compiled step (step_frame rows of one run)."""
+    c = steps[steps["variant"].isin(["compiled", "compiled_fp8"])]
+    w = c.pivot_table(index=["run", "device", "name"], columns="variant", values=["time_s", "predicted_s"])
+    w = w.dropna()
+    out = pd.DataFrame({"measured": w[("time_s", "compiled")] / w[("time_s", "compiled_fp8")],
+                        "predicted": w[("predicted_s", "compiled")] / w[("predicted_s", "compiled_fp8")]})
+    return out.reset_index()
 
 
 def main() -> None:
@@ -164,7 +182,9 @@ def main() -> None:
         print(g.to_string(index=False))
         print(f"GEMMs: {len(g)} rows, median |error| {g['error_frac'].abs().median():.1%}, "
               f"median {g['error_frac'].median():+.1%}")
-        print(step_frame(df).to_string(index=False))
+        steps = step_frame(df)
+        print(steps.to_string(index=False))
+        print(fp8_speedups(steps).round(3).to_string(index=False))
 
 
 if __name__ == "__main__":
