@@ -28,10 +28,9 @@ import sys
 import time
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
-from h100_kernels import FIELDS, GPT, VOCAB, timed  # noqa: E402
+from h100_kernels import FIELDS, timed, training_step  # noqa: E402
 
 OUT = os.environ.get("OUT", ".")
 DEV = torch.device("cuda")
@@ -85,23 +84,8 @@ def fp8_blocks(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def compiled_step(d: int, heads: int, layers: int, mbs: int, seq: int, fp8: bool):
-    torch.manual_seed(0)
-    model = GPT(d, heads, layers, VOCAB).to(DEV)
-    if fp8:
-        fp8_blocks(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    idx = torch.randint(0, VOCAB, (mbs, seq), device=DEV)
-    fwd = torch.compile(model)
-
-    def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = F.cross_entropy(fwd(idx).float().view(-1, VOCAB), idx.view(-1))
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-    n_params = sum(p.numel() for p in model.parameters())
-    tokens = mbs * seq
-    return step, n_params, 6 * n_params * tokens + 6 * layers * d * seq * tokens
+    """h100_kernels.training_step compiled, its blocks' linear layers in FP8 when `fp8`."""
+    return training_step(d, heads, layers, mbs, seq, compiled=True, transform=fp8_blocks if fp8 else None)
 
 
 CONFIGS = [(2048, 16, 8, 8, 2048), (4096, 32, 4, 6, 2048), (4096, 32, 4, 2, 8192)]

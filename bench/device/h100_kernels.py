@@ -192,12 +192,15 @@ class GPT(torch.nn.Module):
 VOCAB = 50432
 
 
-def training_step(d: int, heads: int, layers: int, mbs: int, seq: int, compiled: bool = False):
+def training_step(d: int, heads: int, layers: int, mbs: int, seq: int, compiled: bool = False, transform=None):
     """(step function, parameters, FLOPs per step) of the GPT above: forward, backward, fused AdamW, BF16
     autocast over FP32 weights. FLOPs in MosaicML's convention: 6 N per token for the weights plus 6 L d S per
-    token for causal attention (12 L d S for the full score matrix, halved), counted once (no recomputation)."""
+    token for causal attention (12 L d S for the full score matrix, halved), counted once (no recomputation).
+    `transform(model)`, when given, changes the model before the optimizer sees it (h100_fp8_steps.py's FP8)."""
     torch.manual_seed(0)
     model = GPT(d, heads, layers, VOCAB).to(DEV)
+    if transform is not None:
+        model = transform(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     idx = torch.randint(0, VOCAB, (mbs, seq), device=DEV)
     fwd = torch.compile(model) if compiled else model
