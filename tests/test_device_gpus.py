@@ -78,28 +78,35 @@ def test_kernel_rows_priced_at_burst(rows):
     assert sustained == pytest.approx(measured["sustained_3s"], rel=0.05)
 
 
+# a step predicted from first principles is held to the bar issue 20 sets a published run (within 10%), not to
+# the last measurement's error
+STEP_BUDGET = 0.10
+
+
 def test_training_steps(rows):
-    """A compiled step runs the fused kernels the graph prices: BF16 within 6% on both GPUs (five widths on the
-    H200, one on the H100). Eager PyTorch runs each element-wise primitive as its own kernel, in FP32 under
+    """A compiled step runs the fused kernels the graph prices: BF16 within the budget on both GPUs (five widths on
+    the H200, one on the H100). Eager PyTorch runs each element-wise primitive as its own kernel, in FP32 under
     autocast, which the fused pricing leaves out: measured slower."""
     s = dr.step_frame(rows)
     compiled = s[s["variant"].eq("compiled")]
     assert set(compiled["device"]) == {dr.H100, dr.H200} and len(compiled) == 6
-    assert compiled["error_frac"].abs().max() < 0.06
+    assert compiled["error_frac"].abs().max() < STEP_BUDGET
     eager = s[~s["variant"].str.startswith("compiled")]["error_frac"]
     assert (eager < 0).all() and (eager > -0.2).all()
 
 
 def test_fp8_training_steps(rows):
     """The same compiled steps with the blocks' GEMMs in FP8 (per-tensor current scaling, h100_fp8_steps.py):
-    the step within 7%, and FP8's speed-up over BF16 (measured 1.10 at d = 2048, 1.25-1.26 from d = 4096) predicted
-    at most 10% above the measured one. The model is optimistic by up to 9% where the model is narrow: the device
-    script's casts read FP32 master weights (the model's read BF16 ones) and its transposed copies are separate
-    kernels, costs that weigh most when the GEMMs are small."""
+    each step within the budget, FP8's speed-up over BF16 predicted within it too, and in the measured direction
+    of width: smaller at d = 2048 (measured 1.10) than from d = 4096 (1.25-1.26), where the casts, linear in the
+    width, weigh less against GEMMs quadratic in it. The model's speed-ups run high (by up to 9%, at d = 2048):
+    the device script's casts read FP32 master weights (the model prices BF16 ones, the NeMo setting) and its
+    transposed copies are separate kernels."""
     s = dr.step_frame(rows)
     fp8 = s[s["variant"].eq("compiled_fp8")]
-    assert len(fp8) == 5 and fp8["error_frac"].abs().max() < 0.07
-    up = dr.fp8_speedups(s)
-    assert len(up) == 5 and (up["measured"] > 1.05).all()
-    ratio = up["predicted"] / up["measured"]
-    assert (ratio > 0.98).all() and (ratio < 1.10).all()
+    assert len(fp8) == 5 and fp8["error_frac"].abs().max() < STEP_BUDGET
+    up = dr.fp8_speedups(s).set_index("name")
+    assert len(up) == 5 and (up["predicted"] / up["measured"] - 1).abs().max() < STEP_BUDGET
+    for col in ("measured", "predicted"):
+        narrow, wide = up.loc["gpt_d2048_L8_mbs8_s2048", col], up.loc["gpt_d4096_L4_mbs6_s2048", col]
+        assert 1 < narrow < wide

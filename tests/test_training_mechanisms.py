@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+import sympy as sp
 
 from perfmodel import catalog, training
 from perfmodel.catalog import workload_files
@@ -15,7 +16,8 @@ from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Precision, Re
 from perfmodel.model import formulas as fm
 from perfmodel.model import kernels
 from perfmodel.model.graph import graph_for
-from perfmodel.model.ops import OpKind, Pass
+from perfmodel.core.symbols import bw, bwe
+from perfmodel.model.ops import OpKind, Pass, i_z3, nmb
 
 H100 = catalog.load_system("dgx-h100")
 A100 = catalog.load_system("dgx-a100-80gb")
@@ -52,27 +54,29 @@ def test_fp8_training_quantizes_each_linear_layers_input_and_output_gradient():
 
 
 def test_fp8_weights_are_quantized_once_per_step_not_per_micro_batch():
-    """Each weighted layer's weights are cast once per optimizer step (the recipe keeps them for every micro-batch):
-    the graph's weight casts carry no micro-batch factor, the head and embedding have none, and the step's cost of
-    them is the weights' bytes once, however many micro-batches the step runs."""
+    """Each quantized layer's weights are cast once per optimizer step (the recipe keeps them for every micro-batch):
+    the graph's weight casts carry no micro-batch factor (ZeRO-3 aside), the head, the embedding and the BF16
+    router have none, routed experts are read at their own type, and their share per micro-batch falls as a step
+    runs more micro-batches."""
     ops = graph_for(LLAMA, Phase.TRAIN)
     casts = {o.name: o for o in ops if o.name.endswith(".weight_cast")}
     linear = {o.name: o for o in ops if o.pass_ == Pass.FORWARD and o.io is not None}
     assert set(casts) == {f"{n}.weight_cast" for n in linear}
     for name, c in casts.items():
         o = linear[name.removesuffix(".weight_cast")]
-        assert c.work == fm.low_precision_weight_cast(o.work.params) and fm.f8 in c.count.free_symbols
-        assert "nmb" not in {str(x) for x in c.count.free_symbols}
+        assert c.work == fm.low_precision_cast(o.work.params, bw) and fm.f8 in c.count.free_symbols
+        # no micro-batch factor, except under ZeRO-3 (the gathered weights are freed and cast again each use)
+        assert c.count.subs(i_z3, 0).free_symbols.isdisjoint({nmb})
+        assert sp.simplify(c.count.subs(i_z3, 1) - o.count * fm.f8 * 2) == 0  # o.count is per step: x nmb
+    moe = graph_for(workload_files.load_workload("deepseek-v3"), Phase.TRAIN)
+    experts = [o for o in moe if o.name.startswith("moe.expert.") and o.name.endswith(".weight_cast")]
+    assert len(experts) == 2 and all(o.work.read.has(bwe) and not o.work.read.has(bw) for o in experts)
+    assert not [o for o in moe if o.name.startswith("moe.router.") and o.name.endswith("_cast")]  # BF16 router
     cal = no_spread(H100)
-
-    def cast_time(m):
-        r = training.train(H100, LLAMA, scen(DType.FP8, m=m), nodes=1, cal=cal)
-        free = training.train(H100, LLAMA, scen(DType.FP8, m=m), nodes=1,
-                              cal=cal.with_overrides({"low_precision_training_copies": 0,
-                                                      "low_precision_training_amax_reads": 0}))
-        return r["forward_s"] - free["forward_s"]
-    # per-micro-batch activation casts grow with m; the weight casts do not: their share per micro-batch falls
-    assert cast_time(8) / 8 < cast_time(1)
+    opt = {(d, m): training.train(H100, LLAMA, scen(d, m=m), nodes=1, cal=cal)["optimizer_s"]
+           for d in (DType.BF16, DType.FP8) for m in (1, 8)}
+    # priced with the optimizer step: the same for one micro-batch or eight, and only under the recipe
+    assert opt[DType.FP8, 1] == pytest.approx(opt[DType.FP8, 8]) and opt[DType.FP8, 1] > opt[DType.BF16, 1]
 
 
 def test_casts_cost_nothing_at_bf16_and_their_bytes_under_fp8():

@@ -251,6 +251,7 @@ def _range(p: _Param, value: float, where: str) -> tuple[float | None, float | N
 def clear_cache() -> None:
     _family_file.cache_clear()
     _resolved.cache_clear()
+    _calibration.cache_clear()
 
 
 @dataclass(frozen=True, eq=False)

@@ -19,6 +19,7 @@ from perfmodel.catalog.calibration import Calibration
 from perfmodel.core import symbols as S
 from perfmodel.core.dtypes import DType, bytes_per_element, is_microscaled, payload_bits
 from perfmodel.core.hardware import System
+from perfmodel.core.object_cache import ObjectCache
 from perfmodel.core.scenario import Optimizer, Phase, Scenario
 from perfmodel.core.workload import ModelArch
 from perfmodel.model import attention_variant_formulas as av
@@ -344,8 +345,9 @@ def _fixed_values(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) 
     return vals
 
 
-_FIXED: dict = {}  # one configuration's _fixed_values, by the objects and scalars it came from (fixed_values)
-_FIXED_MAX = 256  # distinct (system, model, calibration, data types, depth) a loop visits; a few MB at most
+# one configuration's _fixed_values (fixed_values); 256 distinct (system, model, calibration, data types, depth)
+# are more than a loop visits, a few MB at most
+_FIXED = ObjectCache(256)
 _SWEPT = object()  # an array-valued knob: a sweep, whose values are not kept
 
 
@@ -363,19 +365,16 @@ def fixed_values(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) -
     parts = tuple(_scalar_key(getattr(kn, f)) for f in ("pp", "compute", "weights", "expert_weights"))
     if _SWEPT in parts:
         return _fixed_values(system, arch, cal, kn)
-    key = (id(system), id(arch), id(cal), *parts)
-    hit = _FIXED.get(key)
-    if hit is not None and hit[0] is system and hit[1] is arch and hit[2] is cal:
-        return hit[3]
-    vals = _fixed_values(system, arch, cal, kn)
-    if len(_FIXED) >= _FIXED_MAX:
-        _FIXED.pop(next(iter(_FIXED)))
-    _FIXED[key] = (system, arch, cal, vals)
-    return vals
+    return _FIXED.get((system, arch, cal), parts, lambda: _fixed_values(system, arch, cal, kn))
 
 
 def bind(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) -> dict:
     vals = dict(fixed_values(system, arch, cal, kn))
+    if Phase(kn.phase) == Phase.TRAIN:
+        # a low-precision training recipe quantizes activations, gradients and weights in kernels of their own
+        # (graph_training.low_precision_casts / _weight_casts, f_8 = 1): its GEMMs convert nothing themselves
+        keep = 1.0 - vals[fm.f8]
+        vals[fm.q_a], vals[fm.q_w], vals[fm.q_we] = (vals[x] * keep for x in (fm.q_a, fm.q_w, fm.q_we))
     if np.any(_arr(kn.head_shards) > 0):
         vals[S.H], vals[S.KV] = sharded_heads(vals[S.H], vals[S.KV], kn.head_shards)
     vals.update(scenario_values(kn, cal))

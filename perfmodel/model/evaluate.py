@@ -50,18 +50,16 @@ class CompiledGraph:
     ops: tuple[OpInfo, ...]
     symbols: tuple[sp.Symbol, ...]
     fn: object  # numpy function of symbols -> list of arrays, QUANTITIES per op
-    _keys: dict = field(default_factory=dict, compare=False, repr=False)  # arguments(): key tuples by dict size
 
     def arguments(self, values: dict) -> list:
-        """The graph's arguments from bound values, in its symbols' order, looked up by the dict's own keys
-        (matched by name once per key set: an equal but distinct sympy symbol costs ~10 us a look-up)."""
-        keys = self._keys.get(len(values))
-        if keys is None or not all(k in values for k in keys):
-            by_name = {getattr(k, "name", None): k for k in values}
-            if missing := [str(s) for s in self.symbols if s.name not in by_name]:
-                raise KeyError(f"no value bound for symbols {', '.join(missing)}")
-            keys = self._keys[len(values)] = tuple(by_name[s.name] for s in self.symbols)
-        return [values[k] for k in keys]
+        """The graph's arguments from bound values, in its symbols' order. A graph read from disk rebuilds its
+        symbols with their original assumptions (graph_cache), so they are the bound dict's own objects and each
+        look-up is a hash hit (an equal but distinct sympy symbol would cost ~10 us to compare)."""
+        try:
+            return [values[s] for s in self.symbols]
+        except KeyError:
+            missing = [str(s) for s in self.symbols if s not in values]
+            raise KeyError(f"no value bound for symbols {', '.join(missing)}") from None
 
     def rows(self, values: dict) -> tuple[dict[str, list[np.ndarray]], tuple]:
         """Per quantity, one float array per operator at its own shape (a quantity that does not

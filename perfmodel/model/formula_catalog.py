@@ -73,9 +73,8 @@ def _families() -> list[tuple[str, str, fm.Work]]:
          fm.elementwise(_n, vector=1)),
         ("adam_step", "AdamW update of n parameters", fm.adam_step(_n, ops.bo_r, ops.bo_w)),
         ("low_precision_cast", "training's quantization of n activation (or output-gradient) elements before an "
-         "8-bit GEMM: c_8 copies, 1 + r_8 reads", fm.low_precision_cast(_n)),
-        ("low_precision_weight_cast", "the same for n weight elements, once per optimizer step",
-         fm.low_precision_weight_cast(_n)),
+         "8-bit GEMM: c_8 copies, 1 + r_8 reads (a layer's weights: the same at b_w, once per step)",
+         fm.low_precision_cast(_n)),
     ]
 
 

@@ -183,9 +183,9 @@ def _grouped_experts(g: GraphKey) -> list[Op]:
     rows = n_touched * m  # token-expert pairs of this rank's experts
     up_width = (2 if g.gated_mlp else 1) * width
     return [_op("moe.expert.up", "moe", OpKind.MATMUL, Lm, grouped(up), formula="matmul",
-                io=(rows * D, rows * up_width)),
+                io=(rows * D, rows * up_width), weight_bytes=bwe),
             _op("moe.expert.down", "moe", OpKind.MATMUL, Lm, grouped(down), formula="matmul",
-                io=(rows * width, rows * D))]
+                io=(rows * width, rows * D), weight_bytes=bwe)]
 
 
 def _moe_block(g: GraphKey) -> list[Op]:

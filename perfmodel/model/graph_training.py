@@ -3,14 +3,14 @@
 Per optimizer step of m micro-batches (counts x m):
 
     forward      the forward graph's operators; with a low-precision recipe (8-bit or narrower GEMMs) each
-                 linear layer's input is quantized first (low_precision_casts), and its weights once per
-                 step, not per micro-batch (low_precision_weight_casts)
+                 linear layer's input is quantized first (low_precision_casts)
     backward     per forward op (backward()): matmuls 2x (dgrad + wgrad), attention its own backward
                  (FA2-style), elementwise 2x; a linear layer's output gradient is quantized before its GEMMs
     recompute    flash attention's P = softmax(Q K^T) in the backward; then per policy (RECOMPUTED): full:
                  every layer op again, selective: the attention cores, alternate layers: half of every layer
                  op, selective op: half the matmuls and every element-wise op
-    optimizer    one Adam step over the device's parameter shard
+    optimizer    one Adam step over the device's parameter shard; with a low-precision recipe, the weights
+                 quantized once per step, not per micro-batch (low_precision_weight_casts)
     plan comm    ZeRO data-parallel collectives, pipeline send/recv, context-parallel K,V exchange
     precision    the attention core and the LM head run at BF16 whatever the GEMMs' recipe (attention_in_bf16,
                  head_in_bf16)
@@ -28,7 +28,7 @@ import sympy as sp
 
 from perfmodel.comm.algorithms import Collective
 from perfmodel.core.scenario import Recompute
-from perfmodel.core.symbols import B, D, T, ba, dh, k, t
+from perfmodel.core.symbols import B, D, T, ba, bw, dh, k, t
 from perfmodel.model import formulas as fm
 from perfmodel.model.formulas import Work
 from perfmodel.model.ops import (Comm, GraphKey, KV_dev, Lfa, Lm, Lsw, N_dev, Op, OpKind, Pass, bg, bo_r, bo_w, bwt, da,
@@ -52,13 +52,18 @@ def low_precision_casts(op: Op) -> list[Op]:
 
 
 def low_precision_weight_casts(fwd: list[Op]) -> list[Op]:
-    """Each weighted linear layer's weights quantized once per optimizer step under a low-precision recipe
-    (fm.low_precision_weight_cast; count f_8 per layer, not per micro-batch): a run of one micro-batch pays it
-    whole, one of many spreads it. The LM head and the embedding stay BF16 (head_in_bf16)."""
-    return [Op(name=f"{o.name}.weight_cast", group=o.group, kind=OpKind.ELEMENTWISE, pass_=Pass.FORWARD,
-               count=o.count * fm.f8, work=fm.low_precision_weight_cast(o.work.params),
-               formula="low_precision_weight_cast")
-            for o in fwd if o.kind == OpKind.MATMUL and o.group not in ("embedding", "head") and o.work.params != 0]
+    """The weights of each linear layer a low-precision recipe quantizes (those low_precision_casts quantizes the
+    input of; the LM head stays BF16, head_in_bf16), read at their storage type: once per optimizer step, the
+    recipe keeping the copies for every micro-batch (Transformer Engine's is_first_microbatch), so a run of one
+    micro-batch pays it whole and one of many spreads it; under ZeRO-3 / FSDP the gathered weights are freed after
+    each use, so they are gathered and cast again for every micro-batch's forward and backward (2 m times). The
+    elements are the operator's parameters (a bias, 1/K of them, is counted with them). Priced with the optimizer
+    step (Pass.OPTIMIZER): once per step on every stage, outside the pipeline's per-micro-batch work and bubble."""
+    per_step = 1 - i_z3 + 2 * nmb * i_z3
+    return [Op(name=f"{o.name}.weight_cast", group=o.group, kind=OpKind.ELEMENTWISE, pass_=Pass.OPTIMIZER,
+               count=o.count * fm.f8 * per_step, work=fm.low_precision_cast(o.work.params, o.weight_bytes or bw),
+               formula="low_precision_cast")
+            for o in fwd if o.io is not None and o.group not in ("embedding", "head")]
 
 
 COUNTED_AS_RUN = ("low_precision_cast", "token_permutation")  # kernels priced as the stack runs them already

@@ -84,6 +84,19 @@ def kernel_costs(system: System, works: dict[str, fm.Work], compute, weights=Non
     return pd.DataFrame(rows)
 
 
+_M, _N, _K = sp.symbols("M_gemm N_gemm K_gemm", positive=True)
+
+
+def matmul_times(system: System, cal: Calibration, m, n, k, compute, overlap: rl.Overlap = rl.Overlap.PIPELINED):
+    """Seconds of M x N x K matmuls (arrays of shapes, one compiled formula, no loop per shape) at `compute`,
+    operands already in that type (no quantize pass), the per-kernel overhead included."""
+    vals = kernel_values(system, cal.with_overrides({"fp8_activation_quantize_passes": 0}), compute,
+                         activations=compute)
+    vals.update({_M: np.asarray(m, float), _N: np.asarray(n, float), _K: np.asarray(k, float)})
+    syms, fn = _lambdify(rl.op_time(fm.matmul(_M, _K, _N), overlap))
+    return fn(*[vals[s] for s in syms])
+
+
 def attention_block(tokens: float, d_model: float, heads: float, kv_heads: float, head_dim: float,
                     context: float = 0.0, causal: bool = True) -> dict[str, fm.Work]:
     """A fused attention layer on one device: QKV projection, flash attention, output projection.

@@ -38,6 +38,7 @@ from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.core.attention_variants import linear_qkv_channels
 from perfmodel.core.dtypes import DType, bytes_per_element
 from perfmodel.core.hardware import System
+from perfmodel.core.object_cache import ObjectCache
 from perfmodel.core.scenario import Optimizer, Phase, Recompute, Scenario
 from perfmodel.core.symbols import t as t_sym
 from perfmodel.core.workload import AttentionKind, ModelArch
@@ -95,19 +96,13 @@ def params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase = Phase.PREFIL
     phase = Phase.PREFILL if Phase(phase) == Phase.DECODE else Phase(phase)
     degrees = (kn.tp, kn.pp, kn.ep, kn.da)
     if all(np.ndim(x) == 0 for x in degrees):  # one configuration (a loop of them): counted once per plan
-        key = (id(arch), phase, experts, *(float(x) for x in degrees))
-        hit = _PARAMS.get(key)
-        if hit is None or hit[0] is not arch:
-            if len(_PARAMS) >= 1024:  # plans a loop visits (tp x pp x ep x da per model): bounded, never grows
-                _PARAMS.clear()
-            count = _params_per_device(arch, kn, phase, experts)
-            count.flags.writeable = False  # shared by every caller of this plan
-            hit = _PARAMS[key] = (arch, count)
-        return hit[1]
+        return _PARAMS.get((arch,), (phase, experts, *(float(x) for x in degrees)),
+                           lambda: _params_per_device(arch, kn, phase, experts))
     return _params_per_device(arch, kn, phase, experts)
 
 
-_PARAMS: dict = {}  # params_per_device of one plan: (id(arch), phase, experts, tp, pp, ep, da) -> (arch, count)
+# params_per_device of one plan; 1024 plans (tp x pp x ep x da per model) are more than a loop visits
+_PARAMS = ObjectCache(1024)
 
 
 def _params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase, experts: bool | None) -> np.ndarray:

@@ -93,6 +93,9 @@ class Op:
     # a linear layer's activation elements in (its input, M K) and out (M N) per instance: what a low-precision
     # training recipe quantizes (graph_training.low_precision_casts); None for every other operator
     io: tuple[sp.Expr, sp.Expr] | None = None
+    # bytes per weight element of a linear layer whose weights are not stored at b_w (routed experts: b_we); what
+    # graph_training.low_precision_weight_casts reads them at
+    weight_bytes: sp.Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -173,7 +176,8 @@ class GraphKey:
             shared_expert_gate=a.shared_expert_gate)
 
 
-def forward_op(name, group, kind, count, work, comm=None, formula="", backward=None, io=None) -> Op:
+def forward_op(name, group, kind, count, work, comm=None, formula="", backward=None, io=None,
+               weight_bytes=None) -> Op:
     """An operator of the forward pass (graph.py and graph_attention_variants.py build with it)."""
     return Op(name=name, group=group, kind=kind, pass_=Pass.FORWARD, count=count, work=work, comm=comm,
-              formula=formula or kind.value, backward=backward, io=io)
+              formula=formula or kind.value, backward=backward, io=io, weight_bytes=weight_bytes)

@@ -36,7 +36,6 @@ import re
 
 import numpy as np
 import pandas as pd
-import sympy as sp
 
 from perfmodel import catalog
 from perfmodel.catalog import workload_files
@@ -44,12 +43,9 @@ from perfmodel.catalog.calibration import calibration_for
 from perfmodel.core import units
 from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Precision, Recompute, Scenario
-from perfmodel.model import formulas as fm
-from perfmodel.model import kernels, numeric
-from perfmodel.model import roofline as rl
+from perfmodel.model import kernels
 
 PATH = "reference/device_gpu_kernels.csv"
-SYSTEM = "dgx-h100"
 H100, H200 = "H100 80GB HBM3", "H200"
 SYSTEMS = {H100: "dgx-h100", H200: "p5e.48xlarge"}  # a catalogue system with that GPU
 KERNEL_BOUND_S = 100 * units.US  # shorter calls are host-bound on that machine (about 30 us per call from Python)
@@ -79,7 +75,7 @@ def k_fit(df: pd.DataFrame, dtype: str, device: str = H100) -> tuple[float, floa
     elements): least squares, k0 on a grid (the model is linear in A for a fixed k0)."""
     s = df[df["section"].eq("ksweep") & df["dtype"].eq(dtype) & df["device"].eq(device)]
     k = s["K"].to_numpy(float)
-    peak = catalog.load_system(SYSTEM).chip.tensor.rate(DType.FP8 if dtype.startswith("fp8") else DType.BF16)
+    peak = catalog.load_system(SYSTEMS[device]).chip.tensor.rate(DType.FP8 if dtype.startswith("fp8") else DType.BF16)
     eta = s["tflops"].to_numpy(float) * units.TFLOPS / peak
     k0 = np.arange(0.0, 2000.0, 1.0)[:, None]  # one row per candidate k0: the fit is linear in A for each
     x = k / (k + k0)
@@ -90,30 +86,23 @@ def k_fit(df: pd.DataFrame, dtype: str, device: str = H100) -> tuple[float, floa
 
 
 def predicted_tflops(system, cal, m, n, k, dtype: str) -> np.ndarray:
-    """Modelled TFLOP/s of M x N x K matmuls (arrays, one compiled formula) at `dtype`, operands already in it
-    (no quantize pass), per-kernel overhead included."""
+    """Modelled TFLOP/s of M x N x K matmuls at `dtype` (kernels.matmul_times: operands already in it)."""
     d = DType.FP8 if dtype.startswith("fp8") else DType.BF16
-    vals = kernels.kernel_values(system, cal.with_overrides({"fp8_activation_quantize_passes": 0}), d, activations=d)
-    shape = dict(zip(sp.symbols("M_gemm N_gemm K_gemm", positive=True), (m, n, k)))
-    mm, nn, kk = shape
-    t = rl.op_time(fm.matmul(mm, kk, nn), rl.Overlap.PIPELINED)
-    syms = sorted(t.free_symbols, key=lambda x: x.name)
-    time_s = numeric.lambdify_numeric(syms, t)(*[np.asarray(shape[x], float) if x in shape else vals[x]
-                                                   for x in syms])
-    return 2.0 * np.asarray(m, float) * np.asarray(n, float) * np.asarray(k, float) / time_s / units.TFLOPS
+    flop = 2.0 * np.asarray(m, float) * np.asarray(n, float) * np.asarray(k, float)  # formulas.matmul's flop
+    return flop / kernels.matmul_times(system, cal, m, n, k, d) / units.TFLOPS
 
 
 def gemm_frame(df: pd.DataFrame) -> pd.DataFrame:
     """Kernel-bound GEMM rows: measured vs predicted TFLOP/s at sustained clocks."""
-    g = df[df["section"].isin(["gemm", "fp8", "ksweep"]) & (df["time_s"] >= KERNEL_BOUND_S)
-           & df["device"].eq(H100)].copy()
-    system = catalog.load_system(SYSTEM)
-    cal = calibration_for(system)
+    g = df[df["section"].isin(["gemm", "fp8", "ksweep"]) & (df["time_s"] >= KERNEL_BOUND_S)].copy()
     g["predicted_tflops"] = np.nan
-    for dtype, rows in g.groupby("dtype"):  # one evaluation per data type, every shape at once
-        g.loc[rows.index, "predicted_tflops"] = predicted_tflops(system, cal, rows["M"], rows["N"], rows["K"], dtype)
+    for (device, dtype), rows in g.groupby(["device", "dtype"]):  # one evaluation per GPU and type, shapes at once
+        system = catalog.load_system(SYSTEMS[device])
+        g.loc[rows.index, "predicted_tflops"] = predicted_tflops(system, calibration_for(system), rows["M"], rows["N"],
+                                                                 rows["K"], dtype)
     g["error_frac"] = g["predicted_tflops"] / g["tflops"] - 1
-    return g[["run", "section", "name", "dtype", "M", "N", "K", "time_s", "tflops", "predicted_tflops", "error_frac"]]
+    return g[["run", "device", "section", "name", "dtype", "M", "N", "K", "time_s", "tflops", "predicted_tflops",
+              "error_frac"]]
 
 
 def step_arch(d: int, layers: int, seq: int):
