@@ -104,6 +104,24 @@ def test_the_custom_hardware_form_writes_files_the_catalogue_loads(tmp_path):
         ch.write(dataclasses.replace(mine, name="../x"), tmp_path)
 
 
+def test_the_form_scales_the_rates_a_derived_chip_inherits(tmp_path):
+    """trainium4's file lists only its MX rates and inherits BF16 / FP8 from trainium3: the entered rates reach
+    every type all the same (they were dropped when only the base file's own types were written)."""
+    import dataclasses
+
+    from perfmodel.core.dtypes import DType
+    from perfmodel.report import custom_hardware as ch
+
+    start = ch.Form.of("trn4-projected")
+    mine = dataclasses.replace(start, name="my-trn4", bf16_tflops=2 * start.bf16_tflops,
+                               fp8_tflops=2 * start.fp8_tflops)
+    s, base = catalog.load_system(ch.write(mine, tmp_path)), catalog.load_system("trn4-projected")
+    rate, was = s.chip.tensor.flop_per_s, base.chip.tensor.flop_per_s
+    assert set(rate) == set(was)
+    for d in (DType.BF16, DType.FP8, DType.FP32):
+        assert rate[d] == pytest.approx(2 * was[d])
+
+
 def test_the_form_in_the_explorer_makes_the_chosen_machine():
     at = _app(page="Roofline", system="p5.48xlarge", workload="llama-3.1-8b", batch="8", tp="1")
     before = metric(at, "TPOT (ms)")

@@ -37,3 +37,28 @@ def test_a_chart_file_of_another_kind_is_refused_before_any_work(tmp_path, capsy
         cli.main([*COMMANDS["pareto"], "--chart", str(tmp_path / "c.txt")])
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert stop.value.code == 2 and "argument --chart" in err and "a chart is written as .svg, .png or .html" in err
+
+
+def test_an_existing_chart_file_is_refused_before_any_work(tmp_path, capsys):
+    """As --out: refused while the command line is parsed (argparse's exit), not after the sweep."""
+    chart = tmp_path / "c.svg"
+    chart.write_text("<svg/>")
+    with pytest.raises(SystemExit) as stop:
+        cli.main([*COMMANDS["pareto"], "--chart", str(chart)])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().endswith(f"--chart {chart} exists; pass --force to replace it")
+
+
+@pytest.mark.parametrize("args, tables", [
+    (["roofline", "--hardware", "trn2.48xlarge", "--workload", "llama-3.1-8b"], 3),
+    (["memory", "--hardware", "trn2.48xlarge", "--workload", "llama-3.1-8b"], 2),
+])
+def test_commands_of_several_tables_write_a_page_too(args, tables, tmp_path, capsys):
+    """roofline and memory print several tables: to --out FILE.html they are one page, each under its heading
+    (they wrote the terminal's box text into the .html before)."""
+    page = tmp_path / "p.html"
+    assert cli.main([*args, "--out", str(page)]) == 0
+    capsys.readouterr()
+    html = page.read_text()
+    assert html.startswith("<!doctype html>") and html.count("<table") == tables == html.count("<h2>")
+    assert "┃" not in html and "<script" not in html

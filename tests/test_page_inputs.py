@@ -94,3 +94,15 @@ def test_every_page_restores_its_inputs_from_a_link(page):
         assert at.session_state[key] == value, key
     url = {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
     assert {k: url.get(k) for k in link} == link
+
+
+def test_a_number_widget_takes_the_range_a_link_is_read_with():
+    """bounds() is what the widgets are given: a value a widget accepts is one a shared link keeps."""
+    from perfmodel.report import url_state
+
+    assert pi.TOKENS == url_state.INT_RANGES["seq"][1]
+    for inputs in pi.PAGE_INPUTS.values():
+        for i in (i for i in inputs if i.kind in ("int", "float")):
+            b = pi.bounds(i.key)
+            assert (b["min_value"], b["max_value"]) == (i.low, i.high) and b["min_value"] <= i.default
+            assert all(isinstance(v, int if i.kind == "int" else float) for v in b.values())

@@ -3,6 +3,7 @@ sidebar), and compared side by side with each one's change against the first (pe
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 
@@ -37,7 +38,12 @@ def test_a_scenario_round_trips_through_its_file(tmp_path):
 
 
 @pytest.mark.parametrize("edit, words", [
-    (("batch = 64", "batch = 0"), "field options.batch"),
+    (("batch = 64", "batch = 0"), "field options: scenario option batch: must be between 1"),
+    (('dtype = "bf16"', 'dtype = "bf17"'), "field options: "),
+    (("tp = 4", "tp = 100000000"), "field options: "),
+    (("whatif = []", 'whatif = ["spec.hbm_bandwidth=abc"]'), "field whatif: "),
+    (('system = "trn2-ultraserver"', 'system = "gone.toml"'),
+     "field system: no file 'gone.toml' (a path is read from the scenario's folder)"),
     (("tp = 4", "tp = 4\nturbo = 2"), "field options.turbo"),
     (('system = "trn2-ultraserver"', 'system = "trn9"'), "field system: "),
     (('workload = "llama-3-8b"', 'workload = "llama-9"'), "field workload: "),
@@ -147,3 +153,16 @@ def test_a_saved_scenario_names_its_files_from_its_own_folder(tmp_path, monkeypa
     assert sf.load(tmp_path / "out" / "s.toml").system == str((tmp_path / "hw" / "box.toml").resolve())
     assert cli.main(argv) == 1 and "pass --force" in capsys.readouterr().err
     assert cli.main([*argv, "--force"]) == 0
+
+
+def test_an_uploaded_scenario_naming_a_missing_file_names_it_as_written(tmp_path, monkeypatch):
+    """The upload's kept copy lives under the server's cache: the refusal names the file as the scenario writes
+    it, never that folder."""
+    from perfmodel.report import uploads
+
+    monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path / "cache"))
+    text = sf.to_toml(dataclasses.replace(BASE, system="my-box.toml"))
+    with pytest.raises(ValueError) as err:
+        uploads.store("s.toml", text.encode(), "scenario")
+    msg = str(err.value)
+    assert msg.startswith("s.toml: field system: no file 'my-box.toml'") and str(tmp_path) not in msg

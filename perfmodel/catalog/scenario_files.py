@@ -24,38 +24,25 @@ Does not: evaluate a scenario (report.scenario_compare does).
 from __future__ import annotations
 
 import dataclasses
-import json
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+import tomli_w
+from pydantic import BaseModel, Field, create_model
 
 from perfmodel.catalog import whatif as wi
 from perfmodel.catalog.files import load_system, read_toml
+from perfmodel.catalog.scenario_options import ScenarioOptions, scenario_of
 from perfmodel.catalog.spec_schema import STRICT, CatalogError, validate_file
 from perfmodel.catalog.workload_refs import load as load_workload
 
-PHASES = Literal["prefill", "decode", "train"]
-
-
-class _Options(BaseModel):
-    model_config = STRICT
-    phase: PHASES = "decode"
-    batch: int = Field(1, ge=1)
-    seq_len: int = Field(2048, ge=1)
-    context: int | None = Field(None, ge=0)
-    tp: int = Field(1, ge=1)
-    pp: int = Field(1, ge=1)
-    dp: int = Field(1, ge=1)
-    ep: int = Field(1, ge=1)
-    da: int = Field(1, ge=1)
-    dtype: str = "bf16"
-    microbatches: int = Field(1, ge=1)
-    zero: Literal[0, 1, 2, 3] = 0
-    recompute: Literal["none", "selective", "full", "alternate-layers", "selective-op"] = "none"
-    optimizer: Literal["adam-mixed", "adam-bf16-sr", "adam-fp32", "sgd-mixed"] = "adam-mixed"
-    sequence_parallel: bool = False
+# the [options] table: ScenarioOptions' own fields, types and defaults (a field it lacks is refused); what a value
+# may be (a phase, a data type, a count's range) is the Scenario's own check, run by load()
+_Options = create_model("_Options", __config__=STRICT,
+                        **{f.name: (typing.get_type_hints(ScenarioOptions)[f.name], f.default)
+                           for f in dataclasses.fields(ScenarioOptions)})
 
 
 class ScenarioFile(BaseModel):
@@ -77,57 +64,68 @@ class Saved:
     name: str
     system: str
     workload: str
-    options: wi.ScenarioOptions
+    options: ScenarioOptions
     whatif: wi.WhatIf = wi.WhatIf()
     description: str = ""
 
 
-def _ref(text: str, folder: Path) -> str:
-    """A file reference relative to the scenario's folder; a catalogue key or a Hugging Face id as written."""
-    if text.endswith((".toml", ".json")) and not Path(text).is_absolute():
-        return str((folder / text).resolve())
-    return text
+def _ref(text: str, folder: Path, path: Path, field: str) -> str:
+    """A file reference relative to the scenario's folder; a catalogue key or a Hugging Face id as written. A file
+    that is not there is named as the scenario writes it (not where it was looked for)."""
+    if not text.endswith((".toml", ".json")):
+        return text
+    ref = Path(text) if Path(text).is_absolute() else (folder / text).resolve()
+    if not ref.is_file():
+        raise CatalogError(f"{path}: field {field}: no file {text!r} (a path is read from the scenario's folder)")
+    return str(ref)
+
+
+def _one_line(exc: Exception) -> str:
+    return str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc).splitlines()[0]
 
 
 def load(path: str | Path) -> Saved:
     """The scenario in `path`, validated (module doc)."""
+    from perfmodel.catalog.calibration import calibration_for
+
     path = Path(path)
     doc = validate_file(ScenarioFile, read_toml(path), str(path), None)
-    system, workload = _ref(doc.system, path.parent), _ref(doc.workload, path.parent)
+    system, workload = _ref(doc.system, path.parent, path, "system"), _ref(doc.workload, path.parent, path, "workload")
+    loaded = {}
+    for field, ref, loader in (("system", system, load_system), ("workload", workload, load_workload)):
+        try:
+            loaded[field] = loader(ref)
+        except CatalogError as exc:
+            raise CatalogError(f"{path}: field {field}: {exc}") from None
+    options = ScenarioOptions(**doc.options.model_dump())
     try:
-        loaded = load_system(system)
-    except CatalogError as exc:
-        raise CatalogError(f"{path}: field system: {exc}") from None
-    try:
-        load_workload(workload)
-    except CatalogError as exc:
-        raise CatalogError(f"{path}: field workload: {exc}") from None
-    try:
-        from perfmodel.catalog.calibration import calibration_for
-
-        whatif = wi.parse_assignments(doc.whatif, calibration_for(loaded))
+        scenario_of(options, loaded["workload"], loaded["system"]).validate()
     except (ValueError, KeyError) as exc:
-        raise CatalogError(f"{path}: field whatif: {str(exc).splitlines()[0]}") from None
-    return Saved(name=doc.name, system=system, workload=workload,
-                 options=wi.ScenarioOptions(**doc.options.model_dump()), whatif=whatif, description=doc.description)
+        raise CatalogError(f"{path}: field options: {_one_line(exc)}") from None
+    try:
+        whatif = wi.parse_assignments(doc.whatif, calibration_for(loaded["system"]))
+        wi.apply(loaded["system"], loaded["workload"], calibration_for(loaded["system"]), whatif)
+    except (ValueError, KeyError) as exc:
+        raise CatalogError(f"{path}: field whatif: {_one_line(exc)}") from None
+    return Saved(name=doc.name, system=system, workload=workload, options=options, whatif=whatif,
+                 description=doc.description)
 
 
-def _value(v) -> str:
-    """A TOML value: JSON's string escapes are TOML's basic strings; booleans lower case."""
-    return ("true" if v else "false") if isinstance(v, bool) else json.dumps(v) if isinstance(v, str) else str(v)
+HEADER = "# perfmodel scenario (perfmodel compare A.toml B.toml; perfmodel roofline --scenario FILE)\n"
+# written even at their defaults: what a reader looks for first (the phase and batch), and the two whose default
+# depends on something else (context: the phase's; dtype: a reader's guess)
+ALWAYS_WRITTEN = ("phase", "batch", "context", "dtype")
 
 
 def to_toml(saved: Saved) -> str:
-    """The scenario's file text (module doc): every option that differs from its default, context always when set."""
-    defaults = wi.ScenarioOptions()
-    lines = ["# perfmodel scenario (perfmodel compare A.toml B.toml; perfmodel roofline --scenario FILE)",
-             "schema_version = 1", 'kind = "scenario"', f"name = {_value(saved.name)}"]
+    """The scenario's file text (module doc): every option that differs from its default, ALWAYS_WRITTEN ones
+    whenever set."""
+    defaults = ScenarioOptions()
+    doc = {"schema_version": 1, "kind": "scenario", "name": saved.name}
     if saved.description:
-        lines.append(f"description = {_value(saved.description)}")
-    lines += [f"system = {_value(saved.system)}", f"workload = {_value(saved.workload)}",
-              f"whatif = [{', '.join(_value(a) for a in saved.whatif.assignments())}]", "", "[options]"]
-    for f in dataclasses.fields(wi.ScenarioOptions):
-        v = getattr(saved.options, f.name)
-        if v is not None and (f.name in ("phase", "batch", "context", "dtype") or v != getattr(defaults, f.name)):
-            lines.append(f"{f.name} = {_value(v)}")
-    return "\n".join(lines) + "\n"
+        doc["description"] = saved.description
+    doc.update(system=saved.system, workload=saved.workload, whatif=saved.whatif.assignments())
+    doc["options"] = {f.name: v for f in dataclasses.fields(ScenarioOptions)
+                      if (v := getattr(saved.options, f.name)) is not None
+                      and (f.name in ALWAYS_WRITTEN or v != getattr(defaults, f.name))}
+    return HEADER + tomli_w.dumps(doc)

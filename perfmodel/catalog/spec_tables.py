@@ -96,7 +96,7 @@ def compare_display(df: pd.DataFrame, systems: list[System]) -> pd.DataFrame:
         kind = next(k for key, _, k in COMPARE_METRICS if key == r["metric"])
         for s in systems:
             v = r[s.name]
-            out.at[i, s.name] = units.format_quantity(v, kind) if v == v else "-"
+            out.at[i, s.name] = units.format_quantity(v, kind, missing="-")
     out = out.drop(columns=["metric", "unit", "level"])
     for c in out.columns:
         if c.startswith("ratio_"):

@@ -137,16 +137,14 @@ def cmd_collective(args) -> int:
         sizes = [_size(args.size or "1MiB")]
     df = co.sweep(s, cal, args.op, sizes, chips, args.stride, args.algorithm, args.launch)
     title = f"{s.display_name}: {args.op} over {args.chips} chips (stride {args.stride})"
-    full = df
+    full, chart_title = df, title
 
-    def chart():  # every algorithm's time against size, per group size (the app's collective chart)
-        from perfmodel.report import charts, pages
+    def chart():  # every algorithm's time against size, per group size (the app's collective chart); one algorithm
+        from perfmodel.report import charts, pages  # asked for: its own rows only
 
-        long = pages.algorithm_rows(full, ["auto", *co.ALGORITHMS])
-        if args.algorithm != "auto":  # the sweep's own time is the algorithm asked for, not the fastest
-            long["algorithm"] = long["algorithm"].replace("fastest", args.algorithm)
+        long = pages.algorithm_rows(full, ["auto", *co.ALGORITHMS] if args.algorithm == "auto" else [args.algorithm])
         long["series"] = long["group"].map("{:g} chips".format) + ": " + long["algorithm"]
-        return charts.collective_times(long, title)
+        return charts.collective_times(long, chart_title)
 
     write_chart(chart, args.chart, args.force)
     span = ""

@@ -3,9 +3,9 @@
 A command whose options need model names (choices, defaults) adds them through `defer`:
 they are added only when that command is parsed (or by build_parser(complete=True)), so
 building the parser imports no model code.
---out is checked as soon as the command line is parsed (output_refusal): never a file the
-command reads, and an existing file only with --force. The writers (core/safe_write.py) write a
-temporary file and rename it into place when complete.
+--out and the other output files (--chart, --timeline-out, --requests-out) are checked as soon as the command line
+is parsed (output_refusal): never a file the command reads, and an existing file only with --force. The writers
+(core/safe_write.py) write a temporary file and rename it into place when complete.
 """
 
 from __future__ import annotations
@@ -82,20 +82,26 @@ def same_file(a, b) -> bool:
         return False
 
 
+OUTPUTS = ("out", "chart", "timeline_out", "requests_out")  # the options a command writes files through
+
+
 def output_refusal(namespace: argparse.Namespace, p: argparse.ArgumentParser) -> str | None:
-    """Why --out may not be written: it is a file this command reads (whatever option names it), or it
-    exists and --force was not given. None when it may be written. A folder is left to its command
-    (a sweep's Parquet dataset refuses a folder holding part files)."""
-    out = getattr(namespace, "out", None)
-    if not isinstance(out, str) or not os.path.exists(out) or os.path.isdir(out):
-        return None
-    for dest, value in vars(namespace).items():
-        for v in value if isinstance(value, (list, tuple)) else (value,):
-            if dest != "out" and isinstance(v, str) and os.path.isfile(v) and same_file(v, out):
-                return (f"--out {out} is the {_option_names(p).get(dest, dest)} file this command reads; choose "
-                        "another output file")
-    if not getattr(namespace, "force", False):
-        return f"--out {out} exists; pass --force to replace it"
+    """Why an output file (--out, --chart, --timeline-out, --requests-out) may not be written: it is a file this
+    command reads (whatever option names it), or it exists and --force was not given. None when every one may be
+    written. A folder is left to its command (a sweep's Parquet dataset refuses a folder holding part files)."""
+    names = None
+    for dest in OUTPUTS:
+        out = getattr(namespace, dest, None)
+        if not isinstance(out, str) or not os.path.exists(out) or os.path.isdir(out):
+            continue
+        names = names or _option_names(p)
+        for other, value in vars(namespace).items():
+            for v in value if isinstance(value, (list, tuple)) else (value,):
+                if other not in OUTPUTS and isinstance(v, str) and os.path.isfile(v) and same_file(v, out):
+                    return (f"{names.get(dest, dest)} {out} is the {names.get(other, other)} file this command "
+                            "reads; choose another output file")
+        if not getattr(namespace, "force", False):
+            return f"{names.get(dest, dest)} {out} exists; pass --force to replace it"
     return None
 
 
@@ -276,8 +282,11 @@ def with_banner(title: str, banner: str, fmt: str, command: str) -> str:
     return f"{banner}\n{title}" if banner else title
 
 
+PROGRESS_PERIOD_S = 5.0  # a CI log or a pipe: often enough to show work goes on, rarely enough to stay readable
+
+
 @contextmanager
-def progress_bar(label: str, enabled: bool = True, period: float = 5.0):
+def progress_bar(label: str, enabled: bool = True, period: float = PROGRESS_PERIOD_S):
     """Progress on stderr; yields a callback(done, total, label=None) (a label renames the task). On a terminal
     a rich bar; otherwise (a pipe, a CI log) a line every `period` seconds while the work runs, and one when it
     ends if it took that long: 'perfmodel: evaluating: 3/8, 12 s'."""

@@ -27,12 +27,11 @@ from perfmodel.cli.common import (
     progress_bar,
     refuse_or_banner,
     with_banner,
-    write_text,
 )
 from perfmodel.cli.scenarios import add_scenario_file_options
+from perfmodel.cli.table_output import write_or_print, write_tables
 
 if TYPE_CHECKING:  # the model (report, whatif, export, pandas) is imported inside the functions: see cli/parser.py
-    import pandas as pd
 
     from perfmodel import report
     from perfmodel.catalog import whatif as wi
@@ -220,18 +219,17 @@ def cmd_roofline(args) -> int:
         ops = run.result.ops[list(OP_COLUMNS)]
         shares = report.bound_shares(run.result.ops)
         cols = report.summary_columns(opts.phase)
-        parts = [_text(report.display_table(ops, OP_COLUMNS), args.format,
-                       f"{ld.system.display_name} / {ld.arch.display_name}: per operator"),
-                 _text(report.display_table(summ.assign(plan=report.plan_text(opts)), cols), args.format, "Summary"),
-                 export.emit(shares, args.format, "Time by bounding engine")]
+        tables = [(f"{ld.system.display_name} / {ld.arch.display_name}: per operator",
+                   report.display_table(ops, OP_COLUMNS)),
+                  ("Summary", report.display_table(summ.assign(plan=report.plan_text(opts)), cols)),
+                  ("Time by bounding engine", shares, "si")]
+        plot = ""
         if args.plot:
             from perfmodel.report import terminal_charts
 
             roofs = report.roofline_frames(ld.system, dict.fromkeys([opts.dtype, "bf16"]))  # its type's roof
-            parts.insert(0, terminal_charts.roofline(run.result.ops, *roofs, title=f"{ld.system.display_name}: "
-                                                     f"roofline"))
-        text = "\n".join(([banner] if banner else []) + parts) + "\n" + provenance_frame.MARKER_LEGEND
-        return _write(text, args.out)
+            plot = terminal_charts.roofline(run.result.ops, *roofs, title=f"{ld.system.display_name}: roofline")
+        return write_tables(tables, args.format, args.out, head=[banner, plot], tail=[provenance_frame.MARKER_LEGEND])
     with_banner("", banner, args.format, "roofline")
     print_result(export.emit_sheets(sheets, args.format, "per_operator", args.out, _meta(ld, opts), name))
     return 0
@@ -275,28 +273,10 @@ def cmd_memory(args) -> int:
                                  run.fit_error}])
         title = f"{ld.system.display_name} / {ld.arch.display_name}, {opts.phase} ({report.plan_text(opts)})"
         note = run.totals.iloc[0]["notes"]
-        text = "\n".join([_text(report.display_table(shown, shown.columns), args.format, f"Memory per chip: {title}"),
-                          _text(report.display_table(summary, summary.columns), args.format,
-                                "Fit and minimum chips")] + ([note] if note else []))
-        return _write(text, args.out)
+        tables = [(f"Memory per chip: {title}", report.display_table(shown, shown.columns)),
+                  ("Fit and minimum chips", report.display_table(summary, summary.columns))]
+        return write_tables(tables, args.format, args.out, tail=[note])
     print_result(export.emit_sheets(sheets, args.format, "components", args.out, _meta(ld, opts), name))
-    return 0
-
-
-def _text(df: pd.DataFrame, fmt: str, title: str) -> str:
-    from perfmodel.report import export
-
-    if fmt == "md":
-        return f"## {title}\n\n" + export.to_markdown(df, scale=False)
-    return export.render_text_table(df, title)
-
-
-def _write(text: str, out: str | None) -> int:
-    if out:
-        write_text(out, text)
-        print_result(f"wrote {out}")
-    else:
-        print_result(text)
     return 0
 
 
@@ -318,9 +298,7 @@ def cmd_claims(args) -> int:
     if args.format in ("table", "md"):
         shown = report.claims_display(df)
         summary = f"{meta['within']} of {meta['claims']} within tolerance"
-        text = (f"## Seed claims\n\n{export.to_markdown(shown, scale=False)}\n\n{summary}" if args.format == "md"
-                else export.render_text_table(shown, "Seed claims") + summary)
-        return _write(text, args.out)
+        return write_tables([("Seed claims", shown)], args.format, args.out, tail=[summary])
     print_result(export.emit(df, args.format, "Seed claims", args.out, meta=meta,
                              default_name=export.config_name([("", "claims"), ("", args.id or None),
                                                               ("", "misses" if args.misses else None)])))
@@ -350,7 +328,7 @@ def cmd_report(args) -> int:
         print_result(f"wrote {documents.write_report(rep, out)}")
         return 0
     if args.format == "table":
-        return _write(documents.report_text(rep), args.out)
+        return write_or_print(documents.report_text(rep), args.out)
     if args.format == "md":
         print_result(f"wrote {documents.write_report(rep, out.with_suffix('.md'))}" if out
                      else documents.report_markdown(rep))
@@ -378,7 +356,7 @@ def cmd_knobs(args) -> int:
     from perfmodel.core import units
 
     def shown(v, kind: str) -> str:  # people's units ('2.9 TB/s'); 'current' keeps the SI number for tools
-        return units.format_quantity(float(v), kind) if v == v else ""
+        return units.format_quantity(v, kind, missing="")
 
     rows = [{"family": "spec", "name": r.name, "value": shown(r.value_si, r.kind), "current": r.value_si,
              "unit": r.unit, "description": r.description} for r in spec.itertuples()]

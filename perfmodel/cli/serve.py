@@ -321,19 +321,20 @@ def cmd_pareto(args) -> int:
         _frontier_or_why(name, grp, args.max_ttft)
     if not args.all:
         df = search.frontier(df, "concurrency_per_scaleup" if args.y == "concurrency" else args.y)
-    title = f"{args.workload}: interactivity vs {args.y} frontier ({args.input}/{args.output} tokens)"
-    if args.format in ("table", "md"):  # the verdict in words first (report/verdict.py)
+    chart_title = f"{args.workload}: interactivity vs {args.y} frontier ({args.input}/{args.output} tokens)"
+    title = chart_title
+    if args.format in ("table", "md"):  # the verdict in words first (report/verdict.py); a chart keeps its title
         from perfmodel.report import verdict
 
-        title = "\n".join(t for t in (verdict.frontier_verdict(df, ycol), title) if t)
+        title = "\n".join(t for t in (verdict.frontier_verdict(df, ycol), chart_title) if t)
     if args.plot and args.format == "table" and not args.out:
         from perfmodel.report import terminal_charts
 
-        print_result(terminal_charts.frontier(df, ycol, title=title))
+        print_result(terminal_charts.frontier(df, ycol, title=chart_title))
     _emit(df, args, title,
           export.config_name([("", "pareto"), ("", args.workload), ("", args.y)] + [("", h) for h in args.hardware]),
           {"systems": args.hardware, "workload": args.workload, "y": args.y}, full=df,
-          chart=lambda: charts.frontier(df, y=ycol, color="system", title=title))
+          chart=lambda: charts.frontier(df, y=ycol, color="system", title=chart_title))
     return 0
 
 
@@ -378,10 +379,7 @@ def cmd_sensitivity(args) -> int:
     if args.format in ("table", "md"):  # people's units ('2.9 TB/s', '2 us', '500 W'); csv / json keep SI
         from perfmodel.core import units
 
-        def shown(v: float, unit: str) -> str:
-            return units.format_quantity(float(v), unit) if unit in units.KINDS else f"{v:.4g} {unit.replace('_per_', '/')}"
-
-        df = df.assign(**{c: [shown(v, u) if v == v else "" for v, u in zip(df[c], df["unit"])]
+        df = df.assign(**{c: [units.format_value(v, u) for v, u in zip(df[c], df["unit"])]
                           for c in ("value", "range_low", "range_high") if c in df}).drop(columns="unit")
     _emit(df, args, title, name)
     return 0

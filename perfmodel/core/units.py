@@ -236,8 +236,20 @@ _DISPLAY: dict[str, tuple[tuple[float, str], ...]] = {
 }
 
 
-def format_quantity(value: float, kind: str, digits: int = 4) -> str:
-    """Human-readable string for an internal-unit float, e.g. 2.9e12 bandwidth -> '2.9 TB/s'."""
+def format_value(value: float, unit: str, missing: str = "") -> str:
+    """A table cell in people's units: a quantity kind (KINDS) scaled by format_quantity, any other unit written
+    after the number ('0.8 ratio', '3 tokens/s'); `missing` for NaN (a value that does not apply)."""
+    if unit in KINDS or value != value:
+        return format_quantity(value, unit, missing=missing)
+    return f"{float(value):.4g} {unit.replace('_per_', '/')}".rstrip()
+
+
+def format_quantity(value: float, kind: str, digits: int = 4, missing: str | None = None) -> str:
+    """Human-readable string for an internal-unit float, e.g. 2.9e12 bandwidth -> '2.9 TB/s'; `missing` (when
+    given) for NaN, a value that does not apply."""
+    value = float(value)
+    if missing is not None and value != value:
+        return missing
     if kind not in _DISPLAY:
         return f"{value:.{digits}g}"
     if not math.isfinite(value):

@@ -136,7 +136,6 @@ def scenario_comparison(saved: tuple):
 @st.cache_data(show_spinner=False, max_entries=CACHE_ENTRIES)
 def saved_scenario(name: str, data: bytes):
     """An uploaded scenario file, kept (report.uploads) and loaded once per content, not on every rerun."""
-    from perfmodel.catalog import scenario_files
     from perfmodel.report import uploads
 
-    return scenario_files.load(uploads.store(name, data, "scenario"))
+    return uploads.load_scenario(name, data)

@@ -11,7 +11,7 @@ import streamlit as st
 from perfmodel.catalog import scenario_files
 from perfmodel.explorer import cached as cc
 from perfmodel.explorer.widgets import chart, downloads
-from perfmodel.report import charts
+from perfmodel.report import charts, uploads
 from perfmodel.report import url_state as us
 
 
@@ -32,7 +32,7 @@ def page_compare(ctx: dict) -> None:
                "(perfmodel roofline --save-scenario, the sidebar's 'Save this scenario'), side by side; each after "
                "the first with its change against it.")
     st.file_uploader("Scenario files (.toml)", type=["toml"], accept_multiple_files=True, key="cmp_files",
-                     max_upload_size=1)
+                     max_upload_size=uploads.LIMIT_MB)
     pinned = st.session_state.get("_pinned", [])
     chosen = [*pinned, *_uploaded()]
     names = [s.name for s in chosen]

@@ -21,8 +21,8 @@ def page_serving(ctx: dict) -> None:
     page_inputs.ensure(st.session_state, "Serving")
     c1, c2, c3, c4, c5 = st.columns(5)
     systems = c1.multiselect("Systems", ctx["catalog"]["systems"], key="srv_systems")
-    isl = c2.number_input("Input tokens", min_value=1, step=256, key="srv_isl")
-    osl = c3.number_input("Output tokens", min_value=1, step=256, key="srv_osl")
+    isl = c2.number_input("Input tokens", step=256, key="srv_isl", **page_inputs.bounds("srv_isl"))
+    osl = c3.number_input("Output tokens", step=256, key="srv_osl", **page_inputs.bounds("srv_osl"))
     y = c4.selectbox("Throughput", page_inputs.options("srv_y"), key="srv_y", format_func={
         "mw": "per MW (facility)", "chip": "per chip", "usd": "per dollar", "users": "users per UltraServer"}.get)
     grid = c5.selectbox("Plan grid", page_inputs.options("srv_grid"), key="srv_grid",
@@ -69,14 +69,15 @@ def page_planner(ctx: dict) -> None:
                "no price exists), sized for the peak: fleet, facility power and $ per month (planner.py).")
     page_inputs.ensure(st.session_state, "Capacity planner")
     c1, c2, c3, c4 = st.columns(4)
-    rps = c1.number_input("Requests per second", min_value=0.001, step=10.0, key="plan_rps")
-    peak = c1.number_input("Peak / average", min_value=1.0, step=0.1, key="plan_peak")
+    rps = c1.number_input("Requests per second", step=10.0, key="plan_rps", **page_inputs.bounds("plan_rps"))
+    peak = c1.number_input("Peak / average", step=0.1, key="plan_peak", **page_inputs.bounds("plan_peak"))
     pct = c1.selectbox("Targets at", page_inputs.options("plan_pct"), key="plan_pct",
                        format_func=lambda p: "the steady state" if p == 0 else f"p{p}, verified by simulation")
-    isl = c2.number_input("Input tokens", min_value=1, step=256, key="plan_isl")
-    osl = c2.number_input("Output tokens", min_value=1, step=256, key="plan_osl")
-    tpot = c3.number_input("SLA: TPOT at most (s)", min_value=0.001, step=0.005, format="%.3f", key="plan_tpot")
-    ttft = c3.number_input("SLA: TTFT at most (s)", min_value=0.01, step=0.5, key="plan_ttft")
+    isl = c2.number_input("Input tokens", step=256, key="plan_isl", **page_inputs.bounds("plan_isl"))
+    osl = c2.number_input("Output tokens", step=256, key="plan_osl", **page_inputs.bounds("plan_osl"))
+    tpot = c3.number_input("SLA: TPOT at most (s)", step=0.005, format="%.3f", key="plan_tpot",
+                           **page_inputs.bounds("plan_tpot"))
+    ttft = c3.number_input("SLA: TTFT at most (s)", step=0.5, key="plan_ttft", **page_inputs.bounds("plan_ttft"))
     systems = c4.multiselect("Systems", ctx["catalog"]["systems"], key="plan_systems")
     grid = c4.selectbox("Plan grid", page_inputs.options("plan_grid"), key="plan_grid")
     modes = c3.multiselect("Serving modes", page_inputs.options("plan_modes"), key="plan_modes",
@@ -112,15 +113,15 @@ def page_under_load(ctx: dict) -> None:
     kind = c1.selectbox("Arrivals", page_inputs.options("ul_kind"), key="ul_kind",
                         format_func={"poisson": "Poisson", "gamma": "bursty (gamma, cv 2)",
                                      "closed": "closed loop of clients"}.get)
-    rate = c1.number_input("Requests per second", min_value=0.01, step=1.0, key="ul_rate")
-    clients = c1.number_input("Clients (closed loop)", min_value=1, step=8, key="ul_clients")
-    isl = c2.number_input("Input tokens", min_value=1, step=256, key="ul_isl")
-    osl = c2.number_input("Output tokens", min_value=1, step=64, key="ul_osl")
+    rate = c1.number_input("Requests per second", step=1.0, key="ul_rate", **page_inputs.bounds("ul_rate"))
+    clients = c1.number_input("Clients (closed loop)", step=8, key="ul_clients", **page_inputs.bounds("ul_clients"))
+    isl = c2.number_input("Input tokens", step=256, key="ul_isl", **page_inputs.bounds("ul_isl"))
+    osl = c2.number_input("Output tokens", step=64, key="ul_osl", **page_inputs.bounds("ul_osl"))
     mode = c3.selectbox("Scheduling", page_inputs.options("ul_mode"), key="ul_mode",
                         format_func={"aggregated": "prefill first", "chunked": "chunked prefill"}.get)
-    n = c3.number_input("Requests", min_value=100, max_value=50_000, step=1000, key="ul_n")
-    ttft = c4.number_input("SLA: TTFT (s)", min_value=0.001, step=0.5, key="ul_ttft")
-    tpot = c4.number_input("SLA: TPOT (s)", min_value=0.001, step=0.01, format="%.3f", key="ul_tpot")
+    n = c3.number_input("Requests", step=1000, key="ul_n", **page_inputs.bounds("ul_n"))
+    ttft = c4.number_input("SLA: TTFT (s)", step=0.5, key="ul_ttft", **page_inputs.bounds("ul_ttft"))
+    tpot = c4.number_input("SLA: TPOT (s)", step=0.01, format="%.3f", key="ul_tpot", **page_inputs.bounds("ul_tpot"))
     with st.spinner(f"Simulating {int(n):,} requests"):
         out = report.under_load(ctx["system"], ctx["workload"], o, ctx["whatif"], kind, float(rate), int(clients),
                                 int(isl), int(osl), int(n), mode, float(ttft), float(tpot))

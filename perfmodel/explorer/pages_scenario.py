@@ -86,7 +86,7 @@ def page_collectives(ctx: dict) -> None:
     c1, c2, c3 = st.columns(3)
     systems = c1.multiselect("Systems (topologies)", ctx["catalog"]["systems"], key="coll_systems")
     names = c2.multiselect("Collectives", page_inputs.options("coll_names"), key="coll_names")
-    group = c3.number_input("Group (chips)", min_value=2, max_value=65536, key="coll_group")
+    group = c3.number_input("Group (chips)", key="coll_group", **page_inputs.bounds("coll_group"))
     c4, c5 = st.columns([2, 1])
     algs = c4.multiselect("Algorithms", page_inputs.options("coll_algs"), key="coll_algs",
                           help="auto: the fastest algorithm at each size")

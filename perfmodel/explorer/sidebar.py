@@ -13,6 +13,7 @@ import streamlit as st
 
 from perfmodel.catalog import scenario_files
 from perfmodel.catalog import whatif as wi
+from perfmodel.explorer import cached as cc
 from perfmodel.explorer import hardware_form
 from perfmodel.explorer.cached import supported_dtypes
 from perfmodel.report import export, uploads
@@ -55,7 +56,7 @@ def take_scenario_file() -> None:
         return
     st.session_state["_byo_scenario_id"] = up.file_id
     try:
-        saved = scenario_files.load(uploads.store(up.name, up.getvalue(), "scenario"))
+        saved = cc.saved_scenario(up.name, up.getvalue())
     except ValueError as exc:
         st.session_state["_byo_scenario_error"] = us.one_line(exc)
         return
@@ -114,7 +115,7 @@ def upload_controls(cat: dict) -> None:
     with st.sidebar.expander("Bring your own model or machine"):
         for kind, (key, label) in BYO.items():
             st.file_uploader(label, type=["json", "toml"] if kind == "workload" else ["toml"], key=key,
-                             max_upload_size=1)
+                             max_upload_size=uploads.LIMIT_MB)
             if st.session_state.get(f"_{key}_error"):
                 st.error(st.session_state[f"_{key}_error"])
         hardware_form.form(cat["systems"])
@@ -134,7 +135,7 @@ def scenario_file_controls(current: scenario_files.Saved) -> None:
         st.download_button("Save this scenario (.toml)", scenario_files.to_toml(saved),
                            file_name=f"{export.safe_filename(saved.name)}.toml", mime="application/toml",
                            key="scenario_save", on_click="ignore")
-        st.file_uploader("Load a scenario (.toml)", type=["toml"], key="byo_scenario", max_upload_size=1)
+        st.file_uploader("Load a scenario (.toml)", type=["toml"], key="byo_scenario", max_upload_size=uploads.LIMIT_MB)
         if st.session_state.get("_byo_scenario_error"):
             st.error(st.session_state["_byo_scenario_error"])
         elif st.session_state.get("_byo_scenario_note"):

@@ -48,6 +48,13 @@ def _with_display(chart: alt.Chart, *cols: str) -> tuple[alt.Chart, dict[str, tu
     return chart, out
 
 
+def _title(text: str, default: str):
+    """A chart's title: a text of several lines (a command's banner above its title) as Vega's list of lines (a
+    newline inside one string is not a line break there)."""
+    text = text or default
+    return text.split("\n") if "\n" in text else text
+
+
 def roofline(ops: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFrame, title: str = "") -> alt.LayerChart:
     """ops: op, block, bound, intensity_flop_per_byte, achieved_flop_per_s, total_time_s;
     roofs: dtype, intensity_flop_per_byte, attainable_flop_per_s;
@@ -80,7 +87,7 @@ def roofline(ops: pd.DataFrame, roofs: pd.DataFrame, ridges: pd.DataFrame, title
                  alt.Tooltip("intensity_flop_per_byte:Q", title="intensity (FLOP/byte)", format=".4g"),
                  alt.Tooltip(f"{a_name}:Q", title=a_title, format=".4g"),
                  alt.Tooltip(f"{t_name}:Q", title=t_title, format=".4g")])
-    return alt.layer(line, ridge, dots).properties(width=WIDTH, height=HEIGHT, title=title or "Roofline")
+    return alt.layer(line, ridge, dots).properties(width=WIDTH, height=HEIGHT, title=_title(title, "Roofline"))
 
 
 def engine_breakdown(engines: pd.DataFrame, title: str = "") -> alt.Chart:
@@ -92,7 +99,7 @@ def engine_breakdown(engines: pd.DataFrame, title: str = "") -> alt.Chart:
         color=alt.Color("engine:N", title="engine"),
         tooltip=[alt.Tooltip("block:N"), alt.Tooltip("engine:N"),
                  alt.Tooltip(f"sum({name}):Q", title=t, format=".4g")],
-    ).properties(width=WIDTH, height=alt.Step(28), title=title or "Time per engine (busy time; engines overlap)")
+    ).properties(width=WIDTH, height=alt.Step(28), title=_title(title, "Time per engine (busy time; engines overlap)"))
 
 
 def memory_stack(components: pd.DataFrame, totals: pd.DataFrame, title: str = "") -> alt.LayerChart:
@@ -110,7 +117,7 @@ def memory_stack(components: pd.DataFrame, totals: pd.DataFrame, title: str = ""
         x=alt.X("label:N", sort=None), y=f"{c_name}:Q",
         tooltip=["label:N", alt.Tooltip(f"{c_name}:Q", title="HBM capacity (GiB)", format=".4g"), "fits:N"])
     return alt.layer(bars, fit).properties(width=WIDTH, height=HEIGHT,
-                                           title=title or "Memory per device (black tick: HBM capacity)")
+                                           title=_title(title, "Memory per device (black tick: HBM capacity)"))
 
 
 def collective_times(df: pd.DataFrame, title: str = "") -> alt.Chart:
@@ -127,8 +134,8 @@ def collective_times(df: pd.DataFrame, title: str = "") -> alt.Chart:
                  alt.Tooltip(f"{t_name}:Q", title=t_title, format=".4g")])
     if "collective" in df and df["collective"].nunique() > 1:
         return base.properties(width=WIDTH // 2, height=HEIGHT // 1.3).facet(
-            facet=alt.Facet("collective:N", title=None), columns=2).properties(title=title or "Collective time")
-    return base.properties(width=WIDTH, height=HEIGHT, title=title or "Collective time vs message size")
+            facet=alt.Facet("collective:N", title=None), columns=2).properties(title=_title(title, "Collective time"))
+    return base.properties(width=WIDTH, height=HEIGHT, title=_title(title, "Collective time vs message size"))
 
 
 def frontier(df: pd.DataFrame, points: pd.DataFrame | None = None, y: str = "tokens_per_mw",
@@ -154,7 +161,7 @@ def frontier(df: pd.DataFrame, points: pd.DataFrame | None = None, y: str = "tok
         layers.append(pch.mark_text(dx=8, dy=-8, align="left").encode(x=f"{pm[x][0]}:Q", y=f"{pm[y][0]}:Q",
                                                                          text="label:N"))
     return alt.layer(*layers).properties(width=WIDTH, height=HEIGHT,
-                                         title=title or "Interactivity vs throughput")
+                                         title=_title(title, "Interactivity vs throughput"))
 
 
 def claims_ratios(curves: pd.DataFrame, metric: str, quote: float, title: str = "") -> alt.LayerChart:
@@ -171,7 +178,8 @@ def claims_ratios(curves: pd.DataFrame, metric: str, quote: float, title: str = 
         color=alt.Color("reading:N", title="Trn2 recipe / power basis"),
         tooltip=["reading:N", alt.Tooltip("x:Q", format=".4g"), alt.Tooltip("ratio:Q", format=".3g")])
     rule = alt.Chart(pd.DataFrame({"quote": [quote]})).mark_rule(strokeDash=[4, 4], color="black").encode(y="quote:Q")
-    return alt.layer(line, rule).properties(width=WIDTH, height=HEIGHT, title=title or f"{metric}: quoted {quote:g}x")
+    return alt.layer(line, rule).properties(width=WIDTH, height=HEIGHT,
+                                            title=_title(title, f"{metric}: quoted {quote:g}x"))
 
 
 def spec_ratios(df: pd.DataFrame, title: str = "") -> alt.Chart:
@@ -180,7 +188,7 @@ def spec_ratios(df: pd.DataFrame, title: str = "") -> alt.Chart:
         y=alt.Y("label:N", title=None), x=alt.X("ratio:Q", title="ratio to the first system"),
         color=alt.Color("system:N"), yOffset="system:N",
         tooltip=["label:N", "system:N", alt.Tooltip("ratio:Q", format=".3g")],
-    ).properties(width=WIDTH, height={"step": 9, "for": "offset"}, title=title or "Generation ratios")
+    ).properties(width=WIDTH, height={"step": 9, "for": "offset"}, title=_title(title, "Generation ratios"))
 
 
 def metric_bars(df: pd.DataFrame, column: str, title: str = "", facet: str = "case") -> alt.Chart:
@@ -205,7 +213,7 @@ def plan_costs(plan: pd.DataFrame, title: str = "") -> alt.HConcatChart:
     frame = ok[["system", cost, "chips"]].dropna()
     bars = [metric_bars(frame, column, facet="") for column in (cost, "chips")]
     return alt.hconcat(*[b.properties(width=WIDTH // 2) for b in bars]).properties(
-        title=title or "Capacity plan per system (systems that meet the SLA)")
+        title=_title(title, "Capacity plan per system (systems that meet the SLA)"))
 
 
 def scenario_changes(values: pd.DataFrame, title: str = "") -> alt.Chart:
@@ -218,14 +226,14 @@ def scenario_changes(values: pd.DataFrame, title: str = "") -> alt.Chart:
         color=alt.Color("scenario:N"), yOffset="scenario:N",
         tooltip=["scenario:N", "label:N", alt.Tooltip("change_pct:Q", title="change (%)", format="+.1f")],
     ).properties(width=WIDTH, height={"step": 14, "for": "offset"},
-                 title=title or f"Change against {values['scenario'].iloc[0]}")
+                 title=_title(title, f"Change against {values['scenario'].iloc[0]}"))
 
 
 def sensitivity(df: pd.DataFrame, value: str = "elasticity", title: str = "") -> alt.Chart:
     """df: parameter, `value` (d ln result / d ln input)."""
     return alt.Chart(df).mark_bar().encode(
         y=alt.Y("parameter:N", sort="-x", title=None), x=alt.X(f"{value}:Q", title=value.replace("_", " ")),
-        tooltip=list(df.columns)).properties(width=WIDTH, height=alt.Step(20), title=title or "Sensitivity")
+        tooltip=list(df.columns)).properties(width=WIDTH, height=alt.Step(20), title=_title(title, "Sensitivity"))
 
 
 def ttft_vs_load(df: pd.DataFrame, title: str = "") -> alt.Chart:
@@ -286,7 +294,7 @@ def validation_scatter(cases: pd.DataFrame, title: str = "") -> alt.LayerChart:
         color=alt.Color("phase:N", title="phase"), shape=alt.Shape("hardware_family:N", title="hardware family"),
         tooltip=["case_id:N", "phase:N", "system:N", "metric:N", "unit:N", alt.Tooltip("measured:Q", format=".4g"),
                  alt.Tooltip("predicted:Q", format=".4g"), alt.Tooltip("error_frac:Q", format="+.1%"), "note:N"])
-    return (lines + pts).properties(width=WIDTH, height=HEIGHT, title=title or "Predicted vs measured")
+    return (lines + pts).properties(width=WIDTH, height=HEIGHT, title=_title(title, "Predicted vs measured"))
 
 
 def fidelity_scatter(cases: pd.DataFrame, metric: str) -> alt.LayerChart:

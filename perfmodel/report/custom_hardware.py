@@ -9,8 +9,8 @@ form's numbers pass the same checks as a spec file and the files work with `--ha
 Entered values carry status 'estimated' (a spec file's word for a number no datasheet gave) and the source
 'entered in the perfmodel explorer's custom-hardware form'; the fields not entered are the base chip's, which the
 loader marks projected (assumed equal), so every figure priced on the machine carries a marker (* or †).
-Compute rates are entered for BF16 and FP8; the base chip's other types scale with the one of their width
-(16/32-bit with BF16, 8-bit and narrower with FP8). Link bandwidth is a factor on every scale-up tier of the
+Compute rates are entered for BF16 and FP8; the base chip's other types (its own file's and those it inherits)
+scale with the one of their width (16/32-bit with BF16, 8-bit and narrower with FP8). Link bandwidth is a factor on every scale-up tier of the
 base system (topologies differ: one number cannot say which tier).
 
 Does not: import Streamlit, or price anything.
@@ -28,7 +28,7 @@ import tomli_w
 
 from perfmodel import catalog
 from perfmodel.catalog.files import catalog_root
-from perfmodel.core import units
+from perfmodel.core import safe_write, units
 from perfmodel.core.dtypes import DType, payload_bits
 
 SOURCE = "entered in the perfmodel explorer's custom-hardware form"
@@ -77,18 +77,15 @@ def _chip_doc(form: Form, base_chip: str, base: dict, system) -> dict:
                       "hbm_bandwidth": _assumed(value=f"{form.hbm_tb_per_s:g} TB/s")}}
     if form.tdp_w > 0:
         doc["power"] = {"tdp": _assumed(value=f"{form.tdp_w:g} W")}
-    # absolute values, the base's scaled (a ratio in a spec file is a projection's word)
-    peak = {d.value: v for d, v in system.chip.peak_flop_per_s.items()}
-    per = base.get("tensor_engine", {}).get("per", "chip")
-    cores = system.chip.cores if per == "core" and system.chip.cores else 1
-    peaks = {d: _assumed(value=f"{peak[d] * r / units.TERA:.6g} TFLOPS") for d, r in ratio.items()
-             if d in base.get("peak", {}) and d in peak}
+    # absolute values for every type the loaded chip has (its own file's and those it inherits from its base), the
+    # entered width's scaled, per chip (the loaded rates are the chip's): a ratio in a spec file is a projection's word
+    peaks = {d.value: _assumed(value=f"{v * ratio.get(d.value, 1.0) / units.TERA:.6g} TFLOPS")
+             for d, v in system.chip.peak_flop_per_s.items()}
     if peaks:
         doc["peak"] = peaks
-    rates = {d: _assumed(value=f"{rate[DType(d)] * r / cores / units.TERA:.6g} TFLOPS") for d, r in ratio.items()
-             if d in base.get("tensor_engine", {}).get("rate", {})}
+    rates = {d.value: _assumed(value=f"{v * ratio.get(d.value, 1.0) / units.TERA:.6g} TFLOPS") for d, v in rate.items()}
     if rates:
-        doc["tensor_engine"] = {"per": per, "rate": rates}
+        doc["tensor_engine"] = {"per": "chip", "rate": rates}
     return doc
 
 
@@ -123,8 +120,14 @@ def write(form: Form, folder: Path) -> str:
                          catalog.load_system(form.base))
     where = folder / hashlib.sha256(repr(form).encode()).hexdigest()[:16]
     where.mkdir(parents=True, exist_ok=True)
-    (where / f"{form.name}-chip.toml").write_text(tomli_w.dumps(chip_doc))
-    path = where / f"{form.name}.toml"
-    path.write_text(tomli_w.dumps(_system_doc(form, base_sys)))
-    catalog.load_system(str(path))  # the catalogue's checks: a value out of its range is one CatalogError line
+    chip, path = where / f"{form.name}-chip.toml", where / f"{form.name}.toml"
+    # whole or not at all (another session may read the same folder); a machine the catalogue refuses is not kept
+    safe_write.write_text(chip, tomli_w.dumps(chip_doc))
+    safe_write.write_text(path, tomli_w.dumps(_system_doc(form, base_sys)))
+    try:
+        catalog.load_system(str(path))  # the catalogue's checks: a value out of its range is one CatalogError line
+    except ValueError:
+        chip.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
+        raise
     return str(path)

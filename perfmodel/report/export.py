@@ -236,15 +236,18 @@ th{background:#f3f3f3}td{text-align:right}td:first-child{text-align:left}figure{
 figcaption{font-size:13px;color:#555}.legend{font-size:13px;color:#555}"""
 
 
-def html_page(df: pd.DataFrame, title: str = "", caption: str = "", svg: str = "") -> str:
-    """A self-contained page: the table in people's units, then the command's chart (svg: its SVG text) inline,
-    then the caption; no scripts, so it opens offline."""
+def html_page(df: pd.DataFrame | list[tuple[str, pd.DataFrame]], title: str = "", caption: str = "",
+              svg: str = "") -> str:
+    """A self-contained page: the table (or several, each under its own heading) in people's units, then the
+    command's chart (svg: its SVG text) inline, then the caption; no scripts, so it opens offline."""
     import html
 
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title or 'perfmodel')}</title>"
              f"<style>{HTML_CSS}</style></head><body>" + (f"<h1>{html.escape(title)}</h1>" if title else "")]
-    h = humanize(df, True)
-    parts.append(h.map(_fmt_cell).to_html(index=False, escape=True, na_rep="", border=0))
+    for heading, table in ([("", df)] if isinstance(df, pd.DataFrame) else df):
+        if heading:
+            parts.append(f"<h2>{html.escape(heading)}</h2>")
+        parts.append(humanize(table, True).map(_fmt_cell).to_html(index=False, escape=True, na_rep="", border=0))
     if svg:
         parts.append(f"<figure>{svg}</figure>")
     if caption:

@@ -8,6 +8,7 @@ back, so a shared link restores the page.
     defaults()                           every page input's default value
     ensure(state, page)                  a page's defaults where the session (st.session_state) has none
     options(key)                         a choice's or multi's options (the widget offers exactly these)
+    bounds(key)                          a number's range (the widget takes exactly these)
 
 A value a widget would not take (an unknown system, a number out of range, not a number, an option not offered)
 gets a notice naming the parameter, the value and what is allowed, and that input keeps its default; like the
@@ -75,6 +76,8 @@ class Input:
     options: Callable[[], list] | None = None
 
 
+TOKENS = 1_048_576  # the longest input or output a page takes (url_state.INT_RANGES' sequence bound)
+
 # Ranges are the widgets' (a link may hold no value its widget refuses): the lower ends are the widgets' own
 # minimums; the upper ends bound what a number field takes, not the physics: token counts to 2^20 (url_state's
 # INT_RANGES), request rates to 10^7 per second, a peak-to-average of 100, SLAs to 10 s per token and 10 min to
@@ -82,12 +85,12 @@ class Input:
 PAGE_INPUTS: dict[str, tuple[Input, ...]] = {
     "Serving": (
         Input("srv_systems", "systems", list(SERVING_SYSTEMS)),
-        Input("srv_isl", "int", 1024, 1, 1_048_576), Input("srv_osl", "int", 1024, 1, 1_048_576),
+        Input("srv_isl", "int", 1024, 1, TOKENS), Input("srv_osl", "int", 1024, 1, TOKENS),
         Input("srv_y", "choice", "mw", options=_frontier_y), Input("srv_grid", "choice", "quick", options=_grids),
     ),
     "Capacity planner": (
         Input("plan_rps", "float", 100.0, 0.001, 1e7), Input("plan_peak", "float", 1.5, 1.0, 100.0),
-        Input("plan_isl", "int", 1024, 1, 1_048_576), Input("plan_osl", "int", 1024, 1, 1_048_576),
+        Input("plan_isl", "int", 1024, 1, TOKENS), Input("plan_osl", "int", 1024, 1, TOKENS),
         Input("plan_tpot", "float", 0.02, 0.001, 10.0), Input("plan_ttft", "float", 2.0, 0.01, 600.0),
         Input("plan_systems", "systems", list(SERVING_SYSTEMS)), Input("plan_grid", "choice", "quick", options=_grids),
         Input("plan_pct", "choice", 0, options=lambda: list(PERCENTILES)),
@@ -108,7 +111,7 @@ PAGE_INPUTS: dict[str, tuple[Input, ...]] = {
     "Under load": (
         Input("ul_kind", "choice", "poisson", options=_fixed("poisson", "gamma", "closed")),
         Input("ul_rate", "float", 5.0, 0.01, 1e6), Input("ul_clients", "int", 16, 1, 1_000_000),
-        Input("ul_isl", "int", 1024, 1, 1_048_576), Input("ul_osl", "int", 256, 1, 1_048_576),
+        Input("ul_isl", "int", 1024, 1, TOKENS), Input("ul_osl", "int", 256, 1, TOKENS),
         Input("ul_mode", "choice", "aggregated", options=_fixed("aggregated", "chunked")),
         Input("ul_n", "int", 3000, 100, 50_000),
         Input("ul_ttft", "float", 2.0, 0.001, 600.0), Input("ul_tpot", "float", 0.05, 0.001, 10.0),
@@ -123,9 +126,21 @@ def defaults() -> dict:
             for inputs in PAGE_INPUTS.values() for i in inputs}
 
 
+def _input(key: str) -> Input:
+    return next(i for inputs in PAGE_INPUTS.values() for i in inputs if i.key == key)
+
+
 def options(key: str) -> list:
     """The options of a choice or multi input: what its widget offers and what a link may hold."""
-    return next(i for inputs in PAGE_INPUTS.values() for i in inputs if i.key == key).options()
+    return _input(key).options()
+
+
+def bounds(key: str) -> dict:
+    """A number input's range as its widget takes it (min_value, max_value, in the input's own type): the range a
+    link is read with, so the widget accepts no value a shared link would refuse."""
+    i = _input(key)
+    cast = int if i.kind == "int" else float
+    return {"min_value": cast(i.low), "max_value": cast(i.high)}
 
 
 def ensure(state, page: str) -> None:

@@ -44,6 +44,9 @@ SETUP = ("system ", "workload ", "phase ", "batch ", "plan", "data type", "what-
 # carry a trailing space: the summary's own 'system' / 'phase' columns are its inputs, shown by display_table)
 
 
+SAME = 5e-4  # a change under half the last digit shown (+0.1%) reads 'same', not '+0.0%'
+
+
 def _number(value) -> float:
     """A figure as a float (True / False as 1 / 0), NaN for text."""
     try:
@@ -63,7 +66,7 @@ def _change(base, new) -> tuple[str, float]:
     if not (math.isfinite(a) and math.isfinite(b)) or a == 0:
         return ("same", 0.0) if a == b else ("", math.nan)
     frac = b / a - 1
-    return ("same" if abs(frac) < 5e-4 else f"{frac:+.1%}"), frac
+    return ("same" if abs(frac) < SAME else f"{frac:+.1%}"), frac
 
 
 def compare(saved: list[Saved]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -77,16 +80,12 @@ def compare(saved: list[Saved]) -> tuple[pd.DataFrame, pd.DataFrame]:
     phases = {s.options.phase for s in saved}
     wanted = [c for c in FIGURES if c in summaries[0] and (c not in sum(HEADLINE.values(), ()) or
                                                            any(c in HEADLINE[p] for p in phases))]
-    shown_rows = {k.strip(): [str(sm.iloc[0][k]) for sm in summaries] for k in SETUP}
-    texts = [display_table(sm, wanted).iloc[0] for sm in summaries]
-    for col, label in zip(wanted, texts[0].index):
-        shown_rows[label] = [str(t[label]) for t in texts]
-    keep = [raw for raw, cells in zip([*SETUP, *wanted], shown_rows.values()) if any(c.strip() for c in cells)]
-    shown_rows = {label: cells for label, cells in shown_rows.items() if any(c.strip() for c in cells)}
-    wanted = keep[len(SETUP):]  # a figure no scenario has (no invalid plan: no reason) is left out
-    values = []
-    table = []
-    for (label, cells), raw in zip(shown_rows.items(), [*SETUP, *wanted]):
+    texts = [display_table(sm, wanted).iloc[0] for sm in summaries]  # each figure in people's units, by label
+    rows = [(k, k.strip(), [str(sm.iloc[0][k]) for sm in summaries]) for k in SETUP]  # (raw column, label, cells)
+    rows += [(raw, label, [str(t[label]) for t in texts]) for raw, label in zip(wanted, texts[0].index)]
+    rows = [r for r in rows if any(c.strip() for c in r[2])]  # a figure no scenario has (no invalid plan) is left out
+    values, table = [], []
+    for raw, label, cells in rows:
         row = {"figure": label}
         for i, (name, cell) in enumerate(zip(names, cells)):
             row[name] = cell

@@ -16,10 +16,6 @@ import pandas as pd
 from perfmodel.core import units
 
 
-def _seconds(v: float) -> str:
-    return f"{v / units.MS:,.1f} ms" if v < 1 else f"{v:,.2f} s"
-
-
 def answer(row: pd.Series) -> str:
     fits = "fits memory" if bool(row.get("fits", True)) else "does NOT fit memory"
     plan = (f"tp {int(row['tp'])} x pp {int(row['pp'])} x dp {int(row['dp'])}"
@@ -27,7 +23,7 @@ def answer(row: pd.Series) -> str:
             + (f" x ep {int(row['ep'])}" if int(row.get("ep", 1)) > 1 else "")
             + f", ZeRO-{int(row['zero'])}, {int(row['microbatches'])} micro-batches of {int(row['batch'])} x "
               f"{int(row['seq_len']):,} tokens, {row['compute_dtype']}, recompute {row['recompute']}")
-    return (f"Step time {_seconds(row['step_time_s'])}: {row['tokens_per_s']:,.0f} tokens/s "
+    return (f"Step time {units.format_value(row['step_time_s'], 'time')}: {row['tokens_per_s']:,.0f} tokens/s "
             f"({row['tokens_per_s_per_chip']:,.0f} per chip on {int(row['chips']):,} chips), "
             f"MFU {100 * row['mfu_frac']:.1f}%, {fits}.\nPlan: {plan}.")
 

@@ -4,6 +4,7 @@ uploaded config.json or workload / system TOML is a reference like `--workload .
     store(filename, data, kind)   bytes -> the reference (a path) under <cache root>/uploads/<content hash>/, checked
                                   by the loader of its kind (workload, hardware, scenario); a file it refuses is
                                   one line naming the upload, not the kept path
+    load_scenario(filename, data) a scenario file kept as store() keeps it, and loaded (scenario_files.Saved)
     is_upload(ref)                True for a kept file (a shared link may name one; the sidebar offers it)
     label(ref)                    what the sidebar shows for it: 'my-model (uploaded)'
 
@@ -29,6 +30,7 @@ from perfmodel.core import cache_root, safe_write
 
 KINDS = {"workload": (".json", ".toml"), "hardware": (".toml",), "scenario": (".toml",)}
 LIMIT_BYTES = 2 ** 20  # a config.json or a spec file is a few kB
+LIMIT_MB = LIMIT_BYTES // 2 ** 20  # the same, as Streamlit's uploader takes it (max_upload_size, in MB)
 
 
 def folder() -> Path:
@@ -53,6 +55,16 @@ def _model_name(data: bytes) -> str:
 
 def store(filename: str, data: bytes, kind: str) -> str:
     """Keep an upload and check it with its kind's loader (module doc); returns the reference the loaders take."""
+    return _keep(filename, data, kind)[0]
+
+
+def load_scenario(filename: str, data: bytes) -> scenario_files.Saved:
+    """An uploaded scenario file, kept and loaded (its check is its load: done once)."""
+    return _keep(filename, data, "scenario")[1]
+
+
+def _keep(filename: str, data: bytes, kind: str) -> tuple[str, object]:
+    """(the kept file's reference, what its kind's loader made of it): store() and load_scenario()."""
     name = Path(filename).name
     if not name.endswith(KINDS[kind]):
         raise ValueError(f"{name}: a {kind} file is {' or '.join(KINDS[kind])}")
@@ -63,12 +75,12 @@ def store(filename: str, data: bytes, kind: str) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     safe_write.write_bytes(path, data)  # whole or not at all: another session may be reading the same upload
     try:
-        {"workload": workload_refs.load, "hardware": catalog.load_system, "scenario": scenario_files.load}[kind](
-            str(path))
+        loaded = {"workload": workload_refs.load, "hardware": catalog.load_system,
+                  "scenario": scenario_files.load}[kind](str(path))
     except (ValueError, KeyError) as exc:
         text = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc).splitlines()[0]
         raise ValueError(f"{name}: " + text.replace(f"{path}: ", "").replace(str(path), name)) from None
-    return str(path)
+    return str(path), loaded
 
 
 def is_upload(ref: str) -> bool:

@@ -95,12 +95,12 @@ def plan_recommendation(df: pd.DataFrame, peak_rps: float) -> str:
     words = (f"**{best['system']}** is the {'cheapest' if by == 'usd_per_month' else 'lowest-power'} way to serve "
              f"{peak_rps:,.3g} requests/s at the peak within the SLA: {int(best['chips']):,} "
              f"chip{'s' if int(best['chips']) != 1 else ''} "
-             f"({best.get('mode', '')}), {cost}{best['facility_power_peak_w'] / units.KW:,.1f} kW at the facility")
+             f"({best.get('mode', '')}), {cost}{units.format_quantity(best['facility_power_peak_w'], 'power')} at the facility")
     if len(ranked) > 1:
         nxt = ranked.iloc[1]
         ratio = nxt[by] / best[by] if best[by] > 0 else float("nan")
         what = _money(nxt["usd_per_month"]) + " per month" if by == "usd_per_month" else \
-            f"{nxt['facility_power_peak_w'] / units.KW:,.1f} kW"
+            units.format_quantity(nxt["facility_power_peak_w"], "power")
         words += f"; next {nxt['system']} at {what} ({ratio:.2f}x)"
     return words + "." + tail + " (* estimated, † projected, § assumed price or input.)"
 
