@@ -252,6 +252,41 @@ def test_zero_shards_dense_state_over_every_replica_copy_and_experts_over_dp():
     assert float(np.ravel(fp.components["optimizer_state"])[0]) == pytest.approx(want)
 
 
+def test_dense_gradients_reduce_over_every_copy_and_experts_over_their_replicas():
+    """A dense weight's gradient is reduced over its dp x da copies (Megatron-Core's dense data-parallel group
+    spans the expert-parallel ranks), a routed expert's over its dp replicas; the optimizer step updates each
+    rank's shard of both. An EP-only plan (dp = 1) still reduces its attention gradients."""
+    from perfmodel.model import bindings as bd
+    from perfmodel.model import memory
+
+    moe = workload_files.load_workload("qwen3-235b-a22b")
+    gb200 = catalog.load_system("gb200-nvl72")
+
+    def step(dp, da, zero=1):
+        sc = Scenario(phase=Phase.TRAIN, batch=da, seq_len=4096, optimizer=Optimizer.ADAM_MIXED,
+                      parallel=Parallelism(tp=1, da=da, ep=da, dp=dp, zero=zero, microbatches=4))
+        r = training.step.train(gb200, moe, sc, cal=no_spread(gb200))
+        return sc, r.comm_ops.set_index("op")
+
+    sc, ops = step(dp=1, da=16)
+    kn = bd.on_system(gb200, bd.Knobs.of(sc))
+    p_all = float(np.ravel(memory.params_per_device(moe, kn, Phase.TRAIN))[0])
+    p_exp = float(np.ravel(memory.params_per_device(moe, kn, Phase.TRAIN, experts=True))[0])
+    g = Optimizer.ADAM_MIXED.bytes_per_param["gradients"]
+    dense, expert = ops.loc["dp.grad_reduce_scatter"], ops.loc["dp.expert_grad_reduce_scatter"]
+    assert (dense["group"], expert["group"]) == ("dpa", "dp")
+    assert dense["bytes"] == pytest.approx((p_all - p_exp) * g) and expert["bytes"] == pytest.approx(p_exp * g)
+    assert dense["total_s"] > 0 and expert["total_s"] == 0  # 16 copies of the attention, one of each expert
+    assert step(dp=2, da=16)[1].loc["dp.expert_grad_reduce_scatter", "total_s"] > 0
+    # a dense model has no expert collectives and its one data-parallel group is dp
+    dense_ops = training.step.train(H100, LLAMA, scen(dp=8, zero=1)).comm_ops.set_index("op")
+    assert not dense_ops.index.str.contains("expert").any()
+    assert dense_ops.loc["dp.grad_reduce_scatter", "group"] == "dpa"
+    # the optimizer updates (dense / (dp da) + experts / dp) parameters: fewer than with the dense state unsharded
+    opt = [o for o in graph_for(moe, Phase.TRAIN) if o.name == "optimizer.step"][0]
+    assert {s.name for s in opt.work.read.free_symbols} >= {"zs", "zsd"}
+
+
 def test_chunked_tp_overlap_hides_all_but_one_chunk_per_plan():
     cal = no_spread(H100).with_overrides({"tp_comm_chunked_overlap": 1})
     tp = np.array([2, 4, 8])

@@ -134,3 +134,8 @@ def test_experts_over_data_parallel_ranks_become_the_replicas_expert_group():
     bad = m.copy()
     bad["parallelism"] = "TP1 PP4 CP1 EP48"
     assert "not a whole number" in tp.scenario_of(bad, tp.arch_of(m["model"]), 256)
+    # all of the expert-data-parallel ranks (dp = 1 after the remap: TP1 PP4 EP64 on 256 GPUs, NEMO-026) hold the
+    # dense weights, so the distributed optimizer still shards their state: ZeRO-1, not the single-replica 0
+    m = src.loc["NEMO-026-a"]
+    p = tp.scenario_of(m, tp.arch_of(m["model"]), 256).parallel
+    assert (p.dp, p.da, p.zero) == (1, 64, 1)

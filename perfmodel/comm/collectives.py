@@ -42,7 +42,7 @@ import pandas as pd
 from perfmodel.catalog.calibration import Calibration
 from perfmodel.comm.algorithms import ALGORITHMS, Collective, algorithm_cost
 from perfmodel.comm.topology import GroupDim, core_dim, place_group, scope_key, topology_dims
-from perfmodel.core.hardware import System
+from perfmodel.core.hardware import Scope, System
 
 __all__ = ["ALGORITHMS", "BUS_FACTOR", "LAUNCH", "CollectiveCost", "collective_cost", "collective_fields",
            "collective_time", "distinct", "fixed_latency", "place_group", "size_range", "sweep", "topology_dims"]
@@ -77,6 +77,10 @@ class CollectiveCost:
     crosses: np.ndarray  # outermost tier the group spans: "none" | "node" | "scaleup" | "scaleout"
     per_algorithm: dict = field(default_factory=dict)
     ranks: np.ndarray | None = None  # software ranks in the group (group x ranks_per_chip)
+
+
+# the tiers a group can span, innermost first (the values of `crosses`)
+TIERS = ("none",) + tuple(scope_key(s) for s in Scope)
 
 
 def _outermost(gds: list[GroupDim], shape) -> np.ndarray:

@@ -64,6 +64,18 @@ class Knobs:
     # degree need not divide the heads; False: it must (feasibility's tp_heads / tp_kv_heads rules)
     pad_heads: object = False
 
+    @property
+    def dense_dp(self) -> np.ndarray:
+        """Ranks that hold a copy of the dense (non-expert) weights: dp x da (the graph's 'dpa' collectives)."""
+        return _arr(self.dp) * _arr(self.da)
+
+    @property
+    def dense_dp_stride(self) -> np.ndarray:
+        """Their spacing in chips: attention-DP ranks sit next to each other (tp apart), dp replicas tp da cp pp
+        apart; a group with both is placed at the da ranks' spacing (exact unless dp, da and cp pp all exceed 1)."""
+        tp, da = _arr(self.tp), _arr(self.da)
+        return np.where(da > 1, tp, tp * _arr(self.cp) * _arr(self.pp))
+
     @classmethod
     def of(cls, s: Scenario) -> "Knobs":
         p, q = s.parallel, s.precision
@@ -297,7 +309,8 @@ def scenario_values(kn: Knobs, cal: Calibration) -> dict:
         ops.i_ep: np.where(_arr(kn.ep) > 1, 1.0, 0.0),
         S.bw: _dtype_map(kn.weights, bytes_per_element), S.bc: _dtype_map(kn.compute, bytes_per_element),
         S.ba: _dtype_map(kn.activations, bytes_per_element), S.bkv: _dtype_map(kn.kv_cache, bytes_per_element),
-        ops.dp_: dp, ops.zs: np.where(zero >= 1, dp, 1.0), ops.bg: float(opt["gradients"]),
+        ops.dp_: dp, ops.zs: np.where(zero >= 1, dp, 1.0), ops.zsd: np.where(zero >= 1, dp * _arr(kn.da), 1.0),
+        ops.bg: float(opt["gradients"]),
         ops.bo_r: float(opt["gradients"] + opt["master"] + opt["optimizer"] + (opt["weights"] if not opt["master"] else 0)),
         ops.bo_w: float(opt["master"] + opt["optimizer"] + opt["weights"]),
         ops.bwt: float(opt["weights"]),

@@ -32,7 +32,7 @@ from perfmodel.core.symbols import B, D, T, ba, bw, dh, k, t
 from perfmodel.model import formulas as fm
 from perfmodel.model.formulas import Work
 from perfmodel.model.ops import (Comm, GraphKey, KV_dev, Lfa, Lm, Lsw, N_dev, Op, OpKind, Pass, bg, bo_r, bo_w, bwt, da,
-                                 i_cp, i_pp, i_sp, i_z0, i_z1, i_z2, i_z3, nmb, vpp, zs)
+                                 i_cp, i_pp, i_sp, i_z0, i_z1, i_z2, i_z3, nmb, vpp, zs, zsd)
 
 
 def low_precision_casts(op: Op) -> list[Op]:
@@ -149,10 +149,13 @@ def _attention_score_recompute(op: Op) -> Op:
                         read=w.read / 2).scaled(flash), formula=op.formula)
 
 
-def _training_plan_comm(key: GraphKey, n_params: sp.Expr) -> list[Op]:
+def _training_plan_comm(key: GraphKey, n_dense: sp.Expr, n_expert: sp.Expr) -> list[Op]:
     """Collectives of the parallelism plan in a training step (counts per optimizer step).
 
-    data parallel (G = P_dev b_g gradient bytes, W = P_dev b_wt weight bytes per device):
+    data parallel (G = P b_g gradient bytes, W = P b_wt weight bytes per device), for each set of weights over
+    the ranks that hold a copy of it: dense weights (P_dense) over the dp d_a ranks (group 'dpa': attention-DP
+    ranks replicate them, as Megatron-Core's expert parallelism carves EP out of DP), routed experts (P_exp)
+    over their dp replicas only ('dp.expert_*', MoE graphs):
         ZeRO 0: all-reduce(G) once;  ZeRO 1: reduce-scatter(G) + all-gather(W) once;
         ZeRO 2: reduce-scatter(G) per micro-batch + all-gather(W) once;
         ZeRO 3 / FSDP: reduce-scatter(G) + 2 all-gather(W) (forward, backward) per micro-batch
@@ -167,10 +170,15 @@ def _training_plan_comm(key: GraphKey, n_params: sp.Expr) -> list[Op]:
 
     attn_layers = (Lfa if key.full else 0) + (Lsw if key.sliding else 0)
     kv = 2 * (B / da) * T * KV_dev * dh * ba
+    def data_parallel(prefix, n, group):
+        return [comm(f"{prefix}grad_all_reduce", Collective.ALL_REDUCE, n * bg, group, i_z0),
+                comm(f"{prefix}grad_reduce_scatter", Collective.REDUCE_SCATTER, n * bg, group,
+                     i_z1 + (i_z2 + i_z3) * nmb),
+                comm(f"{prefix}weight_all_gather", Collective.ALL_GATHER, n * bwt, group, i_z1 + i_z2 + 2 * nmb * i_z3)]
+
     return [
-        comm("dp.grad_all_reduce", Collective.ALL_REDUCE, n_params * bg, "dp", i_z0),
-        comm("dp.grad_reduce_scatter", Collective.REDUCE_SCATTER, n_params * bg, "dp", i_z1 + (i_z2 + i_z3) * nmb),
-        comm("dp.weight_all_gather", Collective.ALL_GATHER, n_params * bwt, "dp", i_z1 + i_z2 + 2 * nmb * i_z3),
+        *data_parallel("dp.", n_dense, "dpa"),
+        *(data_parallel("dp.expert_", n_expert, "dp") if key.moe else []),
         comm("pp.send_recv", Collective.SEND_RECV, N_dev * D * ba * (1 - i_sp + i_sp / t), "pp", 2 * nmb * vpp * i_pp,
              Pass.FORWARD),
         comm("cp.kv_all_gather", Collective.ALL_GATHER, kv, "cp", 2 * attn_layers * nmb * i_cp, Pass.FORWARD),
@@ -202,7 +210,10 @@ def training_ops(key: GraphKey, fwd: list[Op], recompute: Recompute) -> tuple[Op
     ops += [dataclasses.replace(_recompute(o), count=o.count * share(o)) for o in layer_ops if share(o)]
     ops += low_precision_weight_casts(fwd)
     n_params = sum((o.count / nmb) * o.work.params for o in step)
+    # routed experts (stored at their own type: weight_bytes) are sharded over dp, the dense rest over dp d_a
+    n_expert = sum(((o.count / nmb) * o.work.params for o in step if o.weight_bytes is not None), sp.Integer(0))
+    n_dense = n_params - n_expert
     ops.append(Op("optimizer.step", "optimizer", OpKind.OPTIMIZER, Pass.OPTIMIZER, sp.Integer(1),
-                  fm.adam_step(n_params / zs, bo_r, bo_w), formula="adam_step"))
-    ops += _training_plan_comm(key, n_params)
+                  fm.adam_step(n_dense / zsd + n_expert / zs, bo_r, bo_w), formula="adam_step"))
+    ops += _training_plan_comm(key, n_dense, n_expert)
     return tuple(attention_in_bf16(o) if o.kind == OpKind.ATTENTION else head_in_bf16(o) for o in ops)

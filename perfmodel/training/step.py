@@ -12,7 +12,8 @@ Per chip, per optimizer step (m micro-batches, p stages, v virtual stages, times
     exposed_b = (1 - f_tp) t_block + (1 - f_pp) t_p2p
     bubble    = (p - 1) / (m v)            1F1B and GPipe: v = 1; interleaved: v = pp_virtual
     t_pipe    = (t_fb + exposed_b) (1 + bubble)
-    data-parallel / ZeRO collectives on the dp group (G = gradient bytes, W = weight bytes per chip):
+    data-parallel / ZeRO collectives (G = gradient bytes, W = weight bytes per chip), for the dense weights over
+    the dp x d_a ranks that hold them and, in a MoE model, for the routed experts over dp, one after the other:
         ZeRO 0: all-reduce(G) once            hides under the last micro-batch's backward
         ZeRO 1: reduce-scatter(G) once        hides under the last micro-batch's backward
                 + all-gather(W) once          a fraction f_ag = `param_gather_overlap_frac` hides under the
@@ -135,9 +136,12 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     t_p2p = _by_pass(ops, per_comm, shape0, lambda o: o.comm is not None and o.comm.group == "pp")
     idx = {o.name: i for i, o in enumerate(ops)}
     opt = Optimizer(kn.optimizer).bytes_per_param
-    grad_bytes = q["comm_bytes"][idx["dp.grad_all_reduce"]]
+    grad_bytes = q["comm_bytes"][idx["dp.grad_all_reduce"]]  # dense weights (over dp x da)
     weight_bytes = q["comm_bytes"][idx["dp.weight_all_gather"]]
-    params_dev = grad_bytes / opt["gradients"]
+    moe = "dp.expert_grad_all_reduce" in idx  # routed experts' (over dp only)
+    expert_grad = q["comm_bytes"][idx["dp.expert_grad_all_reduce"]] if moe else 0.0
+    expert_weight = q["comm_bytes"][idx["dp.expert_weight_all_gather"]] if moe else 0.0
+    params_dev = (grad_bytes + expert_grad) / opt["gradients"]
     shape = np.shape(t_fwd)
     tp, da, cp, pp, dp = (np.broadcast_to(_f(getattr(kn, k)), shape) for k in ("tp", "da", "cp", "pp", "dp"))
     m = np.broadcast_to(_f(kn.microbatches), shape)
@@ -145,14 +149,27 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     v = np.broadcast_to(_f(kn.pp_virtual), shape)
     dp_stride = tp * da * cp * pp
 
-    def cost(c, nbytes, group, stride):
-        return co.collective_fields(system, cal, c, nbytes, group, stride, ("time_s", "algorithm", "crosses"))
+    dense_dp = np.broadcast_to(kn.dense_dp, shape)
+    dense_stride = np.broadcast_to(kn.dense_dp_stride, shape)
+
+    def cost(c, dense_bytes, expert_bytes):
+        """The dense weights' collective over their dp x da copies, then (MoE) the experts' over dp: one after
+        the other on the same links; the algorithm shown is the dense one's, the tier the outermost of both."""
+        fields = ("time_s", "algorithm", "crosses")
+        d = co.collective_fields(system, cal, c, dense_bytes, dense_dp, dense_stride, fields)
+        if not moe:
+            return d
+        e = co.collective_fields(system, cal, c, expert_bytes, dp, dp_stride, fields)
+        depth = np.vectorize({t: i for i, t in enumerate(co.TIERS)}.get, otypes=[int])
+        deeper = depth(e["crosses"]) > depth(d["crosses"])
+        return {"time_s": d["time_s"] + e["time_s"], "algorithm": d["algorithm"],
+                "crosses": np.where(deeper, e["crosses"], d["crosses"])}
 
     # data-parallel collectives come from the graph's plan operators; their timing class
     # (once at the end vs once per micro-batch) decides how much can hide under compute
-    ar = cost(Collective.ALL_REDUCE, grad_bytes, dp, dp_stride)
-    rs = cost(Collective.REDUCE_SCATTER, grad_bytes, dp, dp_stride)
-    ag = cost(Collective.ALL_GATHER, weight_bytes, dp, dp_stride)
+    ar = cost(Collective.ALL_REDUCE, grad_bytes, expert_grad)
+    rs = cost(Collective.REDUCE_SCATTER, grad_bytes, expert_grad)
+    ag = cost(Collective.ALL_GATHER, weight_bytes, expert_weight)
     c_last = np.select([zero == 0, zero == 1], [ar["time_s"], rs["time_s"]], 0.0)
     c_mb = np.select([zero == 2, zero >= 3], [m * rs["time_s"], m * (2 * ag["time_s"] + rs["time_s"])], 0.0)
     c_end = np.where((zero == 1) | (zero == 2), ag["time_s"], 0.0)
@@ -214,7 +231,8 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
                                + np.maximum(c_last + c_mb - t_fb, 0.0) + np.maximum(c_end - t_fwd / m, 0.0))
                               * (1 + straggle),
         "serial_bound_s": ((t_fb + blocking) * (1 + bubble) + t_opt + c_total) * (1 + straggle),
-        "grad_bytes_per_chip": grad_bytes * np.ones(shape), "params_per_chip": params_dev * np.ones(shape),
+        "grad_bytes_per_chip": (grad_bytes + expert_grad) * np.ones(shape),
+        "params_per_chip": params_dev * np.ones(shape),
         "chips": chips, "global_batch": _f(kn.batch) * m * dp, "tokens_per_step": tokens,
         "tokens_per_s": tokens / step, "tokens_per_s_per_chip": tokens / step / chips,
         "sequences_per_s": _f(kn.batch) * m * dp / step,

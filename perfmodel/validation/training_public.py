@@ -143,12 +143,14 @@ def scenario_of(m, arch, gpus: int) -> Scenario | str:
     fp8, src = tr.fp8_of(m["dtype"]), source_of(m)
     b16 = src.precision16 or DType.BF16
     prec = Precision(weights=b16, compute=DType.FP8 if fp8 else b16, activations=b16, kv_cache=b16)
-    # Megatron-Core recipes shard activations over TP (sequence parallelism) and run the distributed optimizer
+    # Megatron-Core recipes shard activations over TP (sequence parallelism) and run the distributed optimizer,
+    # whose dense states span every data-parallel rank, the expert-parallel ones included (dp x da after the
+    # remap above: an EP-only plan has dp = 1 but still shards its attention states over da)
     core = is_megatron_core(m)
     par = dataclasses.replace(plan, microbatches=micro,
                               pp_schedule="interleaved" if plan.pp_virtual > 1 else "1f1b",
                               sequence_parallel=plan.sequence_parallel or bool(core and plan.tp > 1),
-                              zero=1 if core and plan.zero == 0 and plan.dp > 1 else plan.zero)
+                              zero=1 if core and plan.zero == 0 and plan.dp * plan.da > 1 else plan.zero)
     return Scenario(phase=Phase.TRAIN, batch=mbs, seq_len=int(float(m["input_len"])), parallel=par,
                     recompute=_recompute(m), precision=prec, optimizer=Optimizer.ADAM_MIXED,
                     flash_attention=src.flash_attention)
