@@ -1,0 +1,91 @@
+"""Knobs: a scenario's fields as scalars or numpy arrays (one entry per configuration of a sweep), the record
+every binding and cost function reads; the groups of ranks that hold a copy of the weights derive from them.
+
+Does not: bind symbols (bindings.py) or evaluate anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfmodel.core.dtypes import DType
+from perfmodel.core.scenario import Optimizer, Phase, Scenario
+
+
+def _arr(x) -> np.ndarray:
+    return np.asarray(x, dtype=float)
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """Scenario fields as arrays (or scalars) for one evaluation; see scenario.Scenario."""
+
+    phase: Phase
+    batch: object = 1
+    seq_len: object = 2048
+    context: object = 0
+    tp: object = 1
+    da: object = 1
+    ep: object = 1
+    cp: object = 1
+    pp: object = 1
+    dp: object = 1
+    microbatches: object = 1
+    zero: object = 0
+    weights: object = DType.BF16
+    compute: object = DType.BF16
+    activations: object = DType.BF16
+    kv_cache: object = DType.BF16
+    expert_weights: object = None  # None: same as weights
+    pp_virtual: object = 1  # virtual pipeline stages per device (interleaved schedule)
+    flash_attention: object = True  # False: attention scores materialised in HBM
+    sequence_parallel: object = False  # Megatron sequence parallelism (pipeline activations split t ways)
+    moe_imbalance: object = None
+    optimizer: Optimizer = Optimizer.ADAM_MIXED
+    # Software ranks: 0 = heads split over `tp` devices as the model defines them; n > 0 = the
+    # attention heads are sharded whole over n ranks (sharded_heads: padded / replicated to n);
+    # None = the system's (on_system: tp x ranks_per_chip on Neuron, 0 elsewhere)
+    head_shards: object = None
+    # ranks of a TP group on one chip; None = the system's (Neuron runtimes: one per logical NeuronCore)
+    ranks_per_chip: object = None
+    # True: the software pads query heads up to a multiple of the ranks (Transformers NeuronX), so the TP
+    # degree need not divide the heads; False: it must (feasibility's tp_heads / tp_kv_heads rules)
+    pad_heads: object = False
+    offload_layers: object = 0  # training: layers per stage whose activations go to host memory (Scenario)
+
+    @property
+    def dense_dp(self) -> np.ndarray:
+        """Ranks that hold a copy of the dense (non-expert) weights: dp x da x cp (attention-DP and context-parallel
+        ranks hold the same weights: the graph's 'dp' collectives, Megatron-Core's data-parallel group with CP)."""
+        return _arr(self.dp) * _arr(self.da) * _arr(self.cp)
+
+    @property
+    def dense_dp_stride(self) -> np.ndarray:
+        """Their spacing in chips: the da and cp ranks sit next to each other (tp apart), the dp replicas tp da cp pp
+        apart; a group with both is placed at the inner ranks' spacing (exact when pp = 1 or dp = 1)."""
+        tp, inner = _arr(self.tp), _arr(self.da) * _arr(self.cp)
+        return np.where(inner > 1, tp, tp * _arr(self.pp))
+
+    @property
+    def expert_dp(self) -> np.ndarray:
+        """Ranks that hold a copy of a routed expert: dp x cp (the graph's 'edp' collectives)."""
+        return _arr(self.dp) * _arr(self.cp)
+
+    @property
+    def expert_dp_stride(self) -> np.ndarray:
+        """Their spacing: cp ranks tp da apart, dp replicas tp da cp pp apart (exact when pp = 1 or dp = 1)."""
+        tp_da, cp = _arr(self.tp) * _arr(self.da), _arr(self.cp)
+        return np.where(cp > 1, tp_da, tp_da * _arr(self.pp))
+
+    @classmethod
+    def of(cls, s: Scenario) -> "Knobs":
+        p, q = s.parallel, s.precision
+        return cls(phase=s.phase, batch=s.batch, seq_len=s.seq_len, context=s.context, tp=p.tp, da=p.da, ep=p.ep,
+                   cp=p.cp, pp=p.pp, dp=p.dp, microbatches=p.microbatches, zero=p.zero, weights=q.weights,
+                   compute=q.compute, activations=q.activations, kv_cache=q.kv_cache,
+                   expert_weights=q.experts, moe_imbalance=s.moe_imbalance, optimizer=s.optimizer,
+                   pp_virtual=p.pp_virtual if p.pp_schedule == "interleaved" else 1,
+                   flash_attention=s.flash_attention, sequence_parallel=p.sequence_parallel,
+                   offload_layers=s.offload_layers)
