@@ -253,8 +253,8 @@ def test_zero_shards_dense_state_over_every_replica_copy_and_experts_over_dp():
 
 
 def test_dense_gradients_reduce_over_every_copy_and_experts_over_their_replicas():
-    """A dense weight's gradient is reduced over its dp x da copies (Megatron-Core's dense data-parallel group
-    spans the expert-parallel ranks), a routed expert's over its dp replicas; the optimizer step updates each
+    """A dense weight's gradient is reduced over its dp x da x cp copies (Megatron-Core's dense data-parallel group
+    spans the expert-parallel ranks), a routed expert's over its dp x cp replicas; the optimizer step updates each
     rank's shard of both. An EP-only plan (dp = 1) still reduces its attention gradients."""
     from perfmodel.model import bindings as bd
     from perfmodel.model import memory
@@ -274,17 +274,110 @@ def test_dense_gradients_reduce_over_every_copy_and_experts_over_their_replicas(
     p_exp = float(np.ravel(memory.params_per_device(moe, kn, Phase.TRAIN, experts=True))[0])
     g = Optimizer.ADAM_MIXED.bytes_per_param["gradients"]
     dense, expert = ops.loc["dp.grad_reduce_scatter"], ops.loc["dp.expert_grad_reduce_scatter"]
-    assert (dense["group"], expert["group"]) == ("dpa", "dp")
+    assert (dense["group"], expert["group"]) == ("dp", "edp")
     assert dense["bytes"] == pytest.approx((p_all - p_exp) * g) and expert["bytes"] == pytest.approx(p_exp * g)
     assert dense["total_s"] > 0 and expert["total_s"] == 0  # 16 copies of the attention, one of each expert
     assert step(dp=2, da=16)[1].loc["dp.expert_grad_reduce_scatter", "total_s"] > 0
     # a dense model has no expert collectives and its one data-parallel group is dp
     dense_ops = training.step.train(H100, LLAMA, scen(dp=8, zero=1)).comm_ops.set_index("op")
     assert not dense_ops.index.str.contains("expert").any()
-    assert dense_ops.loc["dp.grad_reduce_scatter", "group"] == "dpa"
+    assert dense_ops.loc["dp.grad_reduce_scatter", "group"] == "dp"
     # the optimizer updates (dense / (dp da) + experts / dp) parameters: fewer than with the dense state unsharded
     opt = [o for o in graph_for(moe, Phase.TRAIN) if o.name == "optimizer.step"][0]
     assert {s.name for s in opt.work.read.free_symbols} >= {"zs", "zsd"}
+
+
+def test_context_parallel_ranks_reduce_and_shard_what_they_share():
+    """Context-parallel ranks compute the same weights' gradients on other tokens: the gradient reduction and the
+    distributed optimizer's shards span dp x cp (Megatron-Core's data-parallel group with CP), so at the same dp
+    a CP2 plan holds half the optimizer state per chip and reduces its gradients over twice the ranks."""
+    from perfmodel.model import memory
+
+    def run(cp):
+        sc = scen(dp=4, zero=1, seq=8192).replace(parallel=Parallelism(dp=4, cp=cp, zero=1, microbatches=8))
+        fp = memory.footprint_for(H100, LLAMA, sc)
+        ops = training.step.train(H100, LLAMA, sc, cal=no_spread(H100)).comm_ops.set_index("op")
+        return float(np.ravel(fp.components["optimizer_state"])[0]), ops.loc["dp.grad_reduce_scatter"]
+
+    (state1, rs1), (state2, rs2) = run(1), run(2)
+    assert state2 == pytest.approx(state1 / 2)
+    assert rs2["bytes"] == rs1["bytes"]  # each rank's gradients are the whole stage's, whatever its tokens
+
+
+def test_offloaded_activations_leave_hbm_for_host_memory_over_the_host_link():
+    """Megatron-Core's CPU activation offloading: o layers' saved activations sit in host memory (one layer's staged
+    in HBM while it moves) and cross the chip's host link each way per micro-batch, on the critical path only
+    where the copy outlasts the pass it overlaps: NVLink-C2C on GB200 hides it, an H100's PCIe Gen5 link does
+    not at the same size. A system that states no host link cannot price it and refuses the plan."""
+    from perfmodel.model import bindings as bd
+    from perfmodel.model import feasibility, memory
+
+    gb200 = catalog.load_system("gb200-nvl72")
+    sc = scen(dp=64, zero=3, m=2, seq=8192).replace(batch=2)
+    per_layer = None
+    for off in (0, 8):
+        fp = memory.footprint_for(gb200, LLAMA, sc.replace(offload_layers=off))
+        act, host = float(np.ravel(fp.components["activations"])[0]), float(np.ravel(fp.host_bytes)[0])
+        per_layer = per_layer or act / LLAMA.num_hidden_layers
+        assert act == pytest.approx(per_layer * (LLAMA.num_hidden_layers - off + min(off, 1)))
+        assert host == pytest.approx(per_layer * off)
+    assert fp.host_capacity_bytes == gb200.node.host_memory_bytes / gb200.node.chips
+    fast = training.step.train(gb200, LLAMA, sc.replace(offload_layers=8), cal=no_spread(gb200))
+    assert fast["offload_exposed_s"] == 0 and fast["offload_bytes_per_microbatch"] == pytest.approx(host)
+    slow = training.step.train(H100, LLAMA, sc.replace(offload_layers=24), cal=no_spread(H100))
+    t_x = slow["offload_bytes_per_microbatch"] / H100.node.host_link_bytes_per_s
+    assert slow["offload_exposed_s"] == pytest.approx(
+        2 * (max(t_x - slow["forward_s"] / 2, 0) + max(t_x - slow["backward_s"] / 2, 0)))
+    assert slow["offload_exposed_s"] > 0
+    assert "activation offload to host, exposed" in set(slow.timeline["component"])
+    trn2 = catalog.load_system("trn2-ultraserver")
+    f = feasibility.feasibility(trn2, LLAMA, bd.Knobs.of(sc.replace(offload_layers=8))).first()
+    assert not f["valid"] and any(r.startswith("offload_host_link") for r in f["reasons"])
+    f = feasibility.feasibility(gb200, LLAMA, bd.Knobs.of(sc.replace(offload_layers=32))).first()
+    assert not f["valid"] and any(r.startswith("offload_layers") for r in f["reasons"])
+    with pytest.raises(ValueError, match="offload_layers"):
+        Scenario(phase=Phase.DECODE, batch=1, context=1, offload_layers=2).validate()
+
+
+def test_a_low_precision_recipe_saves_quantized_inputs_and_keeps_quantized_weights():
+    """Transformer Engine's FP8 linears save for their wgrad only the FP8 copy of their input (QKV, fc1, fc2:
+    1 byte, not 2; the attention output is kept twice, BF16 for the flash backward and FP8 for the output
+    projection) and keep c_8 FP8 copies of their weights for the step's micro-batches."""
+    from perfmodel.catalog.calibration import calibration_for
+    from perfmodel.model import bindings as bd
+    from perfmodel.model import memory
+
+    a = LLAMA
+    D, F, out = a.hidden_size, a.intermediate_size, a.num_attention_heads * a.head_dim
+    bf16 = memory.activation_bytes_per_token_layer(a, 1, 1, 2.0, 1.0)
+    fp8 = memory.activation_bytes_per_token_layer(a, 1, 1, 2.0, 1.0, bq=1.0)
+    assert float(bf16 - fp8) == pytest.approx((2 * D + F) - out)
+    cal = calibration_for(H100)
+    kn8, kn16 = (bd.Knobs.of(scen(compute=c, zero=1)) for c in (DType.FP8, DType.BF16))
+    p_q = float(np.ravel(memory.params_per_device(a, kn8, Phase.TRAIN, quantized=True))[0])
+    p_all = float(np.ravel(memory.params_per_device(a, kn8, Phase.TRAIN))[0])
+    assert p_q < p_all  # the embedding and the LM head stay BF16
+    copies = float(np.ravel(memory.low_precision_weight_bytes(a, kn8, cal))[0])
+    assert copies == pytest.approx(p_q * cal["low_precision_training_copies"])
+    assert float(np.ravel(memory.low_precision_weight_bytes(a, kn16, cal))[0]) == 0
+
+
+def test_op_level_selective_checkpointing_keeps_every_other_matmul_output():
+    """torchtitan's 'op' policy saves the outputs of every other matmul and of the attention kernel and recomputes
+    the rest from the layer input: a Llama layer keeps D + H d + (Q, K, V, o-proj, gate, up, down outputs) / 2
+    per token, under half of what keeping everything does, and the step recomputes half its matmuls."""
+    from perfmodel.model import memory
+
+    a = LLAMA
+    D, F, hd = a.hidden_size, a.intermediate_size, a.head_dim
+    qkv = (a.num_attention_heads + 2 * a.num_key_value_heads) * hd
+    op = memory.selective_op_bytes_per_token_layer(a, 1, 1, 2.0, 1.0)
+    assert float(op) == pytest.approx(2.0 * (D + a.num_attention_heads * hd + (qkv + D + 2 * F + D) / 2))
+    assert float(op) < 0.5 * float(memory.activation_bytes_per_token_layer(a, 1, 1, 2.0, 1.0))
+    def kept(rc):
+        return float(np.ravel(memory.footprint_for(H100, a, scen().replace(recompute=rc)).components["activations"])[0])
+
+    assert kept(Recompute.FULL) < kept(Recompute.SELECTIVE_OP) < kept(Recompute.NONE)
 
 
 def test_chunked_tp_overlap_hides_all_but_one_chunk_per_plan():

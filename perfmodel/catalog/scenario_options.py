@@ -38,6 +38,7 @@ class ScenarioOptions:
     recompute: str = "none"
     optimizer: str = "adam-mixed"
     sequence_parallel: bool = False
+    offload_layers: int = 0  # training: layers per stage whose activations go to host memory
 
     def replace(self, **changes) -> "ScenarioOptions":
         return dataclasses.replace(self, **changes)
@@ -72,7 +73,8 @@ def scenario_of(opts: ScenarioOptions, arch: ModelArch, system: System | None = 
     sc = Scenario(phase=phase, batch=n["batch"], seq_len=n["seq_len"], context=n["context"],
                   parallel=Parallelism(tp=n["tp"], pp=n["pp"], dp=n["dp"], ep=n["ep"], da=n["da"], zero=n["zero"],
                                        microbatches=n["microbatches"], sequence_parallel=bool(opts.sequence_parallel)),
-                  precision=prec, recompute=Recompute(opts.recompute), optimizer=Optimizer(opts.optimizer))
+                  precision=prec, recompute=Recompute(opts.recompute), optimizer=Optimizer(opts.optimizer),
+                  offload_layers=n["offload_layers"])
     sc.validate()
     return sc
 
@@ -81,7 +83,7 @@ def scenario_of(opts: ScenarioOptions, arch: ModelArch, system: System | None = 
 COUNT_RANGES = {"batch": (1, limits.MAX_BATCH), "seq_len": (1, limits.MAX_SEQ_TOKENS),
                 "context": (0, limits.MAX_SEQ_TOKENS), "tp": (1, limits.MAX_CHIPS), "pp": (1, limits.MAX_CHIPS),
                 "dp": (1, limits.MAX_CHIPS), "ep": (1, limits.MAX_CHIPS), "da": (1, limits.MAX_CHIPS),
-                "zero": (0, 3), "microbatches": (1, limits.MAX_BATCH)}
+                "zero": (0, 3), "microbatches": (1, limits.MAX_BATCH), "offload_layers": (0, limits.MAX_LAYERS)}
 
 
 def _counts(opts: ScenarioOptions) -> dict[str, int]:

@@ -237,6 +237,8 @@ class _NodeRaw(BaseModel):
     chips: Count
     vcpus: Count | None = None
     host_memory: Q("capacity") | None = None
+    # one chip's link to host memory, per direction (PCIe, NVLink-C2C): what activation offloading moves over
+    host_link_bandwidth: Q("bandwidth") | None = None
     price: Q("price_rate") | None = None
     power: Q("power") | None = None
     efa_bandwidth: Q("bandwidth") | None = None

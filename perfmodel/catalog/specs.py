@@ -194,6 +194,7 @@ def build_system(sysfile: SystemFile, chip: Chip, chip_vals: dict[str, SpecValue
     node = Node(
         name=n.name, chips=node_chips, vcpus=_int(n.vcpus.si) if n.vcpus else None,
         host_memory_bytes=n.host_memory.si if n.host_memory else None,
+        host_link_bytes_per_s=n.host_link_bandwidth.si if n.host_link_bandwidth else None,
         price_usd_per_hour=n.price.si if n.price else None, price_as_of=n.price.as_of if n.price else "",
         power_w=n.power.si if n.power else None,
         efa_bandwidth_bytes_per_s=n.efa_bandwidth.si if n.efa_bandwidth else None)

@@ -162,6 +162,9 @@ def _scenario_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--recompute", choices=("none", "selective", "full", "alternate-layers", "selective-op"),
                    help="activation recomputation for training (default none; selective: the "
                    "attention core, alternate-layers: every other layer, selective-op: half the matmuls, element-wise)")
+    g.add_argument("--offload-layers", type=count(0, "MAX_LAYERS"), metavar="N", dest="offload_layers",
+                   help="training: layers per pipeline stage whose activations are offloaded to host memory "
+                        "(Megatron-Core cpu_offloading_num_layers; default 0)")
     add_scenario_file_options(g)
     g.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=SET_HELP)
 
@@ -271,6 +274,9 @@ def cmd_memory(args) -> int:
                                  "min_node_share": fit.node_share if fit else None,
                                  "min_fit_plan": " ".join(f"{k}{v}" for k, v in fit.plan.items()) if fit else
                                  run.fit_error}])
+        if t["host_bytes"] > 0:  # offloaded activations live in host memory, beside the HBM total
+            summary.insert(3, "host_bytes", t["host_bytes"])
+            summary.insert(4, "host_capacity_bytes", t["host_capacity_bytes"])
         title = f"{ld.system.display_name} / {ld.arch.display_name}, {opts.phase} ({report.plan_text(opts)})"
         note = run.totals.iloc[0]["notes"]
         tables = [(f"Memory per chip: {title}", report.display_table(shown, shown.columns)),

@@ -18,7 +18,8 @@ from perfmodel.cli.common import add_output_options, print_result
 # the scenario flags (cli/report.py _scenario_args): argparse dest -> ScenarioOptions field (a flag neither given
 # nor set by a scenario file takes the field's own default)
 FLAGS = {"phase": "phase", "batch": "batch", "seq": "seq_len", "context": "context", "tp": "tp", "pp": "pp", "ep": "ep",
-         "dp": "dp", "microbatches": "microbatches", "zero": "zero", "dtype": "dtype", "recompute": "recompute"}
+         "dp": "dp", "microbatches": "microbatches", "zero": "zero", "dtype": "dtype", "recompute": "recompute",
+         "offload_layers": "offload_layers"}
 
 
 def add_scenario_file_options(g) -> None:

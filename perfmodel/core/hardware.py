@@ -171,6 +171,7 @@ class Node:
     chips: int
     vcpus: int | None = None
     host_memory_bytes: float | None = None
+    host_link_bytes_per_s: float | None = None  # one chip to host memory, per direction
     price_usd_per_hour: float | None = None
     price_as_of: str = ""
     power_w: float | None = None

@@ -145,6 +145,9 @@ class Scenario:
     optimizer: Optimizer = Optimizer.ADAM_MIXED
     moe_imbalance: float | None = None  # None: the calibration default
     flash_attention: bool = True  # False: scores and probabilities materialised in HBM (pre-2022 kernels)
+    # training: layers per pipeline stage whose saved activations go to host memory after their forward and come
+    # back before their backward (Megatron-Core / Transformer Engine CPU offloading, cpu_offloading_num_layers)
+    offload_layers: int = 0
 
     @property
     def new_tokens(self) -> int:
@@ -160,6 +163,10 @@ class Scenario:
         _whole(self.context, "scenario field context", 0, limits.MAX_SEQ_TOKENS)
         if self.phase == Phase.DECODE and self.context < 1:
             raise ValueError("scenario field context: decode needs a KV cache (context >= 1)")
+        _whole(self.offload_layers, "scenario field offload_layers", 0, limits.MAX_LAYERS)
+        if self.offload_layers and self.phase != Phase.TRAIN:
+            raise ValueError(f"scenario field offload_layers: activations are offloaded in training only, got "
+                             f"{self.offload_layers} for phase {self.phase.value}")
         if self.moe_imbalance is not None and not 1 <= self.moe_imbalance <= limits.MAX_EXPERTS:
             raise ValueError(f"scenario field moe_imbalance: must be between 1 and {limits.MAX_EXPERTS:,} (the "
                              f"busiest expert over the mean), got {self.moe_imbalance!r}")

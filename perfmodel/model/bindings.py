@@ -10,7 +10,6 @@ Does not: evaluate formulas (evaluate.py) or read files.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -20,71 +19,13 @@ from perfmodel.core import symbols as S
 from perfmodel.core.dtypes import DType, bytes_per_element, is_microscaled, payload_bits
 from perfmodel.core.hardware import System
 from perfmodel.core.object_cache import ObjectCache
-from perfmodel.core.scenario import Optimizer, Phase, Scenario
+from perfmodel.core.scenario import Optimizer, Phase
 from perfmodel.core.workload import ModelArch
 from perfmodel.model import attention_variant_formulas as av
 from perfmodel.model import formulas as fm
 from perfmodel.model import ops
 from perfmodel.model import roofline as rl
-
-
-@dataclass(frozen=True)
-class Knobs:
-    """Scenario fields as arrays (or scalars) for one evaluation; see scenario.Scenario."""
-
-    phase: Phase
-    batch: object = 1
-    seq_len: object = 2048
-    context: object = 0
-    tp: object = 1
-    da: object = 1
-    ep: object = 1
-    cp: object = 1
-    pp: object = 1
-    dp: object = 1
-    microbatches: object = 1
-    zero: object = 0
-    weights: object = DType.BF16
-    compute: object = DType.BF16
-    activations: object = DType.BF16
-    kv_cache: object = DType.BF16
-    expert_weights: object = None  # None: same as weights
-    pp_virtual: object = 1  # virtual pipeline stages per device (interleaved schedule)
-    flash_attention: object = True  # False: attention scores materialised in HBM
-    sequence_parallel: object = False  # Megatron sequence parallelism (pipeline activations split t ways)
-    moe_imbalance: object = None
-    optimizer: Optimizer = Optimizer.ADAM_MIXED
-    # Software ranks: 0 = heads split over `tp` devices as the model defines them; n > 0 = the
-    # attention heads are sharded whole over n ranks (sharded_heads: padded / replicated to n);
-    # None = the system's (on_system: tp x ranks_per_chip on Neuron, 0 elsewhere)
-    head_shards: object = None
-    # ranks of a TP group on one chip; None = the system's (Neuron runtimes: one per logical NeuronCore)
-    ranks_per_chip: object = None
-    # True: the software pads query heads up to a multiple of the ranks (Transformers NeuronX), so the TP
-    # degree need not divide the heads; False: it must (feasibility's tp_heads / tp_kv_heads rules)
-    pad_heads: object = False
-
-    @property
-    def dense_dp(self) -> np.ndarray:
-        """Ranks that hold a copy of the dense (non-expert) weights: dp x da (the graph's 'dpa' collectives)."""
-        return _arr(self.dp) * _arr(self.da)
-
-    @property
-    def dense_dp_stride(self) -> np.ndarray:
-        """Their spacing in chips: attention-DP ranks sit next to each other (tp apart), dp replicas tp da cp pp
-        apart; a group with both is placed at the da ranks' spacing (exact unless dp, da and cp pp all exceed 1)."""
-        tp, da = _arr(self.tp), _arr(self.da)
-        return np.where(da > 1, tp, tp * _arr(self.cp) * _arr(self.pp))
-
-    @classmethod
-    def of(cls, s: Scenario) -> "Knobs":
-        p, q = s.parallel, s.precision
-        return cls(phase=s.phase, batch=s.batch, seq_len=s.seq_len, context=s.context, tp=p.tp, da=p.da, ep=p.ep,
-                   cp=p.cp, pp=p.pp, dp=p.dp, microbatches=p.microbatches, zero=p.zero, weights=q.weights,
-                   compute=q.compute, activations=q.activations, kv_cache=q.kv_cache,
-                   expert_weights=q.experts, moe_imbalance=s.moe_imbalance, optimizer=s.optimizer,
-                   pp_virtual=p.pp_virtual if p.pp_schedule == "interleaved" else 1,
-                   flash_attention=s.flash_attention, sequence_parallel=p.sequence_parallel)
+from perfmodel.model.scenario_knobs import Knobs, _arr  # noqa: F401  (Knobs: the records bound here, re-exported)
 
 
 def on_system(system: System, kn: Knobs) -> Knobs:
@@ -99,10 +40,6 @@ def on_system(system: System, kn: Knobs) -> Knobs:
     r = (system.chip.logical_cores if neuron else 1) if kn.ranks_per_chip is None else kn.ranks_per_chip
     h = (_arr(kn.tp) * r if neuron else 0) if kn.head_shards is None else kn.head_shards
     return dataclasses.replace(kn, ranks_per_chip=r, head_shards=h)
-
-
-def _arr(x) -> np.ndarray:
-    return np.asarray(x, dtype=float)
 
 
 def _parse_dtype(v) -> DType:
@@ -309,7 +246,7 @@ def scenario_values(kn: Knobs, cal: Calibration) -> dict:
         ops.i_ep: np.where(_arr(kn.ep) > 1, 1.0, 0.0),
         S.bw: _dtype_map(kn.weights, bytes_per_element), S.bc: _dtype_map(kn.compute, bytes_per_element),
         S.ba: _dtype_map(kn.activations, bytes_per_element), S.bkv: _dtype_map(kn.kv_cache, bytes_per_element),
-        ops.dp_: dp, ops.zs: np.where(zero >= 1, dp, 1.0), ops.zsd: np.where(zero >= 1, dp * _arr(kn.da), 1.0),
+        ops.dp_: dp, ops.zs: np.where(zero >= 1, kn.expert_dp, 1.0), ops.zsd: np.where(zero >= 1, kn.dense_dp, 1.0),
         ops.bg: float(opt["gradients"]),
         ops.bo_r: float(opt["gradients"] + opt["master"] + opt["optimizer"] + (opt["weights"] if not opt["master"] else 0)),
         ops.bo_w: float(opt["master"] + opt["optimizer"] + opt["weights"]),

@@ -142,10 +142,11 @@ def compile_graph(key: GraphKey, phase: Phase, recompute: Recompute, overlap: Ov
     return CompiledGraph(ops=infos, symbols=tuple(syms), fn=fn)
 
 
-# group -> (size knob, stride knobs): groups are placed innermost first (tp, da/ep, cp, pp, dp); 'dpa' is the
-# dense weights' data-parallel group, dp x da ranks (Knobs.dense_dp)
+# group -> (size knob, stride knobs): groups are placed innermost first (tp, da/ep, cp, pp, dp); the training plan's
+# data-parallel groups are every rank holding a copy: 'dp' of the dense weights (dp x da x cp, Knobs.dense_dp),
+# 'edp' of the routed experts (dp x cp, Knobs.expert_dp)
 _GROUPS = {"tp": ("tp", ()), "ep": ("ep", ()), "cp": ("cp", ("tp", "da")), "pp": (None, ("tp", "da", "cp")),
-           "dp": ("dp", ("tp", "da", "cp", "pp")), "dpa": ("dense_dp", ("dense_dp_stride",))}
+           "dp": ("dense_dp", ("dense_dp_stride",)), "edp": ("expert_dp", ("expert_dp_stride",))}
 
 
 def _comm_rows(system: System, cal: Calibration, ops, comm_bytes: list, kn: bd.Knobs,

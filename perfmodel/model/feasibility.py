@@ -2,7 +2,8 @@
 
 A configuration is *valid* when every rule below holds, and *fits* when its memory per chip
 (memory.footprint: weights, training state, activations, KV cache, and the runtime's reserve
-`runtime_reserved_memory`, a named calibration parameter) is at most the chip's HBM capacity.
+`runtime_reserved_memory`, a named calibration parameter) is at most the chip's HBM capacity and the
+activations it offloads (offload_layers) at most the node's host memory per chip.
 Every result the model returns carries both (evaluate, evaluate_sweep, sweeps, serving grids,
 training plans); commands refuse an invalid plan and show a non-fitting one only on request.
 
@@ -22,6 +23,10 @@ training plans); commands refuse an invalid plan and show a non-fitting one only
     cp_sequence   T mod c = 0 (prefill, train)                 whole sequence chunks per context rank
     batch_da      B mod d_a = 0                                attention data parallel splits sequences
     context_max   C_0 + T_new <= P                             the model's positions (max_position_embeddings)
+    offload_layers  o < ceil(L / p) (train)                    a stage keeps its last layer's activations: its
+                                                               backward starts there as the forward ends
+    offload_host_link  o = 0 or the node states a host link    offloaded bytes are priced over it
+                                                               (node.host_link_bandwidth)
 
 (H attention heads, K KV heads, L layers, E experts, P max positions, T_new the tokens this step
 adds: T for prefill and training, 1 for decode.) Where the software pads the query heads to
@@ -97,6 +102,15 @@ def _rules(system: System, arch: ModelArch, phase: Phase) -> tuple[Rule, ...]:
              lambda s: f"{s['context']} + {'1 new token' if phase == Phase.DECODE else s['seq_len']} "
                        f"exceeds the {P} positions of {arch.name} (max_position_embeddings)"),
     ]
+    if phase == Phase.TRAIN:
+        rules.append(Rule("offload_layers", lambda v: v["offload_layers"] >= np.ceil(L / v["pp"]),
+                          lambda s: f"{s['offload_layers']} is not fewer than a stage's layers ({L} layers of "
+                                    f"{arch.name} over {s['pp']}): a stage keeps at least its last layer's "
+                                    f"activations"))
+        if system.node.host_link_bytes_per_s is None:
+            rules.append(Rule("offload_host_link", lambda v: v["offload_layers"] > 0,
+                              lambda s: f"{system.display_name} states no host link bandwidth "
+                                        f"(node.host_link_bandwidth): offloaded activations cannot be priced"))
     if arch.num_linear_layers:
         hk = arch.linear_num_key_heads
         rules.append(Rule("tp_linear_heads", lambda v: np.mod(hk, v["tp"]) != 0,
@@ -129,6 +143,8 @@ class Feasibility:
     fits: np.ndarray
     memory_bytes: np.ndarray
     capacity_bytes: float
+    host_bytes: np.ndarray | float = 0.0  # activations offloaded to host memory per chip
+    host_capacity_bytes: float | None = None  # the node's host memory per chip
 
     @property
     def usable(self) -> np.ndarray:
@@ -146,11 +162,12 @@ class Feasibility:
         return {"valid": bool(np.ravel(self.valid)[0]), "reasons": [r for r in str(np.ravel(self.reasons)[0])
                                                                     .split("; ") if r],
                 "fits": bool(np.ravel(self.fits)[0]), "memory_bytes": float(np.ravel(self.memory_bytes)[0]),
-                "capacity_bytes": float(self.capacity_bytes)}
+                "capacity_bytes": float(self.capacity_bytes), "host_bytes": float(np.ravel(self.host_bytes)[0]),
+                "host_capacity_bytes": self.host_capacity_bytes}
 
 
 def _values(kn: bd.Knobs) -> dict[str, np.ndarray]:
-    names = COUNT_FIELDS + ("context", "pp_virtual", "head_shards", "pad_heads")
+    names = COUNT_FIELDS + ("context", "pp_virtual", "head_shards", "pad_heads", "offload_layers")
     return {k: _f(getattr(kn, k)) for k in names}
 
 
@@ -201,22 +218,34 @@ def feasibility(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     flash, sp = np.asarray(kn.flash_attention, dtype=bool), np.asarray(kn.sequence_parallel, dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):
         # footprint takes these two switches as scalars: a sweep over them is priced once per value
-        parts = {(f, s): _f(memory.footprint(system, arch, kn, cal, recompute, f, s).total_bytes)
-                 for f in _distinct(flash) for s in _distinct(sp)}
-    total = sum(np.where((flash == f) & (sp == s), t, 0.0) for (f, s), t in parts.items()) \
-        if len(parts) > 1 else next(iter(parts.values()))
-    capacity = system.chip.hbm_capacity_bytes
+        fps = {(f, s): memory.footprint(system, arch, kn, cal, recompute, f, s)
+               for f in _distinct(flash) for s in _distinct(sp)}
+
+    def pick(x):  # each configuration's value from the footprint of its (flash, sp) switches
+        if len(fps) == 1:
+            return _f(x(next(iter(fps.values()))))
+        return sum(np.where((flash == f) & (sp == s), _f(x(fp)), 0.0) for (f, s), fp in fps.items())
+
+    total, host = pick(lambda fp: fp.total_bytes), pick(lambda fp: fp.host_bytes)
+    capacity, host_capacity = system.chip.hbm_capacity_bytes, next(iter(fps.values())).host_capacity_bytes
     shape = np.broadcast_shapes(valid.shape, total.shape)
     total = np.broadcast_to(total, shape)
     # fits is about memory alone (an invalid plan's footprint is still reported): `usable` is both
     fits = np.isfinite(total) & (total <= capacity)
+    if np.any(host > 0) and host_capacity is not None:  # offloaded activations within the host memory per chip
+        fits = fits & (host <= host_capacity)
     return Feasibility(valid=np.broadcast_to(valid, shape), reasons=np.broadcast_to(reasons, shape), fits=fits,
-                       memory_bytes=total, capacity_bytes=capacity)
+                       memory_bytes=total, capacity_bytes=capacity, host_bytes=host, host_capacity_bytes=host_capacity)
 
 
 def oversubscribed_line(f: dict, chip: str) -> str:
     """One line for a configuration that does not fit (f: Feasibility.first())."""
     gib = units.GiB
+    if f["memory_bytes"] <= f["capacity_bytes"] and f.get("host_capacity_bytes") \
+            and f.get("host_bytes", 0.0) > f["host_capacity_bytes"]:
+        return (f"does not fit: offloaded activations need {f['host_bytes'] / gib:,.1f} GiB of host memory per chip, "
+                f"the node has {f['host_capacity_bytes'] / gib:,.1f} GiB per chip "
+                f"({f['host_bytes'] / f['host_capacity_bytes']:.2f}x)")
     return (f"does not fit: needs {f['memory_bytes'] / gib:,.1f} GiB per chip, {chip} has "
             f"{f['capacity_bytes'] / gib:,.1f} GiB ({f['memory_bytes'] / f['capacity_bytes']:.2f}x)")
 

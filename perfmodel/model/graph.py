@@ -28,7 +28,7 @@ from perfmodel.core.workload import AttentionKind, ModelArch
 from perfmodel.model import formulas as fm
 from perfmodel.model.formulas import Work
 from perfmodel.model.graph_attention_variants import linear_attention_block, sparse_mla_core
-from perfmodel.model.graph_training import training_ops
+from perfmodel.model.graph_training import quantized_linear, training_ops
 from perfmodel.model.ops import (TV, Comm, GraphKey, KV_dev, Ld, Lfa, Lm, Lsw, N_dev, N_rep, Op, OpKind, P, Pass, bdp,
                                  da, i_a2a, i_cp, i_ep, n_rep, nmb)
 from perfmodel.model.ops import forward_op as _op
@@ -302,10 +302,12 @@ def graph_for(arch: ModelArch, phase: Phase, recompute: Recompute = Recompute.NO
     return build_graph(GraphKey.of(arch), Phase(phase), Recompute(recompute))
 
 
-def parameter_expression(ops: tuple[Op, ...], experts: bool | None = None) -> sp.Expr:
+def parameter_expression(ops: tuple[Op, ...], experts: bool | None = None, quantized: bool = False) -> sp.Expr:
     """Parameters held on one device: sum over forward ops of count x params (per micro-batch).
-    experts=True: routed experts only; False: everything else; None: all."""
+    experts=True: routed experts only; False: everything else; None: all. quantized: only the linear layers a
+    low-precision training recipe quantizes (quantized_linear)."""
     def keep(o: Op) -> bool:
-        return experts is None or (o.name.startswith("moe.expert")) == experts
+        return (experts is None or (o.name.startswith("moe.expert")) == experts) \
+            and (not quantized or quantized_linear(o))
 
     return sp.sympify(sum(o.count * o.work.params for o in ops if o.pass_ == Pass.FORWARD and keep(o))).subs(nmb, 1)

@@ -63,7 +63,13 @@ def low_precision_weight_casts(fwd: list[Op]) -> list[Op]:
     return [Op(name=f"{o.name}.weight_cast", group=o.group, kind=OpKind.ELEMENTWISE, pass_=Pass.OPTIMIZER,
                count=o.count * fm.f8 * per_step, work=fm.low_precision_cast(o.work.params, o.weight_bytes or bw),
                formula="low_precision_cast")
-            for o in fwd if o.io is not None and o.group not in ("embedding", "head")]
+            for o in fwd if quantized_linear(o)]
+
+
+def quantized_linear(o: Op) -> bool:
+    """A linear layer a low-precision training recipe runs in its GEMM type (quantizing input, output gradient and
+    weights); the embedding and the LM head stay in the activation type."""
+    return o.io is not None and o.group not in ("embedding", "head")
 
 
 COUNTED_AS_RUN = ("low_precision_cast", "token_permutation")  # kernels priced as the stack runs them already
@@ -153,9 +159,10 @@ def _training_plan_comm(key: GraphKey, n_dense: sp.Expr, n_expert: sp.Expr) -> l
     """Collectives of the parallelism plan in a training step (counts per optimizer step).
 
     data parallel (G = P b_g gradient bytes, W = P b_wt weight bytes per device), for each set of weights over
-    the ranks that hold a copy of it: dense weights (P_dense) over the dp d_a ranks (group 'dpa': attention-DP
-    ranks replicate them, as Megatron-Core's expert parallelism carves EP out of DP), routed experts (P_exp)
-    over their dp replicas only ('dp.expert_*', MoE graphs):
+    the ranks that hold a copy of it: dense weights (P_dense) over dp d_a c ranks (group 'dp': attention-DP
+    ranks replicate them, as Megatron-Core's expert parallelism carves EP out of DP, and context-parallel ranks
+    compute the same weights' gradients on other tokens), routed experts (P_exp) over their dp c copies
+    (group 'edp', 'dp.expert_*', MoE graphs):
         ZeRO 0: all-reduce(G) once;  ZeRO 1: reduce-scatter(G) + all-gather(W) once;
         ZeRO 2: reduce-scatter(G) per micro-batch + all-gather(W) once;
         ZeRO 3 / FSDP: reduce-scatter(G) + 2 all-gather(W) (forward, backward) per micro-batch
@@ -177,8 +184,8 @@ def _training_plan_comm(key: GraphKey, n_dense: sp.Expr, n_expert: sp.Expr) -> l
                 comm(f"{prefix}weight_all_gather", Collective.ALL_GATHER, n * bwt, group, i_z1 + i_z2 + 2 * nmb * i_z3)]
 
     return [
-        *data_parallel("dp.", n_dense, "dpa"),
-        *(data_parallel("dp.expert_", n_expert, "dp") if key.moe else []),
+        *data_parallel("dp.", n_dense, "dp"),
+        *(data_parallel("dp.expert_", n_expert, "edp") if key.moe else []),
         comm("pp.send_recv", Collective.SEND_RECV, N_dev * D * ba * (1 - i_sp + i_sp / t), "pp", 2 * nmb * vpp * i_pp,
              Pass.FORWARD),
         comm("cp.kv_all_gather", Collective.ALL_GATHER, kv, "cp", 2 * attn_layers * nmb * i_cp, Pass.FORWARD),
@@ -210,7 +217,7 @@ def training_ops(key: GraphKey, fwd: list[Op], recompute: Recompute) -> tuple[Op
     ops += [dataclasses.replace(_recompute(o), count=o.count * share(o)) for o in layer_ops if share(o)]
     ops += low_precision_weight_casts(fwd)
     n_params = sum((o.count / nmb) * o.work.params for o in step)
-    # routed experts (stored at their own type: weight_bytes) are sharded over dp, the dense rest over dp d_a
+    # routed experts (stored at their own type: weight_bytes) are sharded over dp c, the dense rest over dp d_a c
     n_expert = sum(((o.count / nmb) * o.work.params for o in step if o.weight_bytes is not None), sp.Integer(0))
     n_dense = n_params - n_expert
     ops.append(Op("optimizer.step", "optimizer", OpKind.OPTIMIZER, Pass.OPTIMIZER, sp.Integer(1),

@@ -5,9 +5,12 @@ Per device (one pipeline stage; SI bytes; letters as in symbols.py):
     weights      = P_dev b_w / (dp if ZeRO-3)          P_dev: parameters on the device (graph)
     gradients    = P_dev b_g / (dp if ZeRO>=2)         training only
     master+optim = P_dev (b_master + b_opt) / (dp if ZeRO>=1)
-    activations  = m_f (L/p) N a_tok                    training: N tokens per micro-batch per
+    activations  = m_f (L/p - o + min(o, 1)) N a_tok     training: N tokens per micro-batch per
                    device, a_tok bytes saved per token per layer, m_f micro-batches in flight
-                   (1F1B: p on the first stage; GPipe: all); recompute keeps only layer inputs
+                   (1F1B: p on the first stage; GPipe: all); recompute keeps only layer inputs;
+                   o layers' activations offloaded to host memory (one layer's staged in HBM while it moves)
+    host         = m_f o N a_tok                        the offloaded activations, in host memory: at most
+                   the node's host memory per chip (fits)
     scores       = m_f (L/p) B (H/t) T^2 2 b_a          only if attention is materialised (no flash)
     kv_cache     = (B/d_a) sum_layers min(W, C_0 + T)/c  x  per-token KV bytes
                    GQA: 2 max(K/t,1) d_h b_kv;  MLA: (r_kv + d_rope) b_kv (+ d_ix b_ix index keys
@@ -59,14 +62,22 @@ class Footprint:
     capacity_bytes: float
     params_per_device: np.ndarray
     notes: tuple[str, ...] = field(default_factory=tuple)
+    host_bytes: np.ndarray | float = 0.0  # activations offloaded to host memory (not in components: not HBM)
+    host_capacity_bytes: float | None = None  # the node's host memory per chip (None: not in its spec)
 
     @property
     def total_bytes(self) -> np.ndarray:
         return sum(self.components.values())
 
     @property
+    def host_fits(self) -> np.ndarray:
+        """Offloaded activations within the host memory per chip (nothing offloaded always fits)."""
+        host = np.asarray(self.host_bytes, dtype=float)
+        return (host <= 0) | (host <= (np.inf if self.host_capacity_bytes is None else self.host_capacity_bytes))
+
+    @property
     def fits(self) -> np.ndarray:
-        return self.total_bytes <= self.capacity_bytes
+        return (self.total_bytes <= self.capacity_bytes) & self.host_fits
 
     @property
     def headroom_bytes(self) -> np.ndarray:
@@ -74,15 +85,15 @@ class Footprint:
 
 
 @functools.lru_cache(maxsize=256)
-def _params_fn(key: ops.GraphKey, phase: Phase, experts: bool | None):
+def _params_fn(key: ops.GraphKey, phase: Phase, experts: bool | None, quantized: bool = False):
     """(symbols, numpy function, is zero) of the per-device parameter count of a graph structure (cached in the
     process and on disk: graph_cache)."""
-    parts = ("parameters", repr(key), Phase(phase).value, repr(experts))
+    parts = ("parameters", repr(key), Phase(phase).value, repr(experts)) + (("quantized",) if quantized else ())
     hit = graph_cache.load(parts)
     if hit is not None and isinstance(hit[2], bool):
         source, syms, zero = hit
         return syms, graph_cache.function(source, numeric.namespace()), zero
-    expr = gr.parameter_expression(gr.build_graph(key, phase), experts)
+    expr = gr.parameter_expression(gr.build_graph(key, phase), experts, quantized)
     syms = sorted(expr.free_symbols, key=lambda s: s.name)
     fn = numeric.lambdify_numeric(syms, expr)
     graph_cache.store(parts, inspect.getsource(fn), tuple(syms), bool(expr == 0))
@@ -90,23 +101,25 @@ def _params_fn(key: ops.GraphKey, phase: Phase, experts: bool | None):
 
 
 def params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase = Phase.PREFILL,
-                      experts: bool | None = None) -> np.ndarray:
+                      experts: bool | None = None, quantized: bool = False) -> np.ndarray:
     """Parameters on one device, from the operator graph (sharded by t, ep, d_a and p);
-    experts=True / False selects routed-expert / other parameters."""
+    experts=True / False selects routed-expert / other parameters; quantized: only the linear layers a
+    low-precision training recipe quantizes (graph_training.quantized_linear)."""
     phase = Phase.PREFILL if Phase(phase) == Phase.DECODE else Phase(phase)
     degrees = (kn.tp, kn.pp, kn.ep, kn.da)
     if all(np.ndim(x) == 0 for x in degrees):  # one configuration (a loop of them): counted once per plan
-        return _PARAMS.get((arch,), (phase, experts, *(float(x) for x in degrees)),
-                           lambda: _params_per_device(arch, kn, phase, experts))
-    return _params_per_device(arch, kn, phase, experts)
+        return _PARAMS.get((arch,), (phase, experts, quantized, *(float(x) for x in degrees)),
+                           lambda: _params_per_device(arch, kn, phase, experts, quantized))
+    return _params_per_device(arch, kn, phase, experts, quantized)
 
 
 # params_per_device of one plan; 1024 plans (tp x pp x ep x da per model) are more than a loop visits
 _PARAMS = ObjectCache(1024)
 
 
-def _params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase, experts: bool | None) -> np.ndarray:
-    syms, fn, zero = _params_fn(ops.GraphKey.of(arch), phase, experts)
+def _params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase, experts: bool | None,
+                       quantized: bool = False) -> np.ndarray:
+    syms, fn, zero = _params_fn(ops.GraphKey.of(arch), phase, experts, quantized)
     shape = np.broadcast_shapes(np.shape(kn.tp), np.shape(kn.pp), np.shape(kn.ep), np.shape(kn.da))
     if zero:
         return np.zeros(shape)
@@ -119,9 +132,13 @@ def _params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase, experts: boo
 
 
 def activation_bytes_per_token_layer(arch: ModelArch, tp, ep, ba: float, moe_imbalance: float,
-                                     sequence_parallel: bool = False) -> np.ndarray:
+                                     sequence_parallel: bool = False, bq: float | None = None) -> np.ndarray:
     """a_tok: bytes of activations saved per token per layer for the backward pass (see module doc).
-    With Megatron sequence parallelism the norm / residual activations are split t ways too."""
+    With Megatron sequence parallelism the norm / residual activations are split t ways too.
+    bq: bytes per element of what the linear layers save of their inputs (None: b_a). A low-precision training
+    recipe (Transformer Engine's FP8 / MX linears) saves only the quantized copy its wgrad GEMM reads: the QKV,
+    fc1 and fc2 inputs (routed experts' too) at b_q, and the attention output twice, b_a for the flash backward
+    and b_q for the output projection's wgrad."""
     a = arch
     t = np.asarray(tp, dtype=float)
     sp_div = t if sequence_parallel else 1.0
@@ -149,9 +166,43 @@ def activation_bytes_per_token_layer(arch: ModelArch, tp, ep, ba: float, moe_imb
     if a.is_moe:
         e = np.asarray(ep, dtype=float)
         shared = a.num_shared_experts * (a.shared_expert_intermediate_size or a.moe_intermediate_size)
-        moe = D / sp_div + a.num_experts_per_tok * moe_imbalance * (D + mlp_w * a.moe_intermediate_size) * e / (t * np.maximum(e, 1)) \
-            + mlp_w * shared / t
-    return ba * (dense + (1 - frac_moe) * dense_mlp + frac_moe * moe)
+        routed = a.num_experts_per_tok * moe_imbalance * e / (t * np.maximum(e, 1))
+        moe = D / sp_div + routed * (D + mlp_w * a.moe_intermediate_size) + mlp_w * shared / t
+    saved = ba * (dense + (1 - frac_moe) * dense_mlp + frac_moe * moe)
+    if bq is None or bq >= ba:
+        return saved
+    # the linear layers' inputs kept at b_q (module doc above): QKV and fc1 inputs D, fc2 inputs F (per expert row)
+    lin_in = D / sp_div + (1 - frac_moe) * (D / sp_div + a.intermediate_size / t)
+    if a.is_moe:
+        lin_in = lin_in + frac_moe * (routed * (D + a.moe_intermediate_size) + shared / t)
+    return saved - (ba - bq) * lin_in + bq * (1 - frac_linear) * attn_out / t
+
+
+def selective_op_bytes_per_token_layer(arch: ModelArch, tp, ep, ba: float, moe_imbalance: float,
+                                       sequence_parallel: bool = False) -> np.ndarray:
+    """a_tok under op-level selective checkpointing (torchtitan's 'op' policy: its save list keeps the outputs of
+    every other matmul and of the attention kernel, and recomputes the rest from the layer's input):
+    b_a [D (layer input) + H d_v / t (attention output) + 1/2 (matmul outputs)], the matmul outputs per token
+    being Q, K, V and the output projection, the MLP's (gate, up, down) or, in MoE layers, the routed and shared
+    experts'."""
+    a = arch
+    t = np.asarray(tp, dtype=float)
+    sp_div = t if sequence_parallel else 1.0
+    D, gated = a.hidden_size, 2 if a.gated_mlp else 1
+    heads_v = a.num_attention_heads * (a.v_head_dim if a.attention == AttentionKind.MLA else a.head_dim)
+    qkv = a.num_attention_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim) + heads_v \
+        if a.attention == AttentionKind.MLA else (a.num_attention_heads + 2 * a.num_key_value_heads) * a.head_dim
+    mm = qkv / t + D / sp_div
+    frac_moe = a.num_moe_layers / a.num_hidden_layers
+    dense_mlp = gated * a.intermediate_size / t + D / sp_div
+    moe = 0.0
+    if a.is_moe:
+        e = np.asarray(ep, dtype=float)
+        routed = a.num_experts_per_tok * moe_imbalance * e / (t * np.maximum(e, 1))
+        shared = a.num_shared_experts * (a.shared_expert_intermediate_size or a.moe_intermediate_size)
+        moe = routed * (gated * a.moe_intermediate_size + D) + (gated * shared + (D if shared else 0)) / t
+    mm = mm + (1 - frac_moe) * dense_mlp + frac_moe * moe
+    return ba * (D / sp_div + heads_v / t + mm / 2)
 
 
 def kv_bytes_per_token_layer(arch: ModelArch, tp, bkv: float, head_shards=0) -> np.ndarray:
@@ -222,39 +273,33 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
     zero, dp = f(kn.zero), f(kn.dp)
     comp: dict[str, np.ndarray] = {c: np.zeros(1) for c in COMPONENTS}
     comp["weights"] = ((P_dev - P_exp) * bw + P_exp * bwe) / np.where(zero >= 3, dp, 1.0)
-    notes = []
+    notes, host = [], np.zeros(1)
     B, T, C0 = f(kn.batch), f(kn.seq_len), f(kn.context)
     tp, da, cp, pp, ep = f(kn.tp), f(kn.da), f(kn.cp), f(kn.pp), f(kn.ep)
     layers_stage = np.ceil(arch.num_hidden_layers / pp)  # the heaviest stage (bindings.stage_stretch)
     if phase == Phase.TRAIN:
         opt = Optimizer(kn.optimizer).bytes_per_param
 
-        def sharded(nbytes, stage):  # per-parameter bytes, ZeRO-sharded from `stage` on: dense parameters over
-            # every rank that holds a copy (dp x da: attention-DP ranks replicate them), experts over dp
+        def sharded(nbytes, stage):  # per-parameter bytes, ZeRO-sharded from `stage` on over every rank that holds
+            # a copy: dense parameters over dp x da x cp (attention-DP and context-parallel ranks hold them), experts
+            # over dp x cp
             dense, experts = (P_dev - P_exp) * nbytes, P_exp * nbytes
-            return dense / np.where(zero >= stage, dp * da, 1.0) + experts / np.where(zero >= stage, dp, 1.0)
+            return dense / np.where(zero >= stage, kn.dense_dp, 1.0) + experts / np.where(zero >= stage, kn.expert_dp,
+                                                                                          1.0)
 
-        comp["weights"] = sharded(opt["weights"], 3)
+        comp["weights"] = sharded(opt["weights"], 3) + low_precision_weight_bytes(arch, kn, cal)
         comp["gradients"] = sharded(opt["gradients"], 2)
         comp["master_weights"] = sharded(opt["master"], 1)
         comp["optimizer_state"] = sharded(opt["optimizer"], 1)
-        u = cal["moe_load_imbalance"] if kn.moe_imbalance is None else float(kn.moe_imbalance)
         in_flight = np.minimum(pp, f(kn.microbatches))  # 1F1B: first stage holds p micro-batches
-        tokens = B * T / (da * cp)
-        a_tok = activation_bytes_per_token_layer(arch, tp, ep, ba, u, sequence_parallel)
-        rc = Recompute(recompute)
-        layer_input = arch.hidden_size * ba / (tp if sequence_parallel else 1.0) \
-            * np.ones_like(np.asarray(a_tok, float))
-        if rc == Recompute.FULL:
-            a_tok = layer_input
-            notes.append("full recompute: only each layer's input is kept")
-        elif rc == Recompute.ALTERNATE_LAYERS:
-            a_tok = (a_tok + layer_input) / 2
-            notes.append("every other layer recomputed: half the layers keep only their input")
-        elif rc == Recompute.SELECTIVE_OP:
-            notes.append("op-level selective recompute: counted as keeping every activation (an upper bound)")
-        comp["activations"] = in_flight * layers_stage * tokens * a_tok
-        if not flash_attention and rc == Recompute.NONE:
+        tokens, a_tok, note = saved_bytes_per_layer(arch, kn, cal, recompute, sequence_parallel)
+        notes += [note] if note else []
+        off = np.minimum(f(kn.offload_layers), layers_stage)
+        comp["activations"] = in_flight * (layers_stage - off + np.minimum(off, 1.0)) * tokens * a_tok
+        host = in_flight * off * tokens * a_tok
+        if np.any(off > 0):
+            notes.append("offloaded layers' activations held in host memory, one layer's staged in HBM")
+        if not flash_attention and Recompute(recompute) == Recompute.NONE:
             heads = arch.num_attention_heads / tp
             comp["attention_scores"] = in_flight * layers_stage * (B / da) * heads * (T / cp) * T * 2 * ba
             notes.append("attention scores and probabilities materialised (no flash attention)")
@@ -274,8 +319,51 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
     shape = np.broadcast_shapes(*[np.shape(v) for v in comp.values()], np.shape(P_dev))
     comp = {k: np.asarray(v, dtype=float) if np.shape(v) == shape else np.broadcast_to(np.asarray(v, dtype=float),
                                                                                      shape) for k, v in comp.items()}
+    node = system.node
     return Footprint(components=comp, capacity_bytes=system.chip.hbm_capacity_bytes,
-                     params_per_device=np.broadcast_to(P_dev, shape), notes=tuple(notes))
+                     params_per_device=np.broadcast_to(P_dev, shape), notes=tuple(notes), host_bytes=host,
+                     host_capacity_bytes=node.host_memory_bytes / node.chips if node.host_memory_bytes else None)
+
+
+def low_precision_weight_bytes(arch: ModelArch, kn: bd.Knobs, cal: Calibration) -> np.ndarray:
+    """Training with GEMMs at 8 bits or fewer: the recipe's quantized copies of the weights it runs at that type,
+    c_8 per weight at b_q (row-wise and, where the GEMM needs it, transposed: calibration
+    low_precision_training_copies / microscaled_training_copies), kept for the step's micro-batches (Transformer
+    Engine caches them from the first micro-batch); under ZeRO-3 / FSDP only the gathered layers' exist, counted
+    as the shard. 0 for a recipe at 16 bits."""
+    from perfmodel.core.dtypes import is_microscaled, payload_bits
+
+    compute = DType.parse(kn.compute) if not isinstance(kn.compute, DType) else kn.compute
+    if np.ndim(kn.compute) or Phase(kn.phase) != Phase.TRAIN or payload_bits(compute) > 8:
+        return np.zeros(())
+    copies = cal["microscaled_training_copies"] if is_microscaled(compute) else cal["low_precision_training_copies"]
+    shards = np.where(np.asarray(kn.zero, dtype=float) >= 3, kn.dense_dp, 1.0)
+    return params_per_device(arch, kn, Phase.TRAIN, quantized=True) * copies * bytes_per_element(compute) / shards
+
+
+def saved_bytes_per_layer(arch: ModelArch, kn: bd.Knobs, cal: Calibration, recompute: Recompute,
+                          sequence_parallel: bool = False) -> tuple[np.ndarray, np.ndarray, str]:
+    """(N, a_tok, note): what one layer saves for its backward per micro-batch on one device is N a_tok bytes, N =
+    B T / (d_a c) tokens, a_tok under the recompute policy (full recompute keeps only the layer input)."""
+    f = lambda x: np.asarray(x, dtype=float)  # noqa: E731
+    ba = float(np.max(bd._dtype_map(kn.activations, bytes_per_element)))
+    tp = f(kn.tp)
+    u = cal["moe_load_imbalance"] if kn.moe_imbalance is None else float(kn.moe_imbalance)
+    tokens = f(kn.batch) * f(kn.seq_len) / (f(kn.da) * f(kn.cp))
+    # a recipe with GEMMs at 8 bits or fewer saves the linear layers' inputs at the compute type
+    bq = float(np.max(bd._dtype_map(kn.compute, bytes_per_element)))
+    a_tok = activation_bytes_per_token_layer(arch, tp, f(kn.ep), ba, u, sequence_parallel,
+                                             bq if Phase(kn.phase) == Phase.TRAIN and bq < ba else None)
+    layer_input = arch.hidden_size * ba / (tp if sequence_parallel else 1.0) * np.ones_like(np.asarray(a_tok, float))
+    rc, note = Recompute(recompute), ""
+    if rc == Recompute.FULL:
+        a_tok, note = layer_input, "full recompute: only each layer's input is kept"
+    elif rc == Recompute.ALTERNATE_LAYERS:
+        a_tok, note = (a_tok + layer_input) / 2, "every other layer recomputed: half the layers keep only their input"
+    elif rc == Recompute.SELECTIVE_OP:
+        a_tok = np.minimum(a_tok, selective_op_bytes_per_token_layer(arch, tp, f(kn.ep), ba, u, sequence_parallel))
+        note = "op-level selective recompute: the layer input, attention output and every other matmul output kept"
+    return tokens, a_tok, note
 
 
 def footprint_for(system: System, arch: ModelArch, scenario: Scenario, cal: Calibration | None = None) -> Footprint:

@@ -34,9 +34,9 @@ i_a2a = sp.Symbol("i_a2a", nonnegative=True)  # 1 when MoE tokens move by all-to
 bdp = sp.Symbol("bdp", positive=True)  # bytes per element of a dispatched MoE activation (the engine's dispatch type)
 i_ep = sp.Symbol("i_ep", nonnegative=True)  # 1 when experts are split over expert-parallel ranks (e > 1)
 dp_ = sp.Symbol("dp", positive=True)  # data-parallel replicas (gradient traffic)
-zs = sp.Symbol("zs", positive=True)  # ZeRO shard count of optimizer state (dp for ZeRO>=1, else 1)
-# ZeRO shard count of the dense (non-expert) optimizer state: every rank holding a copy of the dense weights,
-# the attention-DP ranks d_a included (dp d_a for ZeRO>=1, else 1); routed experts shard over dp only
+# ZeRO shard counts of the optimizer state over the ranks holding a copy (1 without ZeRO): routed experts' over
+# dp x cp (zs), the dense weights' over dp x d_a x cp (zsd: attention-DP and context-parallel ranks hold them too)
+zs = sp.Symbol("zs", positive=True)
 zsd = sp.Symbol("zsd", positive=True)
 bo_r = sp.Symbol("bo_r", nonnegative=True)  # optimizer-state bytes read per parameter
 bo_w = sp.Symbol("bo_w", nonnegative=True)  # optimizer-state bytes written per parameter

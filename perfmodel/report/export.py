@@ -321,6 +321,7 @@ DISPLAY_NAMES = {
     "Facility power at peak (kW)", "chips": "Chips", "instances": "Instances", "scaleups": "UltraServers",
     "min_fit_plan": "Min-fit plan", "fits": "Fits", "label": "System", "footprint_bytes": "Memory (GiB)",
     "share_frac": "Share (%)", "component": "Component", "headroom_bytes": "Headroom (GiB)",
+    "host_bytes": "Offloaded to host (GiB)", "host_capacity_bytes": "Host memory per chip (GiB)",
     "total_bytes": "Total (GiB)", "generation": "Generation", "chips_per_node": "Chips per node",
     "scaleup_chips": "Scale-up chips", "peak_bf16_per_chip_flop_per_s": "Peak BF16 per chip (TFLOP/s)",
     "hbm_per_chip_bytes": "HBM per chip (GiB)", "hbm_bw_per_chip_bytes_per_s": "HBM bandwidth per chip (GB/s)",

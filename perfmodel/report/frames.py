@@ -128,7 +128,9 @@ def memory_frames(ld: Loaded, scenario, label: str = "") -> tuple[pd.DataFrame, 
     tot = pd.DataFrame([{"label": label, "total_bytes": float(np.asarray(fp.total_bytes).ravel()[0]),
                          "capacity_bytes": fp.capacity_bytes,
                          "headroom_bytes": float(np.asarray(fp.headroom_bytes).ravel()[0]),
-                         "fits": bool(np.asarray(fp.fits).ravel()[0]), "notes": "; ".join(fp.notes)}])
+                         "fits": bool(np.asarray(fp.fits).ravel()[0]), "notes": "; ".join(fp.notes),
+                         "host_bytes": float(np.asarray(fp.host_bytes).ravel()[0]),
+                         "host_capacity_bytes": fp.host_capacity_bytes}])
     return comp, tot
 
 

@@ -13,7 +13,7 @@ Per chip, per optimizer step (m micro-batches, p stages, v virtual stages, times
     bubble    = (p - 1) / (m v)            1F1B and GPipe: v = 1; interleaved: v = pp_virtual
     t_pipe    = (t_fb + exposed_b) (1 + bubble)
     data-parallel / ZeRO collectives (G = gradient bytes, W = weight bytes per chip), for the dense weights over
-    the dp x d_a ranks that hold them and, in a MoE model, for the routed experts over dp, one after the other:
+    the dp x d_a x cp ranks that hold them and, in a MoE model, for the routed experts over dp x cp, in turn:
         ZeRO 0: all-reduce(G) once            hides under the last micro-batch's backward
         ZeRO 1: reduce-scatter(G) once        hides under the last micro-batch's backward
                 + all-gather(W) once          a fraction f_ag = `param_gather_overlap_frac` hides under the
@@ -26,10 +26,14 @@ Per chip, per optimizer step (m micro-batches, p stages, v virtual stages, times
     contention = `comm_compute_contention_frac` x (hidden + hidden_pp) + c_tp hidden_tp   GPUs: SMs shared
                 c_tp = `chunked_tp_contention_frac` where the stack pipelines TP collectives with their GEMMs
                 (userbuffers, AsyncTP: copy-engine rings and 2-24 SMs), else `comm_compute_contention_frac`
+    offload   = m [max(0, t_x - t_fwd / m) + max(0, t_x - t_bwd / m)],  t_x = o N a_tok / BW_host
+                activations of o layers per stage (Scenario.offload_layers) go to host memory on copy engines
+                during the micro-batch's forward and come back during its backward, over the chip's host link
+                (node.host_link_bandwidth, per direction); only what outlasts the pass is on the critical path
     straggle  = sigma z(n),  z(n) = Phi^-1((n - 0.375) / (n + 0.25))   expected slowest of n = chips ranks
                 (Blom), sigma = `rank_speed_spread_frac`: chips of one SKU differ in sustained speed, and a
                 synchronous step runs at the slowest rank's; 0 for one chip, grows like sqrt(2 ln n)
-    step      = (t_pipe + t_optimizer + exposed + contention) (1 + straggle)
+    step      = (t_pipe + t_optimizer + exposed + contention + offload) (1 + straggle)
 Bounds: overlapped = ((t_fb + exposed_b)(1+bubble) + t_opt + max(0, c_mb+c_last - t_fb)
                       + max(0, c_end - t_fwd / m))(1 + straggle)
         serial     = ((t_fb + t_block + t_p2p)(1 + bubble) + t_opt + c_total)(1 + straggle)
@@ -62,6 +66,7 @@ from perfmodel.core.scenario import Optimizer, Phase, Recompute, Scenario
 from perfmodel.core.workload import ModelArch
 from perfmodel.model import bindings as bd
 from perfmodel.model import evaluate as ev
+from perfmodel.model import memory
 from perfmodel.model import plan as pl
 from perfmodel.model.ops import Pass
 
@@ -136,9 +141,9 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     t_p2p = _by_pass(ops, per_comm, shape0, lambda o: o.comm is not None and o.comm.group == "pp")
     idx = {o.name: i for i, o in enumerate(ops)}
     opt = Optimizer(kn.optimizer).bytes_per_param
-    grad_bytes = q["comm_bytes"][idx["dp.grad_all_reduce"]]  # dense weights (over dp x da)
+    grad_bytes = q["comm_bytes"][idx["dp.grad_all_reduce"]]  # dense weights (over dp x da x cp)
     weight_bytes = q["comm_bytes"][idx["dp.weight_all_gather"]]
-    moe = "dp.expert_grad_all_reduce" in idx  # routed experts' (over dp only)
+    moe = "dp.expert_grad_all_reduce" in idx  # routed experts' (over dp x cp)
     expert_grad = q["comm_bytes"][idx["dp.expert_grad_all_reduce"]] if moe else 0.0
     expert_weight = q["comm_bytes"][idx["dp.expert_weight_all_gather"]] if moe else 0.0
     params_dev = (grad_bytes + expert_grad) / opt["gradients"]
@@ -147,19 +152,18 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     m = np.broadcast_to(_f(kn.microbatches), shape)
     zero = np.broadcast_to(_f(kn.zero), shape)
     v = np.broadcast_to(_f(kn.pp_virtual), shape)
-    dp_stride = tp * da * cp * pp
 
-    dense_dp = np.broadcast_to(kn.dense_dp, shape)
-    dense_stride = np.broadcast_to(kn.dense_dp_stride, shape)
+    dense_dp, dense_stride = np.broadcast_to(kn.dense_dp, shape), np.broadcast_to(kn.dense_dp_stride, shape)
+    expert_dp, expert_stride = np.broadcast_to(kn.expert_dp, shape), np.broadcast_to(kn.expert_dp_stride, shape)
 
     def cost(c, dense_bytes, expert_bytes):
-        """The dense weights' collective over their dp x da copies, then (MoE) the experts' over dp: one after
-        the other on the same links; the algorithm shown is the dense one's, the tier the outermost of both."""
+        """The dense weights' collective over their dp x da x cp copies, then (MoE) the experts' over dp x cp: one
+        after the other on the same links; the algorithm shown is the dense one's, the tier the outermost of both."""
         fields = ("time_s", "algorithm", "crosses")
         d = co.collective_fields(system, cal, c, dense_bytes, dense_dp, dense_stride, fields)
         if not moe:
             return d
-        e = co.collective_fields(system, cal, c, expert_bytes, dp, dp_stride, fields)
+        e = co.collective_fields(system, cal, c, expert_bytes, expert_dp, expert_stride, fields)
         depth = np.vectorize({t: i for i, t in enumerate(co.TIERS)}.get, otypes=[int])
         deeper = depth(e["crosses"]) > depth(d["crosses"])
         return {"time_s": d["time_s"] + e["time_s"], "algorithm": d["algorithm"],
@@ -196,11 +200,13 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     c_nccl, chunked = cal["comm_compute_contention_frac"], cal["tp_comm_chunked_overlap"]
     c_tp = c_nccl + chunked * (cal["chunked_tp_contention_frac"] - c_nccl)
     contention = c_nccl * (hidden + hidden_pp) + c_tp * hidden_tp
+    offload_bytes, offload = _offload(system, arch, kn, cal, recompute, sequence_parallel, t_fwd / m, t_bwd / m)
+    offload = m * offload
     chips = tp * da * cp * pp * dp
     # every rank waits for the slowest at each synchronisation: the step stretches by the expected maximum of
     # the chips' speeds (spread sigma), Blom's approximation of the maximum of n normal draws
     straggle = cal["rank_speed_spread_frac"] * slowest_rank_z(chips)
-    work = t_pipe + t_opt + exposed + contention
+    work = t_pipe + t_opt + exposed + contention + offload
     step = work * (1 + straggle)
 
     def row(x):  # one operator's array at the configurations' shape (a read-only view)
@@ -222,6 +228,7 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
         "blocking_comm_exposed_s": exposed_block,
         "dp_comm_s": c_total, "dp_comm_hidden_s": hidden, "dp_comm_exposed_s": exposed, "contention_s": contention,
         "straggler_s": work * straggle,
+        "offload_bytes_per_microbatch": offload_bytes, "offload_exposed_s": offload,
         "comm_total_s": blocking + c_total, "comm_exposed_s": exposed_block + exposed,
         "comm_hidden_s": hidden_tp + hidden_pp + hidden,
         "tp_ep_cp_comm_hidden_s": hidden_tp, "pp_send_recv_hidden_s": hidden_pp,
@@ -243,6 +250,23 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     out = {k: np.broadcast_to(np.asarray(v_), shape) if np.ndim(v_) <= len(shape) else v_ for k, v_ in out.items()}
     out["_plan_ops"], out["_graph_comm"] = plan_ops, graph_comm
     return out
+
+
+def _offload(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration, recompute: Recompute,
+             sequence_parallel: bool, fwd_window, bwd_window) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes offloaded per micro-batch and direction, exposed seconds per micro-batch): o N a_tok over the host
+    link each way, hidden under the micro-batch's forward (out) and backward (back) where it fits (module doc)."""
+    o = _f(kn.offload_layers)
+    if not np.any(o > 0):
+        return np.zeros(()), np.zeros(())
+    link = system.node.host_link_bytes_per_s
+    if link is None:  # feasibility's offload_host_link rule refuses the plan; nothing to price it with
+        raise ValueError(f"{system.display_name}: no node.host_link_bandwidth in its spec; activation offloading "
+                         f"cannot be priced")
+    tokens, a_tok, _ = memory.saved_bytes_per_layer(arch, kn, cal, recompute, sequence_parallel)
+    nbytes = o * tokens * a_tok
+    t_x = nbytes / link
+    return nbytes, np.maximum(t_x - fwd_window, 0.0) + np.maximum(t_x - bwd_window, 0.0)
 
 
 @dataclass(frozen=True)
@@ -344,6 +368,7 @@ def timeline_frame(s: dict) -> pd.DataFrame:
     rows.append({"lane": "comm", "component": "data-parallel comm, hidden under compute",
                  "start_s": max(fb - hidden, 0.0), "duration_s": hidden, "exposed": False})
     for name, dur, lane, exp in (("data-parallel comm, exposed", s["dp_comm_exposed_s"], "comm", True),
+                                 ("activation offload to host, exposed", s["offload_exposed_s"], "comm", True),
                                  ("compute slowed by overlapped comm", s["contention_s"], "compute", False),
                                  ("optimizer step", s["optimizer_s"], "compute", False),
                                  ("waiting for the slowest rank", s["straggler_s"], "compute", False)):

@@ -153,6 +153,7 @@ def scenario_of(m, arch, gpus: int) -> Scenario | str:
                               zero=1 if core and plan.zero == 0 and plan.dp * plan.da > 1 else plan.zero)
     return Scenario(phase=Phase.TRAIN, batch=mbs, seq_len=int(float(m["input_len"])), parallel=par,
                     recompute=_recompute(m), precision=prec, optimizer=Optimizer.ADAM_MIXED,
+                    offload_layers=tr.offload_layers_of(m["parallelism"]),
                     flash_attention=src.flash_attention)
 
 

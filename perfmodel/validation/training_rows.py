@@ -14,7 +14,8 @@ Every training row, however its source wrote it, is read by the same rules (stat
                them), or a GPT from the row's own dimensions ('h=, L=, heads=, V=')
     plan       TP / PP / DP / CP / EP / VP (interleaved stages per rank) / ZeRO or FSDP stage, as 'TP8',
                'TP=8', 'tp 8', 'tensor parallel 8', 'FSDP 64' (ZeRO-3 over 64), 'HSDP' (ZeRO-3 inside a node);
-               DP = GPUs / (TP PP CP) when unstated
+               DP = GPUs / (TP PP CP) when unstated; 'CPU offload 40 layers' (Megatron-Core's
+               cpu_offloading_num_layers: activations of that many layers per stage in host memory)
     batch      'GBS 2048', 'global batch 2048', 'mbs 1' / 'micro batch 1' (sequences)
     dtype      FP8 (and its recipe: per-tensor delayed or current scaling, block / MX scaling) or BF16 / FP16
     metric     METRICS: TFLOP/s per GPU (model or hardware FLOPs), tokens/s per GPU or in total, sequences/s,
@@ -99,6 +100,14 @@ def workload_of(model: str) -> str:
         if cand in known:
             return cand
     return ""
+
+
+def offload_layers_of(text: str) -> int:
+    """Layers whose activations the run offloads to host memory ('CPU offload 40 layers',
+    'cpu_offloading_num_layers=40'); 0 when the text states none."""
+    hit = re.search(r"(?:cpu[ _]?)?offload(?:ing)?(?:[ _]num)?[ _]?(?:layers)?\s*(?:=|:)?\s*(\d+)(?:\s*layers)?",
+                    str(text), re.I)
+    return int(hit.group(1)) if hit else 0
 
 
 def plan_of(text: str, gpus: int = 0) -> Parallelism:
