@@ -380,6 +380,42 @@ def test_op_level_selective_checkpointing_keeps_every_other_matmul_output():
     assert kept(Recompute.FULL) < kept(Recompute.SELECTIVE_OP) < kept(Recompute.NONE)
 
 
+def test_lora_trains_its_adapters_and_only_propagates_through_the_frozen_weights():
+    """LoRA fine-tuning (rank r on the attention projections): a frozen linear layer's backward is its dgrad alone,
+    the adapters add 2 M r (K + N) FLOPs forward and train by the full rule; gradients, optimizer state and
+    gradient collectives are the adapters' only, the frozen weights are still held (and gathered under ZeRO-3)."""
+    from perfmodel.model import memory
+    from perfmodel.model.bindings import Knobs
+    from perfmodel.model.ops import i_fr
+    from perfmodel.validation.training_rows import lora_rank_of
+
+    bwd = {o.name: o for o in graph_for(LLAMA, Phase.TRAIN) if o.pass_ == Pass.BACKWARD}
+    fwd = {o.name: o for o in graph_for(LLAMA, Phase.TRAIN) if o.pass_ == Pass.FORWARD}
+    full, frozen = (sp.simplify(bwd["mlp.up"].work.flop.subs(i_fr, v) / fwd["mlp.up"].work.flop) for v in (0, 1))
+    assert (full, frozen) == (2, 1)
+    assert sp.simplify(bwd["attn.qkv.lora"].work.flop / fwd["attn.qkv.lora"].work.flop) == 2  # adapters train
+    assert "mlp.up.lora" not in fwd and fwd["attn.qkv.lora"].count.has(i_fr)
+
+    def run(rank):
+        sc = scen(dp=8, zero=1).replace(lora_rank=rank)
+        return training.step.train(H100, LLAMA, sc, cal=no_spread(H100)), memory.footprint_for(H100, LLAMA, sc)
+
+    (base, fp0), (lora, fp16) = run(0), run(16)
+    kn = Knobs.of(scen(dp=8, zero=1).replace(lora_rank=16))
+    adapters = float(np.ravel(memory.params_per_device(LLAMA, kn, Phase.TRAIN, lora=True))[0])
+    D, hd = LLAMA.hidden_size, LLAMA.head_dim
+    qkv = (LLAMA.num_attention_heads + 2 * LLAMA.num_key_value_heads) * hd
+    assert adapters == pytest.approx(LLAMA.num_hidden_layers * 16 * ((D + qkv) + (LLAMA.num_attention_heads * hd + D)))
+    assert lora["backward_s"] < 0.75 * base["backward_s"] and lora["forward_s"] >= base["forward_s"]
+    assert lora["grad_bytes_per_chip"] == pytest.approx(adapters * 2)  # BF16 gradients of the adapters only
+    comp = {k: float(np.ravel(v)[0]) for k, v in fp16.components.items()}
+    assert comp["optimizer_state"] == pytest.approx(adapters * 8 / 8)  # Adam's two FP32 moments, ZeRO-1 over 8
+    assert comp["weights"] > float(np.ravel(fp0.components["weights"])[0])  # the frozen weights and the adapters
+    assert (lora_rank_of("LoRA r=16"), lora_rank_of("LoRA 70B"), lora_rank_of("kv_lora_rank 512")) == (16, None, 0)
+    with pytest.raises(ValueError, match="lora_rank"):
+        Scenario(phase=Phase.PREFILL, batch=1, lora_rank=8).validate()
+
+
 def test_chunked_tp_overlap_hides_all_but_one_chunk_per_plan():
     cal = no_spread(H100).with_overrides({"tp_comm_chunked_overlap": 1})
     tp = np.array([2, 4, 8])

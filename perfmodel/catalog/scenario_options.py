@@ -39,6 +39,7 @@ class ScenarioOptions:
     optimizer: str = "adam-mixed"
     sequence_parallel: bool = False
     offload_layers: int = 0  # training: layers per stage whose activations go to host memory
+    lora_rank: int = 0  # training: LoRA adapters' rank, the base weights frozen (0: every weight trains)
 
     def replace(self, **changes) -> "ScenarioOptions":
         return dataclasses.replace(self, **changes)
@@ -74,7 +75,7 @@ def scenario_of(opts: ScenarioOptions, arch: ModelArch, system: System | None = 
                   parallel=Parallelism(tp=n["tp"], pp=n["pp"], dp=n["dp"], ep=n["ep"], da=n["da"], zero=n["zero"],
                                        microbatches=n["microbatches"], sequence_parallel=bool(opts.sequence_parallel)),
                   precision=prec, recompute=Recompute(opts.recompute), optimizer=Optimizer(opts.optimizer),
-                  offload_layers=n["offload_layers"])
+                  offload_layers=n["offload_layers"], lora_rank=n["lora_rank"])
     sc.validate()
     return sc
 
@@ -83,7 +84,8 @@ def scenario_of(opts: ScenarioOptions, arch: ModelArch, system: System | None = 
 COUNT_RANGES = {"batch": (1, limits.MAX_BATCH), "seq_len": (1, limits.MAX_SEQ_TOKENS),
                 "context": (0, limits.MAX_SEQ_TOKENS), "tp": (1, limits.MAX_CHIPS), "pp": (1, limits.MAX_CHIPS),
                 "dp": (1, limits.MAX_CHIPS), "ep": (1, limits.MAX_CHIPS), "da": (1, limits.MAX_CHIPS),
-                "zero": (0, 3), "microbatches": (1, limits.MAX_BATCH), "offload_layers": (0, limits.MAX_LAYERS)}
+                "zero": (0, 3), "microbatches": (1, limits.MAX_BATCH), "offload_layers": (0, limits.MAX_LAYERS),
+                "lora_rank": (0, limits.MAX_WIDTH)}
 
 
 def _counts(opts: ScenarioOptions) -> dict[str, int]:

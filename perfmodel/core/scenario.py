@@ -148,6 +148,9 @@ class Scenario:
     # training: layers per pipeline stage whose saved activations go to host memory after their forward and come
     # back before their backward (Megatron-Core / Transformer Engine CPU offloading, cpu_offloading_num_layers)
     offload_layers: int = 0
+    # training: LoRA fine-tuning, rank-r adapters on the attention block's linear layers and the base weights frozen
+    # (no weight gradients, optimizer state or gradient collectives for them); 0: every weight trains
+    lora_rank: int = 0
 
     @property
     def new_tokens(self) -> int:
@@ -167,6 +170,10 @@ class Scenario:
         if self.offload_layers and self.phase != Phase.TRAIN:
             raise ValueError(f"scenario field offload_layers: activations are offloaded in training only, got "
                              f"{self.offload_layers} for phase {self.phase.value}")
+        _whole(self.lora_rank, "scenario field lora_rank", 0, limits.MAX_WIDTH)
+        if self.lora_rank and self.phase != Phase.TRAIN:
+            raise ValueError(f"scenario field lora_rank: adapters are trained in training only (merged for serving), "
+                             f"got {self.lora_rank} for phase {self.phase.value}")
         if self.moe_imbalance is not None and not 1 <= self.moe_imbalance <= limits.MAX_EXPERTS:
             raise ValueError(f"scenario field moe_imbalance: must be between 1 and {limits.MAX_EXPERTS:,} (the "
                              f"busiest expert over the mean), got {self.moe_imbalance!r}")

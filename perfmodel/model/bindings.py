@@ -248,6 +248,7 @@ def scenario_values(kn: Knobs, cal: Calibration) -> dict:
         S.ba: _dtype_map(kn.activations, bytes_per_element), S.bkv: _dtype_map(kn.kv_cache, bytes_per_element),
         ops.dp_: dp, ops.zs: np.where(zero >= 1, kn.expert_dp, 1.0), ops.zsd: np.where(zero >= 1, kn.dense_dp, 1.0),
         ops.bg: float(opt["gradients"]),
+        ops.r_lo: _arr(kn.lora_rank), ops.i_fr: np.where(_arr(kn.lora_rank) > 0, 1.0, 0.0),
         ops.bo_r: float(opt["gradients"] + opt["master"] + opt["optimizer"] + (opt["weights"] if not opt["master"] else 0)),
         ops.bo_w: float(opt["master"] + opt["optimizer"] + opt["weights"]),
         ops.bwt: float(opt["weights"]),

@@ -28,7 +28,7 @@ from perfmodel.core.workload import AttentionKind, ModelArch
 from perfmodel.model import formulas as fm
 from perfmodel.model.formulas import Work
 from perfmodel.model.graph_attention_variants import linear_attention_block, sparse_mla_core
-from perfmodel.model.graph_training import quantized_linear, training_ops
+from perfmodel.model.graph_training import is_lora_adapter, quantized_linear, training_ops
 from perfmodel.model.ops import (TV, Comm, GraphKey, KV_dev, Ld, Lfa, Lm, Lsw, N_dev, N_rep, Op, OpKind, P, Pass, bdp,
                                  da, i_a2a, i_cp, i_ep, n_rep, nmb)
 from perfmodel.model.ops import forward_op as _op
@@ -36,7 +36,8 @@ from perfmodel.model.ops import forward_op as _op
 
 def _linear(name, grp, count, M, K, N, **kw) -> Op:
     """A weighted linear layer C[M,N] = A[M,K] W[K,N] (fm.matmul), its activations in and out recorded (Op.io)."""
-    return _op(name, grp, OpKind.MATMUL, count, fm.matmul(M, K, N, **kw), formula="matmul", io=(M * K, M * N))
+    return _op(name, grp, OpKind.MATMUL, count, fm.matmul(M, K, N, **kw), formula="matmul", io=(M * K, M * N),
+               shape=(M, K, N))
 
 
 def _attention_op(name, grp, count, *args, **kw) -> Op:
@@ -302,12 +303,14 @@ def graph_for(arch: ModelArch, phase: Phase, recompute: Recompute = Recompute.NO
     return build_graph(GraphKey.of(arch), Phase(phase), Recompute(recompute))
 
 
-def parameter_expression(ops: tuple[Op, ...], experts: bool | None = None, quantized: bool = False) -> sp.Expr:
+def parameter_expression(ops: tuple[Op, ...], experts: bool | None = None, quantized: bool = False,
+                         lora: bool = False) -> sp.Expr:
     """Parameters held on one device: sum over forward ops of count x params (per micro-batch).
     experts=True: routed experts only; False: everything else; None: all. quantized: only the linear layers a
-    low-precision training recipe quantizes (quantized_linear)."""
+    low-precision training recipe quantizes (quantized_linear). lora: the LoRA adapters alone (otherwise they are
+    left out: the model's own weights)."""
     def keep(o: Op) -> bool:
         return (experts is None or (o.name.startswith("moe.expert")) == experts) \
-            and (not quantized or quantized_linear(o))
+            and (not quantized or quantized_linear(o)) and is_lora_adapter(o) == lora
 
     return sp.sympify(sum(o.count * o.work.params for o in ops if o.pass_ == Pass.FORWARD and keep(o))).subs(nmb, 1)

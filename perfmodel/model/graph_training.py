@@ -16,6 +16,9 @@ Per optimizer step of m micro-batches (counts x m):
                  head_in_bf16)
     fusion       a layer's element-wise and norm ops move e_x times the fused kernels' bytes (unfused)
     MoE          tokens permuted into expert order and back around the experts (token_permutation)
+    LoRA         with r_lo > 0 the base weights are frozen (i_fr = 1): a linear layer's backward is its dgrad
+                 alone, and rank-r adapters on the attention block's linear layers are the trained weights
+                 (lora_adapters): the optimizer and the gradient collectives run over them only
 
 Does not: bind numbers or price time; the forward operators (graph.py) or the pricing (training/step.py).
 """
@@ -32,7 +35,8 @@ from perfmodel.core.symbols import B, D, T, ba, bw, dh, k, t
 from perfmodel.model import formulas as fm
 from perfmodel.model.formulas import Work
 from perfmodel.model.ops import (Comm, GraphKey, KV_dev, Lfa, Lm, Lsw, N_dev, Op, OpKind, Pass, bg, bo_r, bo_w, bwt, da,
-                                 i_cp, i_pp, i_sp, i_z0, i_z1, i_z2, i_z3, nmb, vpp, zs, zsd)
+                                 i_cp, i_fr, i_pp, i_sp, i_z0, i_z1, i_z2, i_z3, nmb, r_lo, vpp,
+                                 zs, zsd)
 
 
 def low_precision_casts(op: Op) -> list[Op]:
@@ -113,11 +117,14 @@ def backward(op: Op) -> Op:
     recomputed Q K^T counted as recompute; the unfused score traffic when materialised), 2x
     elementwise work, the same collectives on gradients."""
     w = op.work
+    # a linear layer's weight gradient (wgrad) only where its weights train: frozen under LoRA (i_fr = 1), the
+    # backward is the dgrad alone; adapters (no io) and weightless matmuls always train
+    g = 2 - i_fr if op.io is not None else 2
     if op.backward is not None:
         bw_work = op.backward
     elif op.kind == OpKind.MATMUL:
-        bw_work = Work(flop=2 * w.flop, tensor_flop=2 * w.tensor_flop, vector=2 * w.vector,
-                       read=w.read + w.write + w.read, write=w.read)
+        bw_work = Work(flop=g * w.flop, tensor_flop=g * w.tensor_flop, vector=g * w.vector,
+                       read=g * w.read + w.write, write=w.read)
     elif op.kind == OpKind.ATTENTION:
         bw_work = Work(flop=2 * w.flop, tensor_flop=2 * w.tensor_flop, tensor_b16_flop=2 * w.tensor_b16_flop,
                        vector=3 * w.exp + w.vector, read=2 * w.read + w.write, write=w.read)
@@ -155,10 +162,12 @@ def _attention_score_recompute(op: Op) -> Op:
                         read=w.read / 2).scaled(flash), formula=op.formula)
 
 
-def _training_plan_comm(key: GraphKey, n_dense: sp.Expr, n_expert: sp.Expr) -> list[Op]:
+def _training_plan_comm(key: GraphKey, dense: tuple[sp.Expr, sp.Expr], expert: tuple[sp.Expr, sp.Expr]) -> list[Op]:
     """Collectives of the parallelism plan in a training step (counts per optimizer step).
 
-    data parallel (G = P b_g gradient bytes, W = P b_wt weight bytes per device), for each set of weights over
+    data parallel (G = P b_g gradient bytes of the trained parameters, W = P b_wt weight bytes per device: under
+    ZeRO 1 / 2 the trained ones the optimizer updated, under ZeRO 3 all, gathered for every use), for each set of
+    weights over
     the ranks that hold a copy of it: dense weights (P_dense) over dp d_a c ranks (group 'dp': attention-DP
     ranks replicate them, as Megatron-Core's expert parallelism carves EP out of DP, and context-parallel ranks
     compute the same weights' gradients on other tokens), routed experts (P_exp) over their dp c copies
@@ -177,15 +186,16 @@ def _training_plan_comm(key: GraphKey, n_dense: sp.Expr, n_expert: sp.Expr) -> l
 
     attn_layers = (Lfa if key.full else 0) + (Lsw if key.sliding else 0)
     kv = 2 * (B / da) * T * KV_dev * dh * ba
-    def data_parallel(prefix, n, group):
-        return [comm(f"{prefix}grad_all_reduce", Collective.ALL_REDUCE, n * bg, group, i_z0),
-                comm(f"{prefix}grad_reduce_scatter", Collective.REDUCE_SCATTER, n * bg, group,
+    def data_parallel(prefix, n, group):  # n = (trained parameters: gradients, all parameters: weights)
+        return [comm(f"{prefix}grad_all_reduce", Collective.ALL_REDUCE, n[0] * bg, group, i_z0),
+                comm(f"{prefix}grad_reduce_scatter", Collective.REDUCE_SCATTER, n[0] * bg, group,
                      i_z1 + (i_z2 + i_z3) * nmb),
-                comm(f"{prefix}weight_all_gather", Collective.ALL_GATHER, n * bwt, group, i_z1 + i_z2 + 2 * nmb * i_z3)]
+                comm(f"{prefix}weight_all_gather", Collective.ALL_GATHER, (i_z3 * n[1] + (1 - i_z3) * n[0]) * bwt,
+                     group, i_z1 + i_z2 + 2 * nmb * i_z3)]
 
     return [
-        *data_parallel("dp.", n_dense, "dp"),
-        *(data_parallel("dp.expert_", n_expert, "edp") if key.moe else []),
+        *data_parallel("dp.", dense, "dp"),
+        *(data_parallel("dp.expert_", expert, "edp") if key.moe else []),
         comm("pp.send_recv", Collective.SEND_RECV, N_dev * D * ba * (1 - i_sp + i_sp / t), "pp", 2 * nmb * vpp * i_pp,
              Pass.FORWARD),
         comm("cp.kv_all_gather", Collective.ALL_GATHER, kv, "cp", 2 * attn_layers * nmb * i_cp, Pass.FORWARD),
@@ -205,10 +215,25 @@ RECOMPUTED = {
 }
 
 
+def lora_adapters(fwd: list[Op]) -> list[Op]:
+    """LoRA fine-tuning's trained weights: beside each linear layer of the attention block (C = A W, M x K x N;
+    NeMo's and MLPerf's targets, the QKV and output projections), a rank-r adapter A W_a W_b in the activation
+    type, 2 M r (K + N) FLOPs forward and r (K + N) parameters; backward by the generic rule (dgrad + wgrad).
+    Count x i_fr: nothing without LoRA."""
+    return [Op(name=f"{o.name}.lora", group=o.group, kind=OpKind.MATMUL, pass_=Pass.FORWARD, count=o.count * i_fr,
+               work=fm.matmul(o.shape[0], o.shape[1], r_lo, b_w=fm.ba) + fm.matmul(o.shape[0], r_lo, o.shape[2],
+                                                                                 b_w=fm.ba), formula="matmul")
+            for o in fwd if o.shape is not None and o.group.startswith("attention")]
+
+
+def is_lora_adapter(o: Op) -> bool:
+    return o.name.endswith(".lora")
+
+
 def training_ops(key: GraphKey, fwd: list[Op], recompute: Recompute) -> tuple[Op, ...]:
     """Every operator of one training step of a stage whose forward graph is `fwd` (module doc)."""
     step = [dataclasses.replace(unfused(x), count=x.count * nmb)
-            for o in fwd + token_permutation(key) for x in low_precision_casts(o)]
+            for o in fwd + token_permutation(key) + lora_adapters(fwd) for x in low_precision_casts(o)]
     layer_ops = [o for o in step if o.group not in ("embedding", "head")]
     ops = list(step)
     ops += [backward(o) for o in reversed(step)]
@@ -216,11 +241,16 @@ def training_ops(key: GraphKey, fwd: list[Op], recompute: Recompute) -> tuple[Op
     share = RECOMPUTED.get(Recompute(recompute), lambda o: 0)
     ops += [dataclasses.replace(_recompute(o), count=o.count * share(o)) for o in layer_ops if share(o)]
     ops += low_precision_weight_casts(fwd)
-    n_params = sum((o.count / nmb) * o.work.params for o in step)
-    # routed experts (stored at their own type: weight_bytes) are sharded over dp c, the dense rest over dp d_a c
-    n_expert = sum(((o.count / nmb) * o.work.params for o in step if o.weight_bytes is not None), sp.Integer(0))
-    n_dense = n_params - n_expert
+    def params(keep):
+        return sum(((o.count / nmb) * o.work.params for o in step if keep(o)), sp.Integer(0))
+
+    # routed experts (stored at their own type: weight_bytes) are sharded over dp c, the dense rest over dp d_a c;
+    # under LoRA (i_fr = 1) only the adapters train: they alone have gradients and optimizer state
+    n_adapter = params(is_lora_adapter)
+    n_expert = params(lambda o: o.weight_bytes is not None)
+    n_dense = params(lambda o: not is_lora_adapter(o)) - n_expert
+    train_dense, train_expert = (1 - i_fr) * n_dense + n_adapter, (1 - i_fr) * n_expert
     ops.append(Op("optimizer.step", "optimizer", OpKind.OPTIMIZER, Pass.OPTIMIZER, sp.Integer(1),
-                  fm.adam_step(n_dense / zsd + n_expert / zs, bo_r, bo_w), formula="adam_step"))
-    ops += _training_plan_comm(key, n_dense, n_expert)
+                  fm.adam_step(train_dense / zsd + train_expert / zs, bo_r, bo_w), formula="adam_step"))
+    ops += _training_plan_comm(key, (train_dense, n_dense + n_adapter), (train_expert, n_expert))
     return tuple(attention_in_bf16(o) if o.kind == OpKind.ATTENTION else head_in_bf16(o) for o in ops)

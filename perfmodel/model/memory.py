@@ -85,15 +85,16 @@ class Footprint:
 
 
 @functools.lru_cache(maxsize=256)
-def _params_fn(key: ops.GraphKey, phase: Phase, experts: bool | None, quantized: bool = False):
+def _params_fn(key: ops.GraphKey, phase: Phase, experts: bool | None, quantized: bool = False, lora: bool = False):
     """(symbols, numpy function, is zero) of the per-device parameter count of a graph structure (cached in the
     process and on disk: graph_cache)."""
-    parts = ("parameters", repr(key), Phase(phase).value, repr(experts)) + (("quantized",) if quantized else ())
+    parts = ("parameters", repr(key), Phase(phase).value, repr(experts)) + (("quantized",) if quantized else ()) \
+        + (("lora",) if lora else ())
     hit = graph_cache.load(parts)
     if hit is not None and isinstance(hit[2], bool):
         source, syms, zero = hit
         return syms, graph_cache.function(source, numeric.namespace()), zero
-    expr = gr.parameter_expression(gr.build_graph(key, phase), experts, quantized)
+    expr = gr.parameter_expression(gr.build_graph(key, phase), experts, quantized, lora)
     syms = sorted(expr.free_symbols, key=lambda s: s.name)
     fn = numeric.lambdify_numeric(syms, expr)
     graph_cache.store(parts, inspect.getsource(fn), tuple(syms), bool(expr == 0))
@@ -101,16 +102,19 @@ def _params_fn(key: ops.GraphKey, phase: Phase, experts: bool | None, quantized:
 
 
 def params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase = Phase.PREFILL,
-                      experts: bool | None = None, quantized: bool = False) -> np.ndarray:
+                      experts: bool | None = None, quantized: bool = False, lora: bool = False) -> np.ndarray:
     """Parameters on one device, from the operator graph (sharded by t, ep, d_a and p);
     experts=True / False selects routed-expert / other parameters; quantized: only the linear layers a
-    low-precision training recipe quantizes (graph_training.quantized_linear)."""
+    low-precision training recipe quantizes (graph_training.quantized_linear); lora: the LoRA adapters of a
+    training graph at kn.lora_rank (0 without LoRA), otherwise the model's own weights."""
     phase = Phase.PREFILL if Phase(phase) == Phase.DECODE else Phase(phase)
-    degrees = (kn.tp, kn.pp, kn.ep, kn.da)
+    if lora and phase != Phase.TRAIN:
+        return np.zeros(())
+    degrees = (kn.tp, kn.pp, kn.ep, kn.da) + ((kn.lora_rank,) if lora else ())
     if all(np.ndim(x) == 0 for x in degrees):  # one configuration (a loop of them): counted once per plan
-        return _PARAMS.get((arch,), (phase, experts, quantized, *(float(x) for x in degrees)),
-                           lambda: _params_per_device(arch, kn, phase, experts, quantized))
-    return _params_per_device(arch, kn, phase, experts, quantized)
+        return _PARAMS.get((arch,), (phase, experts, quantized, lora, *(float(x) for x in degrees)),
+                           lambda: _params_per_device(arch, kn, phase, experts, quantized, lora))
+    return _params_per_device(arch, kn, phase, experts, quantized, lora)
 
 
 # params_per_device of one plan; 1024 plans (tp x pp x ep x da per model) are more than a loop visits
@@ -118,9 +122,10 @@ _PARAMS = ObjectCache(1024)
 
 
 def _params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase, experts: bool | None,
-                       quantized: bool = False) -> np.ndarray:
-    syms, fn, zero = _params_fn(ops.GraphKey.of(arch), phase, experts, quantized)
-    shape = np.broadcast_shapes(np.shape(kn.tp), np.shape(kn.pp), np.shape(kn.ep), np.shape(kn.da))
+                       quantized: bool = False, lora: bool = False) -> np.ndarray:
+    syms, fn, zero = _params_fn(ops.GraphKey.of(arch), phase, experts, quantized, lora)
+    shape = np.broadcast_shapes(np.shape(kn.tp), np.shape(kn.pp), np.shape(kn.ep), np.shape(kn.da),
+                                np.shape(kn.lora_rank) if lora else ())
     if zero:
         return np.zeros(shape)
     vals = bd.model_values(arch, kn.pp)
@@ -128,6 +133,8 @@ def _params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase, experts: boo
                  bd.S.ep: np.asarray(kn.ep, dtype=float)})
     # the routed-expert instance count uses the touched fraction; parameters do not depend on it
     vals.update({bd.S.B: 1.0, bd.S.T: 1.0, bd.S.cp: 1.0, bd.S.u: 1.0})
+    rank = np.asarray(kn.lora_rank, dtype=float)  # the adapters' rank and presence (lora=True only)
+    vals.update({ops.r_lo: rank, ops.i_fr: np.where(rank > 0, 1.0, 0.0)})
     return np.broadcast_to(np.asarray(fn(*[vals[s] for s in syms]), dtype=float), shape)
 
 
@@ -280,17 +287,25 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
     if phase == Phase.TRAIN:
         opt = Optimizer(kn.optimizer).bytes_per_param
 
-        def sharded(nbytes, stage):  # per-parameter bytes, ZeRO-sharded from `stage` on over every rank that holds
-            # a copy: dense parameters over dp x da x cp (attention-DP and context-parallel ranks hold them), experts
-            # over dp x cp
-            dense, experts = (P_dev - P_exp) * nbytes, P_exp * nbytes
+        # LoRA: the base weights frozen (no gradients, master copies or optimizer state), the adapters trained
+        P_lora = params_per_device(arch, kn, phase, lora=True)
+        tw = np.where(f(kn.lora_rank) > 0, 0.0, 1.0)
+
+        def sharded(nbytes, stage, trained=True):  # per-parameter bytes, ZeRO-sharded from `stage` on over every
+            # rank that holds a copy: dense parameters over dp x da x cp (attention-DP and context-parallel ranks
+            # hold them), experts over dp x cp; trained: the parameters that have gradients and optimizer state
+            w = tw if trained else 1.0
+            dense, experts = (w * (P_dev - P_exp) + P_lora) * nbytes, w * P_exp * nbytes
             return dense / np.where(zero >= stage, kn.dense_dp, 1.0) + experts / np.where(zero >= stage, kn.expert_dp,
                                                                                           1.0)
 
-        comp["weights"] = sharded(opt["weights"], 3) + low_precision_weight_bytes(arch, kn, cal)
+        comp["weights"] = sharded(opt["weights"], 3, trained=False) + low_precision_weight_bytes(arch, kn, cal)
         comp["gradients"] = sharded(opt["gradients"], 2)
         comp["master_weights"] = sharded(opt["master"], 1)
         comp["optimizer_state"] = sharded(opt["optimizer"], 1)
+        if np.any(P_lora > 0):
+            notes.append("LoRA: the base weights frozen (no gradients or optimizer state), the adapters trained; "
+                         "every activation counted as saved (frozen layers' inputs are not needed, an upper bound)")
         in_flight = np.minimum(pp, f(kn.microbatches))  # 1F1B: first stage holds p micro-batches
         tokens, a_tok, note = saved_bytes_per_layer(arch, kn, cal, recompute, sequence_parallel)
         notes += [note] if note else []

@@ -38,6 +38,8 @@ dp_ = sp.Symbol("dp", positive=True)  # data-parallel replicas (gradient traffic
 # dp x cp (zs), the dense weights' over dp x d_a x cp (zsd: attention-DP and context-parallel ranks hold them too)
 zs = sp.Symbol("zs", positive=True)
 zsd = sp.Symbol("zsd", positive=True)
+r_lo = sp.Symbol("r_lo", nonnegative=True)  # LoRA adapters' rank (0: no adapters)
+i_fr = sp.Symbol("i_fr", nonnegative=True)  # 1 when the base weights are frozen (LoRA fine-tuning), else 0
 bo_r = sp.Symbol("bo_r", nonnegative=True)  # optimizer-state bytes read per parameter
 bo_w = sp.Symbol("bo_w", nonnegative=True)  # optimizer-state bytes written per parameter
 bg = sp.Symbol("bg", positive=True)  # bytes per gradient element
@@ -99,6 +101,8 @@ class Op:
     # bytes per weight element of a linear layer whose weights are not stored at b_w (routed experts: b_we); what
     # graph_training.low_precision_weight_casts reads them at
     weight_bytes: sp.Expr | None = None
+    # a linear layer's (M, K, N) per instance: where LoRA fine-tuning attaches its adapters (graph_training)
+    shape: tuple[sp.Expr, sp.Expr, sp.Expr] | None = None
 
 
 @dataclass(frozen=True)
@@ -180,7 +184,7 @@ class GraphKey:
 
 
 def forward_op(name, group, kind, count, work, comm=None, formula="", backward=None, io=None,
-               weight_bytes=None) -> Op:
+               weight_bytes=None, shape=None) -> Op:
     """An operator of the forward pass (graph.py and graph_attention_variants.py build with it)."""
     return Op(name=name, group=group, kind=kind, pass_=Pass.FORWARD, count=count, work=work, comm=comm,
-              formula=formula or kind.value, backward=backward, io=io, weight_bytes=weight_bytes)
+              formula=formula or kind.value, backward=backward, io=io, weight_bytes=weight_bytes, shape=shape)

@@ -54,6 +54,7 @@ class Knobs:
     # degree need not divide the heads; False: it must (feasibility's tp_heads / tp_kv_heads rules)
     pad_heads: object = False
     offload_layers: object = 0  # training: layers per stage whose activations go to host memory (Scenario)
+    lora_rank: object = 0  # training: LoRA adapters' rank, the base weights frozen (0: every weight trains)
 
     @property
     def dense_dp(self) -> np.ndarray:
@@ -88,4 +89,4 @@ class Knobs:
                    expert_weights=q.experts, moe_imbalance=s.moe_imbalance, optimizer=s.optimizer,
                    pp_virtual=p.pp_virtual if p.pp_schedule == "interleaved" else 1,
                    flash_attention=s.flash_attention, sequence_parallel=p.sequence_parallel,
-                   offload_layers=s.offload_layers)
+                   offload_layers=s.offload_layers, lora_rank=s.lora_rank)

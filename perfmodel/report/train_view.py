@@ -22,7 +22,10 @@ def answer(row: pd.Series) -> str:
             + (f" x cp {int(row['cp'])}" if int(row.get("cp", 1)) > 1 else "")
             + (f" x ep {int(row['ep'])}" if int(row.get("ep", 1)) > 1 else "")
             + f", ZeRO-{int(row['zero'])}, {int(row['microbatches'])} micro-batches of {int(row['batch'])} x "
-              f"{int(row['seq_len']):,} tokens, {row['compute_dtype']}, recompute {row['recompute']}")
+              f"{int(row['seq_len']):,} tokens, {row['compute_dtype']}, recompute {row['recompute']}"
+            + (f", {int(row['offload_layers'])} layers' activations offloaded to host memory"
+               if int(row.get("offload_layers", 0)) else "")
+            + (f", LoRA rank {int(row['lora_rank'])} (base weights frozen)" if int(row.get("lora_rank", 0)) else ""))
     return (f"Step time {units.format_value(row['step_time_s'], 'time')}: {row['tokens_per_s']:,.0f} tokens/s "
             f"({row['tokens_per_s_per_chip']:,.0f} per chip on {int(row['chips']):,} chips), "
             f"MFU {100 * row['mfu_frac']:.1f}%, {fits}.\nPlan: {plan}.")

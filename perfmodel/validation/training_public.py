@@ -119,6 +119,9 @@ def scenario_of(m, arch, gpus: int) -> Scenario | str:
     """The run's training scenario, or why it has none."""
     if re.search(r"not stated", str(m["parallelism"]), re.I):
         return "the parallel plan is not stated"
+    lora = tr.lora_rank_of(f"{m['parallelism']} {m['notes']}")
+    if lora is None:
+        return "a LoRA fine-tune whose adapter rank is not stated"
     plan = tr.plan_of(m["parallelism"], gpus)
     if plan.chips != gpus:
         return f"the plan ({plan.tp} x {plan.pp} x {plan.cp} x DP {plan.dp}) does not cover the {gpus} GPUs"
@@ -153,7 +156,7 @@ def scenario_of(m, arch, gpus: int) -> Scenario | str:
                               zero=1 if core and plan.zero == 0 and plan.dp * plan.da > 1 else plan.zero)
     return Scenario(phase=Phase.TRAIN, batch=mbs, seq_len=int(float(m["input_len"])), parallel=par,
                     recompute=_recompute(m), precision=prec, optimizer=Optimizer.ADAM_MIXED,
-                    offload_layers=tr.offload_layers_of(m["parallelism"]),
+                    offload_layers=tr.offload_layers_of(m["parallelism"]), lora_rank=lora,
                     flash_attention=src.flash_attention)
 
 

@@ -15,7 +15,9 @@ Every training row, however its source wrote it, is read by the same rules (stat
     plan       TP / PP / DP / CP / EP / VP (interleaved stages per rank) / ZeRO or FSDP stage, as 'TP8',
                'TP=8', 'tp 8', 'tensor parallel 8', 'FSDP 64' (ZeRO-3 over 64), 'HSDP' (ZeRO-3 inside a node);
                DP = GPUs / (TP PP CP) when unstated; 'CPU offload 40 layers' (Megatron-Core's
-               cpu_offloading_num_layers: activations of that many layers per stage in host memory)
+               cpu_offloading_num_layers: activations of that many layers per stage in host memory); 'LoRA
+               rank 16' / 'LoRA r=16' / 'lora_dim 16' (fine-tuning: adapters trained, the base weights frozen; a
+               LoRA run without its rank is listed)
     batch      'GBS 2048', 'global batch 2048', 'mbs 1' / 'micro batch 1' (sequences)
     dtype      FP8 (and its recipe: per-tensor delayed or current scaling, block / MX scaling) or BF16 / FP16
     metric     METRICS: TFLOP/s per GPU (model or hardware FLOPs), tokens/s per GPU or in total, sequences/s,
@@ -108,6 +110,16 @@ def offload_layers_of(text: str) -> int:
     hit = re.search(r"(?:cpu[ _]?)?offload(?:ing)?(?:[ _]num)?[ _]?(?:layers)?\s*(?:=|:)?\s*(\d+)(?:\s*layers)?",
                     str(text), re.I)
     return int(hit.group(1)) if hit else 0
+
+
+def lora_rank_of(text: str) -> int | None:
+    """The LoRA rank a row states ('LoRA rank 16', 'LoRA r=16', 'lora_dim=16', 'LoRA (r 8)'); 0 without LoRA,
+    None for LoRA whose rank is not stated. 'q_lora_rank' / 'kv_lora_rank' (MLA dimensions) are not LoRA."""
+    t = str(text)
+    if not re.search(r"(?<![_a-z])lora(?![a-z])", t, re.I):
+        return 0
+    hit = re.search(r"(?<![_a-z])lora[\s_,:(-]*(?:rank|dim|r)(?![a-z])[\s=:(]*(\d+)", t, re.I)
+    return int(hit.group(1)) if hit else None
 
 
 def plan_of(text: str, gpus: int = 0) -> Parallelism:
