@@ -17,7 +17,7 @@ from perfmodel.model import formulas as fm
 from perfmodel.model import kernels
 from perfmodel.model.graph import graph_for
 from perfmodel.core.symbols import bw, bwe
-from perfmodel.model.ops import OpKind, Pass, i_z3, nmb
+from perfmodel.model.ops import OpKind, Pass, f_rc, i_z3, nmb
 
 H100 = catalog.load_system("dgx-h100")
 A100 = catalog.load_system("dgx-a100-80gb")
@@ -203,7 +203,7 @@ def test_recompute_policies_rerun_their_share_of_the_forward(policy, matmul_shar
     fwd = {o.name: o for o in ops if o.pass_ == Pass.FORWARD}
     rec = {o.name: o for o in ops if o.pass_ == Pass.RECOMPUTE and not o.name.endswith("_scores")}
     share = (rec["mlp.up"].count / fwd["mlp.up"].count) if "mlp.up" in rec else 0
-    assert float(share) == matmul_share
+    assert float(sp.sympify(share).subs(f_rc, 1)) == matmul_share  # full: f_rc of the layers, all by default
     if policy == Recompute.SELECTIVE_OP:  # element-wise ops again, attention kept
         assert rec["mlp.act"].count == fwd["mlp.act"].count and "attn.core" not in rec
 
@@ -414,6 +414,26 @@ def test_lora_trains_its_adapters_and_only_propagates_through_the_frozen_weights
     assert (lora_rank_of("LoRA r=16"), lora_rank_of("LoRA 70B"), lora_rank_of("kv_lora_rank 512")) == (16, None, 0)
     with pytest.raises(ValueError, match="lora_rank"):
         Scenario(phase=Phase.PREFILL, batch=1, lora_rank=8).validate()
+
+
+def test_full_recompute_of_some_layers_reruns_and_frees_their_share():
+    """Megatron-Core's block recompute (recompute_num_layers = n of a stage's L / p layers): the step re-runs n / (L/p)
+    of a full recompute's forward and those layers keep only their input, the others every activation."""
+    from perfmodel.model import memory
+    from perfmodel.validation.training_rows import recompute_layers_of
+
+    def run(rc, n=0):
+        sc = scen(dp=8, zero=1).replace(recompute=rc, recompute_layers=n)
+        r = training.step.train(H100, LLAMA, sc, cal=no_spread(H100))
+        return r["backward_s"], float(np.ravel(memory.footprint_for(H100, LLAMA, sc).components["activations"])[0])
+
+    (b0, a0), (b8, a8), (b_all, a_all) = run(Recompute.NONE), run(Recompute.FULL, 8), run(Recompute.FULL)
+    share = 8 / LLAMA.num_hidden_layers
+    assert b8 - b0 == pytest.approx(share * (b_all - b0), rel=1e-6)
+    assert a8 == pytest.approx(share * a_all + (1 - share) * a0, rel=1e-9)
+    assert recompute_layers_of("TP1, recompute 5 layers") == 5 and recompute_layers_of("full recompute") == 0
+    with pytest.raises(ValueError, match="recompute_layers"):
+        scen().replace(recompute=Recompute.SELECTIVE, recompute_layers=4).validate()
 
 
 def test_chunked_tp_overlap_hides_all_but_one_chunk_per_plan():

@@ -40,6 +40,7 @@ class ScenarioOptions:
     sequence_parallel: bool = False
     offload_layers: int = 0  # training: layers per stage whose activations go to host memory
     lora_rank: int = 0  # training: LoRA adapters' rank, the base weights frozen (0: every weight trains)
+    recompute_layers: int = 0  # full recompute: layers per stage re-run (0: every layer)
 
     def replace(self, **changes) -> "ScenarioOptions":
         return dataclasses.replace(self, **changes)
@@ -75,7 +76,8 @@ def scenario_of(opts: ScenarioOptions, arch: ModelArch, system: System | None = 
                   parallel=Parallelism(tp=n["tp"], pp=n["pp"], dp=n["dp"], ep=n["ep"], da=n["da"], zero=n["zero"],
                                        microbatches=n["microbatches"], sequence_parallel=bool(opts.sequence_parallel)),
                   precision=prec, recompute=Recompute(opts.recompute), optimizer=Optimizer(opts.optimizer),
-                  offload_layers=n["offload_layers"], lora_rank=n["lora_rank"])
+                  offload_layers=n["offload_layers"], lora_rank=n["lora_rank"],
+                  recompute_layers=n["recompute_layers"])
     sc.validate()
     return sc
 
@@ -85,7 +87,7 @@ COUNT_RANGES = {"batch": (1, limits.MAX_BATCH), "seq_len": (1, limits.MAX_SEQ_TO
                 "context": (0, limits.MAX_SEQ_TOKENS), "tp": (1, limits.MAX_CHIPS), "pp": (1, limits.MAX_CHIPS),
                 "dp": (1, limits.MAX_CHIPS), "ep": (1, limits.MAX_CHIPS), "da": (1, limits.MAX_CHIPS),
                 "zero": (0, 3), "microbatches": (1, limits.MAX_BATCH), "offload_layers": (0, limits.MAX_LAYERS),
-                "lora_rank": (0, limits.MAX_WIDTH)}
+                "lora_rank": (0, limits.MAX_WIDTH), "recompute_layers": (0, limits.MAX_LAYERS)}
 
 
 def _counts(opts: ScenarioOptions) -> dict[str, int]:

@@ -92,6 +92,9 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--offload-layers", type=count(0, "MAX_LAYERS"), default=0, metavar="N",
                    help="layers per pipeline stage whose activations are offloaded to host memory over the chip's "
                         "host link (Megatron-Core cpu_offloading_num_layers)")
+    p.add_argument("--recompute-layers", type=count(0, "MAX_LAYERS"), default=0, metavar="N",
+                   help="with --recompute full: layers per pipeline stage re-run (Megatron-Core recompute_num_layers; "
+                        "0: every layer)")
     p.add_argument("--lora-rank", type=count(0, "MAX_WIDTH"), default=0, metavar="R",
                    help="LoRA fine-tuning: rank-R adapters on the attention projections, the base weights frozen")
     p.add_argument("--stack", default="", metavar="NAME",
@@ -195,7 +198,7 @@ def _train_scenario(args, s) -> Scenario:
     return Scenario(phase=Phase.TRAIN, batch=args.micro_batch, seq_len=args.seq, parallel=par,
                     precision=Precision.uniform(d), recompute=Recompute(args.recompute),
                     optimizer=Optimizer(args.optimizer), offload_layers=args.offload_layers,
-                    lora_rank=args.lora_rank)
+                    lora_rank=args.lora_rank, recompute_layers=args.recompute_layers)
 
 
 def cmd_train(args) -> int:

@@ -165,6 +165,9 @@ def _scenario_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--offload-layers", type=count(0, "MAX_LAYERS"), metavar="N", dest="offload_layers",
                    help="training: layers per pipeline stage whose activations are offloaded to host memory "
                         "(Megatron-Core cpu_offloading_num_layers; default 0)")
+    g.add_argument("--recompute-layers", type=count(0, "MAX_LAYERS"), metavar="N", dest="recompute_layers",
+                   help="with --recompute full: layers per pipeline stage re-run (Megatron-Core recompute_num_layers; "
+                        "default 0: every layer)")
     g.add_argument("--lora-rank", type=count(0, "MAX_WIDTH"), metavar="R", dest="lora_rank",
                    help="training: LoRA fine-tuning, rank-R adapters on the attention projections and the base "
                         "weights frozen (default 0: every weight trains)")

@@ -19,7 +19,7 @@ from perfmodel.cli.common import add_output_options, print_result
 # nor set by a scenario file takes the field's own default)
 FLAGS = {"phase": "phase", "batch": "batch", "seq": "seq_len", "context": "context", "tp": "tp", "pp": "pp", "ep": "ep",
          "dp": "dp", "microbatches": "microbatches", "zero": "zero", "dtype": "dtype", "recompute": "recompute",
-         "offload_layers": "offload_layers", "lora_rank": "lora_rank"}
+         "offload_layers": "offload_layers", "lora_rank": "lora_rank", "recompute_layers": "recompute_layers"}
 
 
 def add_scenario_file_options(g) -> None:

@@ -151,6 +151,9 @@ class Scenario:
     # training: LoRA fine-tuning, rank-r adapters on the attention block's linear layers and the base weights frozen
     # (no weight gradients, optimizer state or gradient collectives for them); 0: every weight trains
     lora_rank: int = 0
+    # full recompute of this many layers per pipeline stage (Megatron-Core recompute_method 'block',
+    # recompute_num_layers); 0: every layer (the policy as stated)
+    recompute_layers: int = 0
 
     @property
     def new_tokens(self) -> int:
@@ -171,6 +174,10 @@ class Scenario:
             raise ValueError(f"scenario field offload_layers: activations are offloaded in training only, got "
                              f"{self.offload_layers} for phase {self.phase.value}")
         _whole(self.lora_rank, "scenario field lora_rank", 0, limits.MAX_WIDTH)
+        _whole(self.recompute_layers, "scenario field recompute_layers", 0, limits.MAX_LAYERS)
+        if self.recompute_layers and self.recompute != Recompute.FULL:
+            raise ValueError(f"scenario field recompute_layers: counts the layers full recompute re-runs, got "
+                             f"{self.recompute_layers} with recompute {self.recompute.value}")
         if self.lora_rank and self.phase != Phase.TRAIN:
             raise ValueError(f"scenario field lora_rank: adapters are trained in training only (merged for serving), "
                              f"got {self.lora_rank} for phase {self.phase.value}")

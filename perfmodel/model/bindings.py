@@ -329,4 +329,5 @@ def bind(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) -> dict:
     if np.any(_arr(kn.head_shards) > 0):
         vals[S.H], vals[S.KV] = sharded_heads(vals[S.H], vals[S.KV], kn.head_shards)
     vals.update(scenario_values(kn, cal))
+    vals[ops.f_rc] = kn.recompute_share(arch.num_hidden_layers)
     return vals

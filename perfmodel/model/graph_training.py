@@ -35,7 +35,8 @@ from perfmodel.core.symbols import B, D, T, ba, bw, dh, k, t
 from perfmodel.model import formulas as fm
 from perfmodel.model.formulas import Work
 from perfmodel.model.ops import (Comm, GraphKey, KV_dev, Lfa, Lm, Lsw, N_dev, Op, OpKind, Pass, bg, bo_r, bo_w, bwt, da,
-                                 i_cp, i_fr, i_pp, i_sp, i_z0, i_z1, i_z2, i_z3, nmb, r_lo, vpp,
+                                 f_rc, i_cp, i_fr, i_pp, i_sp, i_z0, i_z1, i_z2, i_z3, nmb, r_lo,
+                                 vpp,
                                  zs, zsd)
 
 
@@ -206,7 +207,9 @@ def _training_plan_comm(key: GraphKey, dense: tuple[sp.Expr, sp.Expr], expert: t
 
 # Share of each layer operator's forward run again in the backward, per recompute policy (Recompute.NONE: none)
 RECOMPUTED = {
-    Recompute.FULL: lambda o: 1,  # every layer op (Megatron's full recompute, torchtitan 'full')
+    # every layer op of the share f_rc of a stage's layers (Megatron's full recompute, all of them unless
+    # recompute_num_layers says how many: Scenario.recompute_layers; torchtitan 'full')
+    Recompute.FULL: lambda o: f_rc,
     Recompute.SELECTIVE: lambda o: 1 if o.kind == OpKind.ATTENTION else 0,  # the attention core (Korthikanti)
     Recompute.ALTERNATE_LAYERS: lambda o: sp.Rational(1, 2),  # every other layer whole (torchtitan 'layer', 2)
     # torchtitan 'op': every other matmul and the element-wise ops; attention and collectives' outputs are kept
@@ -239,7 +242,7 @@ def training_ops(key: GraphKey, fwd: list[Op], recompute: Recompute) -> tuple[Op
     ops += [backward(o) for o in reversed(step)]
     ops += [_attention_score_recompute(o) for o in step if o.kind == OpKind.ATTENTION]
     share = RECOMPUTED.get(Recompute(recompute), lambda o: 0)
-    ops += [dataclasses.replace(_recompute(o), count=o.count * share(o)) for o in layer_ops if share(o)]
+    ops += [dataclasses.replace(_recompute(o), count=o.count * share(o)) for o in layer_ops if share(o) != 0]
     ops += low_precision_weight_casts(fwd)
     def params(keep):
         return sum(((o.count / nmb) * o.work.params for o in step if keep(o)), sp.Integer(0))

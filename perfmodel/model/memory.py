@@ -371,8 +371,11 @@ def saved_bytes_per_layer(arch: ModelArch, kn: bd.Knobs, cal: Calibration, recom
                                              bq if Phase(kn.phase) == Phase.TRAIN and bq < ba else None)
     layer_input = arch.hidden_size * ba / (tp if sequence_parallel else 1.0) * np.ones_like(np.asarray(a_tok, float))
     rc, note = Recompute(recompute), ""
-    if rc == Recompute.FULL:
-        a_tok, note = layer_input, "full recompute: only each layer's input is kept"
+    if rc == Recompute.FULL:  # the share f of the stage's layers re-run keeps only its input (f = 1: every layer)
+        f = kn.recompute_share(arch.num_hidden_layers)
+        a_tok = f * layer_input + (1 - f) * a_tok
+        note = "full recompute: only each layer's input is kept" if np.all(f == 1) else \
+            "full recompute of some layers: they keep only their input, the others every activation"
     elif rc == Recompute.ALTERNATE_LAYERS:
         a_tok, note = (a_tok + layer_input) / 2, "every other layer recomputed: half the layers keep only their input"
     elif rc == Recompute.SELECTIVE_OP:

@@ -40,6 +40,8 @@ zs = sp.Symbol("zs", positive=True)
 zsd = sp.Symbol("zsd", positive=True)
 r_lo = sp.Symbol("r_lo", nonnegative=True)  # LoRA adapters' rank (0: no adapters)
 i_fr = sp.Symbol("i_fr", nonnegative=True)  # 1 when the base weights are frozen (LoRA fine-tuning), else 0
+# share of a stage's layers that full recompute re-runs (Megatron-Core's recompute_num_layers over the stage's; 1: all)
+f_rc = sp.Symbol("f_rc", nonnegative=True)
 bo_r = sp.Symbol("bo_r", nonnegative=True)  # optimizer-state bytes read per parameter
 bo_w = sp.Symbol("bo_w", nonnegative=True)  # optimizer-state bytes written per parameter
 bg = sp.Symbol("bg", positive=True)  # bytes per gradient element

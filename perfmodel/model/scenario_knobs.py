@@ -55,6 +55,7 @@ class Knobs:
     pad_heads: object = False
     offload_layers: object = 0  # training: layers per stage whose activations go to host memory (Scenario)
     lora_rank: object = 0  # training: LoRA adapters' rank, the base weights frozen (0: every weight trains)
+    recompute_layers: object = 0  # full recompute: layers per stage it re-runs (0: all of them)
 
     @property
     def dense_dp(self) -> np.ndarray:
@@ -68,6 +69,12 @@ class Knobs:
         apart; a group with both is placed at the inner ranks' spacing (exact when pp = 1 or dp = 1)."""
         tp, inner = _arr(self.tp), _arr(self.da) * _arr(self.cp)
         return np.where(inner > 1, tp, tp * _arr(self.pp))
+
+    def recompute_share(self, layers: int) -> np.ndarray:
+        """The share of a stage's layers full recompute re-runs: recompute_layers of its ceil(L / p) (Megatron-Core's
+        block method; a model of `layers` layers), 1 when it re-runs every layer (recompute_layers 0)."""
+        n = _arr(self.recompute_layers)
+        return np.where(n > 0, np.minimum(n / np.ceil(layers / _arr(self.pp)), 1.0), 1.0)
 
     @property
     def expert_dp(self) -> np.ndarray:
@@ -89,4 +96,4 @@ class Knobs:
                    expert_weights=q.experts, moe_imbalance=s.moe_imbalance, optimizer=s.optimizer,
                    pp_virtual=p.pp_virtual if p.pp_schedule == "interleaved" else 1,
                    flash_attention=s.flash_attention, sequence_parallel=p.sequence_parallel,
-                   offload_layers=s.offload_layers, lora_rank=s.lora_rank)
+                   offload_layers=s.offload_layers, lora_rank=s.lora_rank, recompute_layers=s.recompute_layers)

@@ -23,6 +23,7 @@ def answer(row: pd.Series) -> str:
             + (f" x ep {int(row['ep'])}" if int(row.get("ep", 1)) > 1 else "")
             + f", ZeRO-{int(row['zero'])}, {int(row['microbatches'])} micro-batches of {int(row['batch'])} x "
               f"{int(row['seq_len']):,} tokens, {row['compute_dtype']}, recompute {row['recompute']}"
+            + (f" ({int(row['recompute_layers'])} layers per stage)" if int(row.get("recompute_layers", 0)) else "")
             + (f", {int(row['offload_layers'])} layers' activations offloaded to host memory"
                if int(row.get("offload_layers", 0)) else "")
             + (f", LoRA rank {int(row['lora_rank'])} (base weights frozen)" if int(row.get("lora_rank", 0)) else ""))

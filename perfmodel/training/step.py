@@ -337,7 +337,7 @@ def train(system: System, arch: ModelArch, scenario: Scenario, nodes: int | None
     row = {**ev.scenario_columns(system, arch, scenario), "stack": stack,
            "nodes": nodes if nodes else p.chips / system.node.chips,
            "pp_schedule": p.pp_schedule, "pp_virtual": p.pp_virtual, "offload_layers": scenario.offload_layers,
-           "lora_rank": scenario.lora_rank, **s,
+           "lora_rank": scenario.lora_rank, "recompute_layers": scenario.recompute_layers, **s,
            "fits": chk.footprint is not None and bool(np.ravel(chk.footprint.fits)[0]),
            "plan_ok": chk.ok}
     return TrainResult(summary=pd.DataFrame([row]), comm=comm_frame(s), timeline=timeline_frame(s), check=chk,

@@ -120,6 +120,7 @@ def scenario_of(m, arch, gpus: int) -> Scenario | str:
     if re.search(r"not stated", str(m["parallelism"]), re.I):
         return "the parallel plan is not stated"
     lora = tr.lora_rank_of(f"{m['parallelism']} {m['notes']}")
+    layers = tr.recompute_layers_of(m["parallelism"])  # full recompute of that many layers per stage
     if lora is None:
         return "a LoRA fine-tune whose adapter rank is not stated"
     plan = tr.plan_of(m["parallelism"], gpus)
@@ -155,7 +156,8 @@ def scenario_of(m, arch, gpus: int) -> Scenario | str:
                               sequence_parallel=plan.sequence_parallel or bool(core and plan.tp > 1),
                               zero=1 if core and plan.zero == 0 and plan.dp * plan.da > 1 else plan.zero)
     return Scenario(phase=Phase.TRAIN, batch=mbs, seq_len=int(float(m["input_len"])), parallel=par,
-                    recompute=_recompute(m), precision=prec, optimizer=Optimizer.ADAM_MIXED,
+                    recompute=Recompute.FULL if layers else _recompute(m), recompute_layers=layers,
+                    precision=prec, optimizer=Optimizer.ADAM_MIXED,
                     offload_layers=tr.offload_layers_of(m["parallelism"]), lora_rank=lora,
                     flash_attention=src.flash_attention)
 

@@ -17,7 +17,8 @@ Every training row, however its source wrote it, is read by the same rules (stat
                DP = GPUs / (TP PP CP) when unstated; 'CPU offload 40 layers' (Megatron-Core's
                cpu_offloading_num_layers: activations of that many layers per stage in host memory); 'LoRA
                rank 16' / 'LoRA r=16' / 'lora_dim 16' (fine-tuning: adapters trained, the base weights frozen; a
-               LoRA run without its rank is listed)
+               LoRA run without its rank is listed); 'recompute 5 layers' / 'recompute_num_layers=5' (full
+               recompute of that many layers per stage)
     batch      'GBS 2048', 'global batch 2048', 'mbs 1' / 'micro batch 1' (sequences)
     dtype      FP8 (and its recipe: per-tensor delayed or current scaling, block / MX scaling) or BF16 / FP16
     metric     METRICS: TFLOP/s per GPU (model or hardware FLOPs), tokens/s per GPU or in total, sequences/s,
@@ -110,6 +111,13 @@ def offload_layers_of(text: str) -> int:
     hit = re.search(r"(?:cpu[ _]?)?offload(?:ing)?(?:[ _]num)?[ _]?(?:layers)?\s*(?:=|:)?\s*(\d+)(?:\s*layers)?",
                     str(text), re.I)
     return int(hit.group(1)) if hit else 0
+
+
+def recompute_layers_of(text: str) -> int:
+    """Layers per stage a row's full recompute re-runs ('recompute 5 layers', 'recompute_num_layers=5'); 0 when
+    the text states no count."""
+    hit = re.search(r"recompute(?:[ _]num)?[ _]layers\s*[=:]?\s*(\d+)|recompute\s+(\d+)\s+layers", str(text), re.I)
+    return int(hit.group(1) or hit.group(2)) if hit else 0
 
 
 def lora_rank_of(text: str) -> int | None:
