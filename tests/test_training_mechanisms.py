@@ -292,6 +292,7 @@ def test_context_parallel_ranks_reduce_and_shard_what_they_share():
     distributed optimizer's shards span dp x cp (Megatron-Core's data-parallel group with CP), so at the same dp
     a CP2 plan holds half the optimizer state per chip and reduces its gradients over twice the ranks."""
     from perfmodel.model import memory
+    from perfmodel.model.bindings import Knobs
 
     def run(cp):
         sc = scen(dp=4, zero=1, seq=8192).replace(parallel=Parallelism(dp=4, cp=cp, zero=1, microbatches=8))
@@ -302,6 +303,11 @@ def test_context_parallel_ranks_reduce_and_shard_what_they_share():
     (state1, rs1), (state2, rs2) = run(1), run(2)
     assert state2 == pytest.approx(state1 / 2)
     assert rs2["bytes"] == rs1["bytes"]  # each rank's gradients are the whole stage's, whatever its tokens
+    # the group is placed at its true span: with pipeline stages between dp replicas it is not packed together
+    kn = Knobs.of(scen(pp=4, dp=8).replace(parallel=Parallelism(tp=4, pp=4, dp=8, cp=2, zero=1, microbatches=8)))
+    assert float(kn.dense_dp) == 16 and float(kn.dense_dp_stride) * float(kn.dense_dp) == 4 * 4 * 16
+    solo = Knobs.of(scen().replace(parallel=Parallelism(tp=4, cp=2, dp=1, zero=1, microbatches=8)))
+    assert float(solo.dense_dp_stride) == 4  # the cp ranks alone sit tp apart
 
 
 def test_offloaded_activations_leave_hbm_for_host_memory_over_the_host_link():
@@ -329,6 +335,8 @@ def test_offloaded_activations_leave_hbm_for_host_memory_over_the_host_link():
     assert slow["offload_exposed_s"] == pytest.approx(
         2 * (max(t_x - slow["forward_s"] / 2, 0) + max(t_x - slow["backward_s"] / 2, 0)))
     assert slow["offload_exposed_s"] > 0
+    assert slow["overlapped_bound_s"] <= slow["step_time_s"] <= slow["serial_bound_s"]
+    assert slow["serial_bound_s"] - slow["overlapped_bound_s"] >= 2 * 2 * t_x - slow["offload_exposed_s"] - 1e-9
     assert "activation offload to host, exposed" in set(slow.timeline["component"])
     trn2 = catalog.load_system("trn2-ultraserver")
     f = feasibility.feasibility(trn2, LLAMA, bd.Knobs.of(sc.replace(offload_layers=8))).first()
@@ -360,6 +368,23 @@ def test_a_low_precision_recipe_saves_quantized_inputs_and_keeps_quantized_weigh
     copies = float(np.ravel(memory.low_precision_weight_bytes(a, kn8, cal))[0])
     assert copies == pytest.approx(p_q * cal["low_precision_training_copies"])
     assert float(np.ravel(memory.low_precision_weight_bytes(a, kn16, cal))[0]) == 0
+
+
+def test_a_sweep_over_the_compute_type_prices_each_recipes_memory():
+    """One vectorised evaluation over BF16 and FP8 training: each configuration gets its own saved-input bytes and
+    quantized weight copies (the FP8 rows' activations smaller, their weights larger), as evaluated one by one."""
+    from perfmodel.model import memory
+    from perfmodel.model.bindings import Knobs
+
+    cal = calibration_for(H100)
+    both = Knobs.of(scen(zero=1)).__dict__ | {"compute": np.array([DType.BF16, DType.FP8], dtype=object)}
+    fp = memory.footprint(H100, LLAMA, Knobs(**both), cal)
+    for i, d in enumerate((DType.BF16, DType.FP8)):
+        one = memory.footprint(H100, LLAMA, Knobs.of(scen(compute=d, zero=1)), cal)
+        for k in ("activations", "weights"):
+            assert float(np.ravel(fp.components[k])[i]) == pytest.approx(float(np.ravel(one.components[k])[0]))
+    act, w = (np.ravel(fp.components[k]) for k in ("activations", "weights"))
+    assert act[1] < act[0] and w[1] > w[0]
 
 
 def test_op_level_selective_checkpointing_keeps_every_other_matmul_output():
@@ -394,6 +419,8 @@ def test_lora_trains_its_adapters_and_only_propagates_through_the_frozen_weights
     full, frozen = (sp.simplify(bwd["mlp.up"].work.flop.subs(i_fr, v) / fwd["mlp.up"].work.flop) for v in (0, 1))
     assert (full, frozen) == (2, 1)
     assert sp.simplify(bwd["attn.qkv.lora"].work.flop / fwd["attn.qkv.lora"].work.flop) == 2  # adapters train
+    head = sp.simplify(bwd["head.lm_head"].work.flop.subs(i_fr, 1) / fwd["head.lm_head"].work.flop)
+    assert head == 1  # the LM head is frozen too: its backward is the dgrad alone
     assert "mlp.up.lora" not in fwd and fwd["attn.qkv.lora"].count.has(i_fr)
 
     def run(rank):
@@ -420,6 +447,7 @@ def test_full_recompute_of_some_layers_reruns_and_frees_their_share():
     """Megatron-Core's block recompute (recompute_num_layers = n of a stage's L / p layers): the step re-runs n / (L/p)
     of a full recompute's forward and those layers keep only their input, the others every activation."""
     from perfmodel.model import memory
+    from perfmodel.model.bindings import Knobs
     from perfmodel.validation.training_rows import recompute_layers_of
 
     def run(rc, n=0):
@@ -432,6 +460,10 @@ def test_full_recompute_of_some_layers_reruns_and_frees_their_share():
     assert b8 - b0 == pytest.approx(share * (b_all - b0), rel=1e-6)
     assert a8 == pytest.approx(share * a_all + (1 - share) * a0, rel=1e-9)
     assert recompute_layers_of("TP1, recompute 5 layers") == 5 and recompute_layers_of("full recompute") == 0
+    assert recompute_layers_of("recompute_method=uniform, recompute_num_layers=1") == 0  # uniform: every layer
+    # Megatron-Core counts recompute_num_layers per model chunk: v chunks of a stage re-run v times as many layers
+    vp = Knobs.of(scen(pp=4, v=2, m=8).replace(recompute=Recompute.FULL, recompute_layers=2))
+    assert float(vp.recompute_share(LLAMA.num_hidden_layers)) == pytest.approx(2 * 2 / (LLAMA.num_hidden_layers / 4))
     with pytest.raises(ValueError, match="recompute_layers"):
         scen().replace(recompute=Recompute.SELECTIVE, recompute_layers=4).validate()
 

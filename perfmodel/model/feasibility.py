@@ -125,12 +125,15 @@ def _rules(system: System, arch: ModelArch, phase: Phase) -> tuple[Rule, ...]:
 
 
 def advisories(system: System, kn: bd.Knobs) -> list[str]:
-    """Notes on a valid plan that is unusual and costly (one scenario's knobs)."""
-    tp = float(np.max(_f(kn.tp)))
+    """Notes on a valid plan that is unusual and costly, or that a stack may refuse (one scenario's knobs)."""
+    tp, notes = float(np.max(_f(kn.tp))), []
     if tp > system.scaleup_chips:
-        return [f"tensor parallel over {tp:.0f} chips crosses the {system.scaleup_chips}-chip scale-up domain of "
-                f"{system.display_name}: its all-reduces run over the scale-out network"]
-    return []
+        notes.append(f"tensor parallel over {tp:.0f} chips crosses the {system.scaleup_chips}-chip scale-up domain of "
+                     f"{system.display_name}: its all-reduces run over the scale-out network")
+    if np.any(_f(kn.offload_layers) > 0) and np.any(_f(kn.pp) > 1):
+        notes.append("activation offloading with pipeline parallelism: priced as the mechanism runs, but Megatron-Core's "
+                     "CPU offloading refuses pipeline parallelism (and activation recompute)")
+    return notes
 
 
 @dataclass(frozen=True)

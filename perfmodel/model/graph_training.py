@@ -118,9 +118,9 @@ def backward(op: Op) -> Op:
     recomputed Q K^T counted as recompute; the unfused score traffic when materialised), 2x
     elementwise work, the same collectives on gradients."""
     w = op.work
-    # a linear layer's weight gradient (wgrad) only where its weights train: frozen under LoRA (i_fr = 1), the
-    # backward is the dgrad alone; adapters (no io) and weightless matmuls always train
-    g = 2 - i_fr if op.io is not None else 2
+    # a weight gradient (wgrad) only where the weights train: under LoRA (i_fr = 1) every base weight is frozen, the
+    # LM head and the router included, and its backward is the dgrad alone; adapters and weightless matmuls train
+    g = 2 - i_fr if op.work.params != 0 and not is_lora_adapter(op) else 2
     if op.backward is not None:
         bw_work = op.backward
     elif op.kind == OpKind.MATMUL:

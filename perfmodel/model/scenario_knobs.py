@@ -65,15 +65,16 @@ class Knobs:
 
     @property
     def dense_dp_stride(self) -> np.ndarray:
-        """Their spacing in chips: the da and cp ranks sit next to each other (tp apart), the dp replicas tp da cp pp
-        apart; a group with both is placed at the inner ranks' spacing (exact when pp = 1 or dp = 1)."""
-        tp, inner = _arr(self.tp), _arr(self.da) * _arr(self.cp)
-        return np.where(inner > 1, tp, tp * _arr(self.pp))
+        """Their spacing in chips as one evenly spaced group: the da and cp ranks sit next to each other (tp apart),
+        the dp replicas tp da cp pp apart, so with dp > 1 the group spans tp pp x its size: placed tp pp apart (its
+        true span; exact when pp = 1 or dp = 1, otherwise its inner ranks are counted less local than they are)."""
+        return _arr(self.tp) * np.where(_arr(self.dp) > 1, _arr(self.pp), 1.0)
 
     def recompute_share(self, layers: int) -> np.ndarray:
-        """The share of a stage's layers full recompute re-runs: recompute_layers of its ceil(L / p) (Megatron-Core's
-        block method; a model of `layers` layers), 1 when it re-runs every layer (recompute_layers 0)."""
-        n = _arr(self.recompute_layers)
+        """The share of a stage's layers full recompute re-runs: recompute_layers in each of its v model chunks of
+        its ceil(L / p) layers (Megatron-Core's block method counts per chunk; a model of `layers` layers), 1 when it
+        re-runs every layer (recompute_layers 0)."""
+        n = _arr(self.recompute_layers) * _arr(self.pp_virtual)
         return np.where(n > 0, np.minimum(n / np.ceil(layers / _arr(self.pp)), 1.0), 1.0)
 
     @property
@@ -83,9 +84,9 @@ class Knobs:
 
     @property
     def expert_dp_stride(self) -> np.ndarray:
-        """Their spacing: cp ranks tp da apart, dp replicas tp da cp pp apart (exact when pp = 1 or dp = 1)."""
-        tp_da, cp = _arr(self.tp) * _arr(self.da), _arr(self.cp)
-        return np.where(cp > 1, tp_da, tp_da * _arr(self.pp))
+        """Their spacing: cp ranks tp da apart, dp replicas tp da cp pp apart: tp da pp with dp > 1 (the true span,
+        as dense_dp_stride), tp da otherwise."""
+        return _arr(self.tp) * _arr(self.da) * np.where(_arr(self.dp) > 1, _arr(self.pp), 1.0)
 
     @classmethod
     def of(cls, s: Scenario) -> "Knobs":

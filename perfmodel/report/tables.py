@@ -43,9 +43,13 @@ def workbook(inputs: pd.DataFrame, results: pd.DataFrame, per_operator: pd.DataF
 
 
 def plan_text(opts: wi.ScenarioOptions) -> str:
-    """'tp4 ep4' style: the parallel degrees above 1 (or 'single chip')."""
+    """'tp4 ep4' style: the parallel degrees above 1 (or 'single chip'), then the training memory options set
+    ('offload 8 layers', 'LoRA r16', 'recompute 4 layers')."""
     parts = [f"{k}{getattr(opts, k)}" for k in ("tp", "pp", "ep", "dp", "da") if getattr(opts, k) > 1]
-    return " ".join(parts) or "1 chip"
+    extra = [text.format(n) for field, text in (("offload_layers", "offload {} layers"), ("lora_rank", "LoRA r{}"),
+                                                 ("recompute_layers", "recompute {} layers"))
+             if (n := getattr(opts, field, 0))]
+    return " ".join(parts or ["1 chip"]) + "".join(f", {e}" for e in extra)
 
 
 def display_table(df: pd.DataFrame, columns: Iterable[str] = SUMMARY_COLUMNS) -> pd.DataFrame:

@@ -35,8 +35,8 @@ Per chip, per optimizer step (m micro-batches, p stages, v virtual stages, times
                 synchronous step runs at the slowest rank's; 0 for one chip, grows like sqrt(2 ln n)
     step      = (t_pipe + t_optimizer + exposed + contention + offload) (1 + straggle)
 Bounds: overlapped = ((t_fb + exposed_b)(1+bubble) + t_opt + max(0, c_mb+c_last - t_fb)
-                      + max(0, c_end - t_fwd / m))(1 + straggle)
-        serial     = ((t_fb + t_block + t_p2p)(1 + bubble) + t_opt + c_total)(1 + straggle)
+                      + max(0, c_end - t_fwd / m) + offload)(1 + straggle)
+        serial     = ((t_fb + t_block + t_p2p)(1 + bubble) + t_opt + c_total + 2 m t_x)(1 + straggle)
 Metrics: tokens/s = B m d T / step; MFU = model FLOPs of all replicas (forward + backward,
 graph with t = p = 1) / (step x chips x peak); scaling efficiency = tokens/s(N nodes) /
 (N x tokens/s(1 node)) at a fixed per-node plan (weak scaling).
@@ -200,8 +200,9 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     c_nccl, chunked = cal["comm_compute_contention_frac"], cal["tp_comm_chunked_overlap"]
     c_tp = c_nccl + chunked * (cal["chunked_tp_contention_frac"] - c_nccl)
     contention = c_nccl * (hidden + hidden_pp) + c_tp * hidden_tp
-    offload_bytes, offload = _offload(system, arch, kn, cal, recompute, sequence_parallel, t_fwd / m, t_bwd / m)
-    offload = m * offload
+    offload_bytes, offload, offload_copy = _offload(system, arch, kn, cal, recompute, sequence_parallel, t_fwd / m,
+                                                    t_bwd / m)
+    offload, offload_copy = m * offload, m * offload_copy
     chips = tp * da * cp * pp * dp
     # every rank waits for the slowest at each synchronisation: the step stretches by the expected maximum of
     # the chips' speeds (spread sigma), Blom's approximation of the maximum of n normal draws
@@ -235,9 +236,9 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
         "dp_algorithm": np.select([zero == 0], [ar["algorithm"]], rs["algorithm"]),
         "dp_crosses": ar["crosses"],
         "overlapped_bound_s": ((t_fb + exposed_block) * (1 + bubble) + t_opt
-                               + np.maximum(c_last + c_mb - t_fb, 0.0) + np.maximum(c_end - t_fwd / m, 0.0))
+                               + np.maximum(c_last + c_mb - t_fb, 0.0) + np.maximum(c_end - t_fwd / m, 0.0) + offload)
                               * (1 + straggle),
-        "serial_bound_s": ((t_fb + blocking) * (1 + bubble) + t_opt + c_total) * (1 + straggle),
+        "serial_bound_s": ((t_fb + blocking) * (1 + bubble) + t_opt + c_total + offload_copy) * (1 + straggle),
         "grad_bytes_per_chip": (grad_bytes + expert_grad) * np.ones(shape),
         "params_per_chip": params_dev * np.ones(shape),
         "chips": chips, "global_batch": _f(kn.batch) * m * dp, "tokens_per_step": tokens,
@@ -253,12 +254,13 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
 
 
 def _offload(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration, recompute: Recompute,
-             sequence_parallel: bool, fwd_window, bwd_window) -> tuple[np.ndarray, np.ndarray]:
-    """(bytes offloaded per micro-batch and direction, exposed seconds per micro-batch): o N a_tok over the host
-    link each way, hidden under the micro-batch's forward (out) and backward (back) where it fits (module doc)."""
+             sequence_parallel: bool, fwd_window, bwd_window) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bytes offloaded per micro-batch and direction, exposed seconds per micro-batch, copy seconds per micro-batch
+    both ways): o N a_tok over the host link each way, hidden under the micro-batch's forward (out) and backward
+    (back) where it fits (module doc)."""
     o = _f(kn.offload_layers)
     if not np.any(o > 0):
-        return np.zeros(()), np.zeros(())
+        return np.zeros(()), np.zeros(()), np.zeros(())
     link = system.node.host_link_bytes_per_s
     if link is None:  # feasibility's offload_host_link rule refuses the plan; nothing to price it with
         raise ValueError(f"{system.display_name}: no node.host_link_bandwidth in its spec; activation offloading "
@@ -266,7 +268,7 @@ def _offload(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration, re
     tokens, a_tok, _ = memory.saved_bytes_per_layer(arch, kn, cal, recompute, sequence_parallel)
     nbytes = o * tokens * a_tok
     t_x = nbytes / link
-    return nbytes, np.maximum(t_x - fwd_window, 0.0) + np.maximum(t_x - bwd_window, 0.0)
+    return nbytes, np.maximum(t_x - fwd_window, 0.0) + np.maximum(t_x - bwd_window, 0.0), 2 * t_x
 
 
 @dataclass(frozen=True)

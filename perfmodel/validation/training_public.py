@@ -119,6 +119,8 @@ def scenario_of(m, arch, gpus: int) -> Scenario | str:
     """The run's training scenario, or why it has none."""
     if re.search(r"not stated", str(m["parallelism"]), re.I):
         return "the parallel plan is not stated"
+    if re.search(r"(?<![_a-z])qlora\b", f"{m['parallelism']} {m['notes']} {m['dtype']}", re.I):
+        return "QLoRA (frozen weights in 4-bit NF4, dequantized per GEMM) is not modelled"
     lora = tr.lora_rank_of(f"{m['parallelism']} {m['notes']}")
     layers = tr.recompute_layers_of(m["parallelism"])  # full recompute of that many layers per stage
     if lora is None:
@@ -154,7 +156,7 @@ def scenario_of(m, arch, gpus: int) -> Scenario | str:
     par = dataclasses.replace(plan, microbatches=micro,
                               pp_schedule="interleaved" if plan.pp_virtual > 1 else "1f1b",
                               sequence_parallel=plan.sequence_parallel or bool(core and plan.tp > 1),
-                              zero=1 if core and plan.zero == 0 and plan.dp * plan.da > 1 else plan.zero)
+                              zero=1 if core and plan.zero == 0 and plan.dp * plan.da * plan.cp > 1 else plan.zero)
     return Scenario(phase=Phase.TRAIN, batch=mbs, seq_len=int(float(m["input_len"])), parallel=par,
                     recompute=Recompute.FULL if layers else _recompute(m), recompute_layers=layers,
                     precision=prec, optimizer=Optimizer.ADAM_MIXED,

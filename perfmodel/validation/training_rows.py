@@ -106,27 +106,32 @@ def workload_of(model: str) -> str:
 
 
 def offload_layers_of(text: str) -> int:
-    """Layers whose activations the run offloads to host memory ('CPU offload 40 layers',
-    'cpu_offloading_num_layers=40'); 0 when the text states none."""
-    hit = re.search(r"(?:cpu[ _]?)?offload(?:ing)?(?:[ _]num)?[ _]?(?:layers)?\s*(?:=|:)?\s*(\d+)(?:\s*layers)?",
-                    str(text), re.I)
-    return int(hit.group(1)) if hit else 0
+    """Layers whose activations the run offloads to host memory ('CPU offload 40 layers', 'offloaded layers: 40',
+    'cpu_offloading_num_layers=40', '--cpu-offloading-num-layers 40'); 0 when the text states none (ZeRO-Offload,
+    an optimizer or parameter offload, is not activation offloading)."""
+    hit = re.search(r"offload(?:ing)?[-_ ]num[-_ ]layers\s*[=:]?\s*(\d+)|offload(?:ing)?\s+(\d+)\s+layers"
+                    r"|offloaded\s+layers\s*[=:]?\s*(\d+)", str(text), re.I)
+    return int(next(g for g in hit.groups() if g)) if hit else 0
 
 
 def recompute_layers_of(text: str) -> int:
     """Layers per stage a row's full recompute re-runs ('recompute 5 layers', 'recompute_num_layers=5'); 0 when
     the text states no count."""
-    hit = re.search(r"recompute(?:[ _]num)?[ _]layers\s*[=:]?\s*(\d+)|recompute\s+(\d+)\s+layers", str(text), re.I)
+    if re.search(r"recompute[-_ ]method\s*[=:]?\s*uniform", str(text), re.I):
+        return 0  # the uniform method checkpoints every layer, in groups of recompute_num_layers
+    hit = re.search(r"recompute(?:[-_ ]num)?[-_ ]layers\s*[=:]?\s*(\d+)|recompute\s+(\d+)\s+layers", str(text),
+                    re.I)
     return int(hit.group(1) or hit.group(2)) if hit else 0
 
 
 def lora_rank_of(text: str) -> int | None:
-    """The LoRA rank a row states ('LoRA rank 16', 'LoRA r=16', 'lora_dim=16', 'LoRA (r 8)'); 0 without LoRA,
-    None for LoRA whose rank is not stated. 'q_lora_rank' / 'kv_lora_rank' (MLA dimensions) are not LoRA."""
-    t = str(text)
-    if not re.search(r"(?<![_a-z])lora(?![a-z])", t, re.I):
+    """The LoRA rank a row states ('LoRA rank 16', 'LoRA r=16', 'LoRA rank-16', 'lora_dim=16', 'LoRA (r 8)'); 0
+    without LoRA ('no LoRA' included), None for LoRA whose rank is not stated. 'q_lora_rank' / 'kv_lora_rank' (MLA
+    dimensions) are not LoRA; QLoRA is LoRA (its 4-bit base weights: training_public lists it)."""
+    t = re.sub(r"\b(?:no|without)\s+lora\b", "", str(text), flags=re.I)
+    if not re.search(r"(?<![_a-z])q?lora(?![a-z])", t, re.I):
         return 0
-    hit = re.search(r"(?<![_a-z])lora[\s_,:(-]*(?:rank|dim|r)(?![a-z])[\s=:(]*(\d+)", t, re.I)
+    hit = re.search(r"(?<![_a-z])lora[\s_,:(-]*(?:rank|dim|r)(?![a-z])[\s=:(-]*(\d+)", t, re.I)
     return int(hit.group(1)) if hit else None
 
 
