@@ -387,6 +387,28 @@ def test_a_sweep_over_the_compute_type_prices_each_recipes_memory():
     assert act[1] < act[0] and w[1] > w[0]
 
 
+def test_the_training_options_sweep_and_are_refused_where_they_do_not_apply():
+    """offload_layers, lora_rank and recompute_layers are sweep fields: one vectorised sweep prices each row as the
+    scenario would be one at a time; outside training, or recompute_layers without full recompute, a row is invalid
+    with its reason (never silently ignored)."""
+    from perfmodel.sweep.engine import SweepSpec
+    from perfmodel.sweep.run import run_sweep
+
+    fixed = {"recompute": "full", "zero": 1, "dp": 8, "batch": 1, "seq_len": 4096, "microbatches": 8}
+    df = run_sweep(SweepSpec("dgx-h100", "llama-3.1-8b", "train", fixed=fixed,
+                             grid={"recompute_layers": [0, 8], "lora_rank": [0, 16]}), progress=False)
+    for r in df.itertuples():
+        sc = scen(zero=1, m=8).replace(recompute=Recompute.FULL, recompute_layers=int(r.recompute_layers),
+                                       lora_rank=int(r.lora_rank))
+        assert r.step_time_s == pytest.approx(training.step.train(H100, LLAMA, sc)["step_time_s"], rel=1e-9)
+    bad = run_sweep(SweepSpec("dgx-h100", "llama-3.1-8b", "train", fixed={"recompute": "none"},
+                              grid={"recompute_layers": [0, 4]}), progress=False)
+    assert list(bad["valid"]) == [True, False] and "recompute_layers" in bad["invalid_reason"].iloc[1]
+    dec = run_sweep(SweepSpec("dgx-h100", "llama-3.1-8b", "decode", fixed={"context": 1024},
+                              grid={"lora_rank": [0, 8]}), progress=False)
+    assert list(dec["valid"]) == [True, False] and "training only" in dec["invalid_reason"].iloc[1]
+
+
 def test_op_level_selective_checkpointing_keeps_every_other_matmul_output():
     """torchtitan's 'op' policy saves the outputs of every other matmul and of the attention kernel and recomputes
     the rest from the layer input: a Llama layer keeps D + H d + (Q, K, V, o-proj, gate, up, down outputs) / 2

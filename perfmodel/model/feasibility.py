@@ -27,6 +27,8 @@ training plans); commands refuse an invalid plan and show a non-fitting one only
                                                                backward starts there as the forward ends
     offload_host_link  o = 0 or the node states a host link    offloaded bytes are priced over it
                                                                (node.host_link_bandwidth)
+    recompute_layers   0 unless recompute is full (train)      it counts the layers full recompute re-runs
+    offload_layers, lora_rank, recompute_layers = 0 (prefill, decode): training options
 
 (H attention heads, K KV heads, L layers, E experts, P max positions, T_new the tokens this step
 adds: T for prefill and training, 1 for decode.) Where the software pads the query heads to
@@ -61,6 +63,7 @@ from perfmodel.model import bindings as bd
 from perfmodel.model import memory
 
 COUNT_FIELDS = ("batch", "seq_len", "tp", "da", "ep", "cp", "pp", "dp", "microbatches")
+TRAINING_ONLY = ("offload_layers", "lora_rank", "recompute_layers")  # Scenario fields of the training phase
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,7 @@ def _f(x) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
 
-def _rules(system: System, arch: ModelArch, phase: Phase) -> tuple[Rule, ...]:
+def _rules(system: System, arch: ModelArch, phase: Phase, recompute: Recompute = Recompute.NONE) -> tuple[Rule, ...]:
     H, K, L = arch.num_attention_heads, arch.num_key_value_heads, arch.num_hidden_layers
     E, P = arch.num_experts, arch.max_position_embeddings
     rules = [
@@ -102,6 +105,14 @@ def _rules(system: System, arch: ModelArch, phase: Phase) -> tuple[Rule, ...]:
              lambda s: f"{s['context']} + {'1 new token' if phase == Phase.DECODE else s['seq_len']} "
                        f"exceeds the {P} positions of {arch.name} (max_position_embeddings)"),
     ]
+    if phase != Phase.TRAIN:  # training-only options (a sweep may carry them into any phase)
+        for name in TRAINING_ONLY:
+            rules.append(Rule(name, lambda v, n=name: v[n] > 0,
+                              lambda s, n=name: f"{s[n]} applies to training only (phase {phase.value})"))
+    elif Recompute(recompute) != Recompute.FULL:
+        rules.append(Rule("recompute_layers", lambda v: v["recompute_layers"] > 0,
+                          lambda s: f"{s['recompute_layers']} counts the layers full recompute re-runs "
+                                    f"(recompute {Recompute(recompute).value})"))
     if phase == Phase.TRAIN:
         rules.append(Rule("offload_layers", lambda v: v["offload_layers"] >= np.ceil(L / v["pp"]),
                           lambda s: f"{s['offload_layers']} is not fewer than a stage's layers ({L} layers of "
@@ -131,8 +142,8 @@ def advisories(system: System, kn: bd.Knobs) -> list[str]:
         notes.append(f"tensor parallel over {tp:.0f} chips crosses the {system.scaleup_chips}-chip scale-up domain of "
                      f"{system.display_name}: its all-reduces run over the scale-out network")
     if np.any(_f(kn.offload_layers) > 0) and np.any(_f(kn.pp) > 1):
-        notes.append("activation offloading with pipeline parallelism: priced as the mechanism runs, but Megatron-Core's "
-                     "CPU offloading refuses pipeline parallelism (and activation recompute)")
+        notes.append("activation offloading with pipeline parallelism: priced as the mechanism runs, but "
+                     "Megatron-Core's CPU offloading refuses pipeline parallelism (and activation recompute)")
     return notes
 
 
@@ -170,7 +181,7 @@ class Feasibility:
 
 
 def _values(kn: bd.Knobs) -> dict[str, np.ndarray]:
-    names = COUNT_FIELDS + ("context", "pp_virtual", "head_shards", "pad_heads", "offload_layers")
+    names = COUNT_FIELDS + ("context", "pp_virtual", "head_shards", "pad_heads") + TRAINING_ONLY
     return {k: _f(getattr(kn, k)) for k in names}
 
 
@@ -190,10 +201,11 @@ def _reasons(rules, broken: list[bool], v: dict) -> str:
     return "; ".join(f"{r.name}: {r.text(shown)}" for r, b in zip(rules, broken) if b)
 
 
-def check_rules(system: System, arch: ModelArch, kn: bd.Knobs) -> tuple[np.ndarray, np.ndarray]:
-    """(valid, reasons) of the configurations in `kn`, broadcast together."""
+def check_rules(system: System, arch: ModelArch, kn: bd.Knobs,
+                recompute: Recompute = Recompute.NONE) -> tuple[np.ndarray, np.ndarray]:
+    """(valid, reasons) of the configurations in `kn`, broadcast together (recompute: the training policy)."""
     v = _values(bd.on_system(system, kn))
-    rules = _rules(system, arch, Phase(kn.phase))
+    rules = _rules(system, arch, Phase(kn.phase), recompute)
     with np.errstate(divide="ignore", invalid="ignore"):
         broken = [np.asarray(r.broken(v), dtype=bool) for r in rules]
     shape = np.broadcast_shapes(*[b.shape for b in broken], *[x.shape for x in v.values()])
@@ -217,7 +229,7 @@ def feasibility(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
                 recompute: Recompute = Recompute.NONE) -> Feasibility:
     """Validity and memory fit of every configuration in `kn` (see the module doc)."""
     cal = cal or calibration_for(system)
-    valid, reasons = check_rules(system, arch, kn)
+    valid, reasons = check_rules(system, arch, kn, recompute)
     flash, sp = np.asarray(kn.flash_attention, dtype=bool), np.asarray(kn.sequence_parallel, dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):
         # footprint takes these two switches as scalars: a sweep over them is priced once per value

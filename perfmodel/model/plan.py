@@ -116,7 +116,7 @@ def check(system: System, arch: ModelArch, scenario: Scenario, nodes: int | None
         errors.append(str(exc))
     if not errors:  # the rules every evaluation carries (feasibility.py): heads, KV heads, layers, experts ...
         kn = bd.Knobs.of(scenario)
-        valid, reasons = feasibility.check_rules(system, arch, kn)
+        valid, reasons = feasibility.check_rules(system, arch, kn, scenario.recompute)
         if not bool(np.ravel(valid)[0]):
             errors.extend(str(np.ravel(reasons)[0]).split("; "))
     kv = arch.num_key_value_heads

@@ -25,11 +25,13 @@ from perfmodel.model.roofline import Overlap
 
 # vectorised numeric fields -> smallest value (None: any number >= 1, not only whole ones)
 NUMERIC = {"batch": 1, "seq_len": 1, "context": 0, "tp": 1, "da": 1, "ep": 1, "cp": 1, "pp": 1, "dp": 1,
-           "microbatches": 1, "zero": 0, "pp_virtual": 1, "moe_imbalance": None}
+           "microbatches": 1, "zero": 0, "pp_virtual": 1, "moe_imbalance": None,
+           "offload_layers": 0, "lora_rank": 0, "recompute_layers": 0}
 # ... and largest value: the ceilings of core/limits.py the scenario validators apply (Scenario, Parallelism)
 CEILING = {"batch": limits.MAX_BATCH, "seq_len": limits.MAX_SEQ_TOKENS, "context": limits.MAX_SEQ_TOKENS,
            **dict.fromkeys(("tp", "da", "ep", "cp", "pp", "dp"), limits.MAX_CHIPS), "microbatches": limits.MAX_BATCH,
-           "zero": 3, "pp_virtual": limits.MAX_LAYERS, "moe_imbalance": limits.MAX_EXPERTS}
+           "zero": 3, "pp_virtual": limits.MAX_LAYERS, "moe_imbalance": limits.MAX_EXPERTS,
+           "offload_layers": limits.MAX_LAYERS, "lora_rank": limits.MAX_WIDTH, "recompute_layers": limits.MAX_LAYERS}
 # values one range may list: the longest whole-number axis a sweep can need is batch 1..MAX_BATCH; more
 # is a typo ('1:1e12', a step of 1e-9, a factor of x1.0000001) that would fill memory before any check
 MAX_AXIS_VALUES = limits.MAX_BATCH
