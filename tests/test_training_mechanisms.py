@@ -17,7 +17,7 @@ from perfmodel.model import formulas as fm
 from perfmodel.model import kernels
 from perfmodel.model.graph import graph_for
 from perfmodel.core.symbols import bw, bwe
-from perfmodel.model.ops import OpKind, Pass, f_rc, i_z3, nmb
+from perfmodel.model.ops import OpKind, Pass, f_rc, i_fr, i_z3, nmb
 
 H100 = catalog.load_system("dgx-h100")
 A100 = catalog.load_system("dgx-a100-80gb")
@@ -47,7 +47,10 @@ def test_fp8_training_quantizes_each_linear_layers_input_and_output_gradient():
     for o in linear:  # the forward casts the input (M K), the backward the output gradient (M N)
         c = casts[f"{o.name}.cast"]
         assert c.kind == OpKind.ELEMENTWISE and fm.f8 in c.count.free_symbols
-        assert c.work == fm.low_precision_cast(o.io[0]) and c.backward == fm.low_precision_cast(o.io[1])
+        trained = {i_fr: 0}  # every weight trained (LoRA's frozen layers write one copy: the LoRA test)
+        assert sp.simplify(c.work.write.subs(trained) - fm.low_precision_cast(o.io[0]).write) == 0
+        assert sp.simplify(c.backward.write.subs(trained) - fm.low_precision_cast(o.io[1]).write) == 0
+        assert c.work.read == fm.low_precision_cast(o.io[0]).read
     # the LM head stays in BF16 (Megatron-Core's output layer is not a Transformer Engine module)
     head = [o for o in ops if o.name == "head.lm_head"]
     assert head and all(o.work.tensor_flop == 0 and o.work.tensor_b16_flop != 0 for o in head)
@@ -444,6 +447,12 @@ def test_lora_trains_its_adapters_and_only_propagates_through_the_frozen_weights
     head = sp.simplify(bwd["head.lm_head"].work.flop.subs(i_fr, 1) / fwd["head.lm_head"].work.flop)
     assert head == 1  # the LM head is frozen too: its backward is the dgrad alone
     assert "mlp.up.lora" not in fwd and fwd["attn.qkv.lora"].count.has(i_fr)
+    # an 8-bit recipe writes one row-wise copy per tensor of a frozen layer (no wgrad: no transposed copy), and never
+    # re-casts frozen weights per step
+    cast = fwd["mlp.up.cast"].work.write
+    assert sp.simplify(cast.subs(i_fr, 1) / cast.subs({i_fr: 0, fm.c8: 1})) == 1
+    wcast = [o for o in graph_for(LLAMA, Phase.TRAIN) if o.name == "mlp.up.weight_cast"][0]
+    assert sp.simplify(wcast.count.subs({i_fr: 1, i_z3: 0})) == 0
 
     def run(rank):
         sc = scen(dp=8, zero=1).replace(lora_rank=rank)

@@ -46,14 +46,20 @@ def low_precision_casts(op: Op) -> list[Op]:
     read in the activation type and written as c_8 quantized copies (fm.low_precision_cast). Transformer
     Engine's FP8 recipes quantize both tensors of every GEMM, keep a row-wise and a column-wise (transposed)
     copy: Hopper's FP8 tensor cores take K-major operands only and block scales run along K, so the wgrad
-    GEMM needs its own. Runs only when the GEMMs are 8-bit or narrower (count x f_8; f_8 = 0 at BF16)."""
+    GEMM needs its own. Runs only when the GEMMs are 8-bit or narrower (count x f_8; f_8 = 0 at BF16). With frozen
+    weights (LoRA, i_fr = 1) there is no wgrad GEMM: one row-wise copy of each tensor (fprop, dgrad) is written."""
     if op.io is None:
         return [op]
     x_in, x_out = op.io
+    frozen = {fm.c8: fm.c8 - i_fr * (fm.c8 - 1)}  # the wgrad's transposed copies are not made for frozen weights
     cast = Op(name=f"{op.name}.cast", group=op.group, kind=OpKind.ELEMENTWISE, pass_=Pass.FORWARD,
-              count=op.count * fm.f8, work=fm.low_precision_cast(x_in), formula="low_precision_cast",
-              backward=fm.low_precision_cast(x_out))
+              count=op.count * fm.f8, work=_subs(fm.low_precision_cast(x_in), frozen), formula="low_precision_cast",
+              backward=_subs(fm.low_precision_cast(x_out), frozen))
     return [cast, op]
+
+
+def _subs(w: Work, values: dict) -> Work:
+    return Work(**{f.name: sp.sympify(getattr(w, f.name)).subs(values) for f in dataclasses.fields(w)})
 
 
 def low_precision_weight_casts(fwd: list[Op]) -> list[Op]:
@@ -63,8 +69,10 @@ def low_precision_weight_casts(fwd: list[Op]) -> list[Op]:
     micro-batch pays it whole and one of many spreads it; under ZeRO-3 / FSDP the gathered weights are freed after
     each use, so they are gathered and cast again for every micro-batch's forward and backward (2 m times). The
     elements are the operator's parameters (a bias, 1/K of them, is counted with them). Priced with the optimizer
-    step (Pass.OPTIMIZER): once per step on every stage, outside the pipeline's per-micro-batch work and bubble."""
-    per_step = 1 - i_z3 + 2 * nmb * i_z3
+    step (Pass.OPTIMIZER): once per step on every stage, outside the pipeline's per-micro-batch work and bubble.
+    Frozen weights (LoRA, i_fr = 1) never change: cast once for the run, none per step (under ZeRO-3 the gathered
+    copies are still cast per use)."""
+    per_step = (1 - i_fr) * (1 - i_z3) + 2 * nmb * i_z3
     return [Op(name=f"{o.name}.weight_cast", group=o.group, kind=OpKind.ELEMENTWISE, pass_=Pass.OPTIMIZER,
                count=o.count * fm.f8 * per_step, work=fm.low_precision_cast(o.work.params, o.weight_bytes or bw),
                formula="low_precision_cast")
