@@ -35,9 +35,7 @@ from perfmodel.core.symbols import B, D, T, ba, bw, dh, k, t
 from perfmodel.model import formulas as fm
 from perfmodel.model.formulas import Work
 from perfmodel.model.ops import (Comm, GraphKey, KV_dev, Lfa, Lm, Lsw, N_dev, Op, OpKind, Pass, bg, bo_r, bo_w, bwt, da,
-                                 f_rc, i_cp, i_fr, i_pp, i_sp, i_z0, i_z1, i_z2, i_z3, nmb, r_lo,
-                                 vpp,
-                                 zs, zsd)
+                                 f_rc, i_cp, i_fr, i_pp, i_sp, i_z0, i_z1, i_z2, i_z3, nmb, r_lo, vpp, zs, zsd)
 
 
 def low_precision_casts(op: Op) -> list[Op]:
@@ -116,8 +114,9 @@ def token_permutation(key: GraphKey) -> list[Op]:
 def head_in_bf16(op: Op) -> Op:
     """Low-precision training recipes leave the LM head in BF16: Megatron-Core's output layer is a plain
     ColumnParallelLinear, not a Transformer Engine module; torchao's float8 conversion skips the output
-    projection (torchtitan's filter). Its tensor work is issued at the BF16 rate (unchanged at 16 bits)."""
-    return attention_in_bf16(op) if op.name == "head.lm_head" else op
+    projection (torchtitan's filter). Its tensor work is issued at the BF16 rate (unchanged at 16 bits). LoRA's
+    adapters are plain BF16 linears too (PEFT modules beside the Transformer Engine layers)."""
+    return attention_in_bf16(op) if op.name == "head.lm_head" or is_lora_adapter(op) else op
 
 
 def backward(op: Op) -> Op:
@@ -176,8 +175,7 @@ def _training_plan_comm(key: GraphKey, dense: tuple[sp.Expr, sp.Expr], expert: t
 
     data parallel (G = P b_g gradient bytes of the trained parameters, W = P b_wt weight bytes per device: under
     ZeRO 1 / 2 the trained ones the optimizer updated, under ZeRO 3 all, gathered for every use), for each set of
-    weights over
-    the ranks that hold a copy of it: dense weights (P_dense) over dp d_a c ranks (group 'dp': attention-DP
+    weights over the ranks that hold a copy of it: dense weights (P_dense) over dp d_a c ranks (group 'dp': attention-DP
     ranks replicate them, as Megatron-Core's expert parallelism carves EP out of DP, and context-parallel ranks
     compute the same weights' gradients on other tokens), routed experts (P_exp) over their dp c copies
     (group 'edp', 'dp.expert_*', MoE graphs):
