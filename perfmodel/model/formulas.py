@@ -131,13 +131,13 @@ def elementwise(n: sp.Expr, *, vector: sp.Expr = 0, scalar: sp.Expr = 0, exp: sp
                 read=n * reads * b, write=n * writes * b, params=params)
 
 
-def low_precision_cast(n: sp.Expr, b: sp.Expr = ba) -> Work:
+def low_precision_cast(n: sp.Expr, b: sp.Expr = ba, copies: sp.Expr = c8) -> Work:
     """Quantize n elements for low-precision GEMMs in training: read them in their own type b (activations and
     output gradients b_a; a layer's weights, once per step, b_w) 1 + r_8 times (current / dynamic scaling reads
     the tensor once for its amax before the cast), cast (one vector pass), write c_8 copies in the compute type
-    (row-wise and, where the hardware cannot read it column-wise, a transposed one for the other GEMM):
-    bytes = n ((1 + r_8) b + c_8 b_c)."""
-    return Work(vector=n, read=n * (1 + r8) * b, write=n * c8 * bc)
+    (row-wise and, where the hardware cannot read it column-wise, a transposed one for the other GEMM; `copies`
+    where fewer GEMMs read it): bytes = n ((1 + r_8) b + c_8 b_c)."""
+    return Work(vector=n, read=n * (1 + r8) * b, write=n * copies * bc)
 
 
 def norm(rows: sp.Expr, width: sp.Expr, kind: str, *, params: bool = True) -> Work:

@@ -49,15 +49,11 @@ def low_precision_casts(op: Op) -> list[Op]:
     if op.io is None:
         return [op]
     x_in, x_out = op.io
-    frozen = {fm.c8: fm.c8 - i_fr * (fm.c8 - 1)}  # the wgrad's transposed copies are not made for frozen weights
+    copies = fm.c8 - i_fr * (fm.c8 - 1)  # the wgrad's transposed copies are not made for frozen weights
     cast = Op(name=f"{op.name}.cast", group=op.group, kind=OpKind.ELEMENTWISE, pass_=Pass.FORWARD,
-              count=op.count * fm.f8, work=_subs(fm.low_precision_cast(x_in), frozen), formula="low_precision_cast",
-              backward=_subs(fm.low_precision_cast(x_out), frozen))
+              count=op.count * fm.f8, work=fm.low_precision_cast(x_in, copies=copies), formula="low_precision_cast",
+              backward=fm.low_precision_cast(x_out, copies=copies))
     return [cast, op]
-
-
-def _subs(w: Work, values: dict) -> Work:
-    return Work(**{f.name: sp.sympify(getattr(w, f.name)).subs(values) for f in dataclasses.fields(w)})
 
 
 def low_precision_weight_casts(fwd: list[Op]) -> list[Op]:

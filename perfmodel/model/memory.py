@@ -221,7 +221,7 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
         opt = Optimizer(kn.optimizer).bytes_per_param
 
         # LoRA: the base weights frozen (no gradients, master copies or optimizer state), the adapters trained
-        P_lora = params_per_device(arch, kn, phase, lora=True)
+        P_lora = params_per_device(arch, kn, phase, lora=True) if np.any(f(kn.lora_rank) > 0) else 0.0
         tw = np.where(f(kn.lora_rank) > 0, 0.0, 1.0)
 
         def sharded(nbytes, stage, trained=True):  # per-parameter bytes, ZeRO-sharded from `stage` on over every

@@ -164,7 +164,9 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
         if not moe:
             return d
         e = co.collective_fields(system, cal, c, expert_bytes, expert_dp, expert_stride, fields)
-        depth = np.vectorize({t: i for i, t in enumerate(co.TIERS)}.get, otypes=[int])
+        def depth(x):  # the tier's rank in co.TIERS, innermost 0 (one comparison per tier, not per configuration)
+            return sum(i * (np.asarray(x) == t) for i, t in enumerate(co.TIERS))
+
         deeper = depth(e["crosses"]) > depth(d["crosses"])
         return {"time_s": d["time_s"] + e["time_s"], "algorithm": d["algorithm"],
                 "crosses": np.where(deeper, e["crosses"], d["crosses"])}
