@@ -16,7 +16,8 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from perfmodel.cli.common import (add_chart_option, add_output_options, chart_svg, count, count_list, defer,
-                                  print_result, refuse_or_banner, size, size_range, with_banner, write_chart)
+                                  positive, print_result, refuse_or_banner, size, size_range, with_banner,
+                                  write_chart)
 
 if TYPE_CHECKING:  # the model is imported inside the functions (start-up time: see cli/parser.py)
     from perfmodel.core.scenario import Scenario
@@ -101,9 +102,16 @@ def _train_args(p: argparse.ArgumentParser) -> None:
                    help="Neuron training stack (hardware_specs/stacks/neuron.toml: nxd-training, torch-neuronx-2022): "
                         "its attention kernels, collective rules and graph cost per operator; default: the family "
                         "file's values")
+    p.add_argument("--tokens", type=positive(), metavar="N",
+                   help="a run of N training tokens: its wall-clock days with evaluation, checkpoint pauses and the "
+                        "work and restarts lost to interrupts (training/time_to_train.py; --show run for the parts)")
+    p.add_argument("--checkpoint-every", type=_duration, metavar="TIME",
+                   help="with --tokens: compute time between checkpoints, e.g. '30 min' (default: Daly's optimum for "
+                        "the run's interrupt rate)")
     p.add_argument("--show", default="summary",
-                   choices=("summary", "comm", "comm-ops", "timeline", "placement", "scaling"),
-                   help="what to print (scaling: 1..nodes in powers of two at this per-node plan)")
+                   choices=("summary", "comm", "comm-ops", "timeline", "placement", "scaling", "run"),
+                   help="what to print (scaling: 1..nodes in powers of two at this per-node plan; run: where a "
+                        "--tokens run's wall-clock time goes)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=_SET_HELP)
     p.add_argument("--allow-oversubscribed", action="store_true",
                    help="show a plan that does not fit memory, under a banner (refused without it)")
@@ -117,6 +125,19 @@ def _calibration(system, items: list[str]):
     from perfmodel.catalog.calibration import calibration_for
 
     return wi.apply_calibration(calibration_for(system), [wi.split_assignment(t) for t in items])
+
+
+def _duration(text: str) -> float:
+    """A time with its unit ('30 min', '2 h'), in seconds, > 0 (argparse type: one line on bad input)."""
+    from perfmodel.core import units
+
+    try:
+        v = units.parse(text, "time")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be a time > 0 such as '30 min', got {text!r}")
+    return v
 
 
 def _size(text: str) -> float:
@@ -213,6 +234,8 @@ def cmd_train(args) -> int:
     cal = _calibration(s, args.overrides)
     sc = _train_scenario(args, s)
     title = f"{s.display_name}: {arch.display_name} training, {args.nodes} nodes"
+    if (args.show == "run" or args.checkpoint_every) and not args.tokens:
+        raise ValueError("--show run and --checkpoint-every need --tokens N (the run's training tokens)")
     if args.show == "scaling":
         per_node = sc.replace(parallel=dataclasses.replace(sc.parallel, dp=sc.parallel.dp // args.nodes))
         nodes = [2 ** k for k in range(args.nodes.bit_length()) if 2 ** k <= args.nodes]
@@ -221,8 +244,20 @@ def cmd_train(args) -> int:
         r = training.train(s, arch, sc, args.nodes, cal, args.stack)
         banner = refuse_or_banner(r.check.rule_errors, r.check.fit_error, args.allow_oversubscribed)
         title = with_banner(title, banner, args.format, "train")
+        if args.tokens:  # the run: its wall clock beside the step (training/time_to_train.py)
+            from perfmodel.training import time_to_train
+
+            run = time_to_train.for_step(s, arch, sc.optimizer, cal, args.tokens, r.summary.iloc[0],
+                                         args.checkpoint_every)
+            r = dataclasses.replace(r, summary=r.summary.assign(tokens=args.tokens, **{
+                f"run_{k}": float(v.ravel()[0]) for k, v in run.items()}))
         df = {"summary": r.summary, "comm": r.comm, "comm-ops": r.comm_ops, "timeline": r.timeline,
-              "placement": r.check.placement}[args.show]
+              "placement": r.check.placement}.get(args.show)
+        if args.show == "run":
+            from perfmodel.report import train_view
+
+            title += "\n" + train_view.run_answer(r.summary.iloc[0])
+            df = train_view.run_breakdown(r.summary.iloc[0])
         if args.show == "summary" and args.format in ("table", "md"):
             row = r.summary.iloc[0]
             if args.wide:  # every field of the step model
@@ -230,7 +265,7 @@ def cmd_train(args) -> int:
             else:  # the answer, then where the step's time goes (report/train_view.py)
                 from perfmodel.report import train_view
 
-                title += "\n" + train_view.answer(row)
+                title += "\n" + train_view.answer(row) + (f"\n{train_view.run_answer(row)}" if args.tokens else "")
                 df = train_view.breakdown(r.timeline, float(row["step_time_s"]))
         for w in r.check.warnings + r.check.errors:
             title += f"\n  note: {w}"

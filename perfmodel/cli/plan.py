@@ -25,7 +25,8 @@ PLAN_COLS = ("system", "feasible", "chips", "usd_per_month", "usd_per_million_ou
              "compute_dtype", "expert_weights_dtype", "concurrency", "capacity_concurrency", "replicas",
              "prefill_workers", "facility_power_peak_at_low_tdp_w", "facility_power_peak_at_high_tdp_w",
              "price_status", "note")
-TRAIN_COLS = ("system", "chips", "days", "usd_per_run", "energy_mwh", "tokens_per_s", "mfu_frac", "step_time_s",
+TRAIN_COLS = ("system", "chips", "days", "compute_days", "goodput_frac", "interrupts", "usd_per_run", "energy_mwh",
+              "tokens_per_s", "mfu_frac", "step_time_s",
               "tp", "pp", "dp", "ep", "microbatches", "recompute", "bubble_frac", "facility_power_w", "note")
 
 

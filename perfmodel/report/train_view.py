@@ -5,6 +5,9 @@ xlsx and under --wide.
     answer(row)      the lines above the table
     breakdown(timeline, step)   component, time_s, share_frac: the step model's timeline, its parts in the order
                                 they happen (they add up to the step), then the communication hidden under compute
+    run_answer(row), run_breakdown(row)
+                                a --tokens run (the row's run_* columns, training/time_to_train.py): days, goodput,
+                                and where the wall clock goes (compute, evaluation, checkpoint pauses, interrupts)
 
 Does not: compute anything (training.train's summary row and timeline).
 """
@@ -41,3 +44,27 @@ def breakdown(timeline: pd.DataFrame, step_s: float) -> pd.DataFrame:
     df = pd.concat([on[["component", "duration_s"]], pd.DataFrame([{"component": "step", "duration_s": step_s}]),
                     hidden], ignore_index=True).rename(columns={"duration_s": "time_s"})
     return df.assign(share_frac=df["time_s"] / step_s if step_s > 0 else 0.0)
+
+
+RUN_PARTS = (("compute (the steps)", "run_compute_s"), ("evaluation", "run_eval_s"),
+             ("checkpoint pauses", "run_checkpoint_pause_s"),
+             ("work lost to interrupts and restarts", "run_lost_and_restart_s"))
+
+
+def run_answer(row: pd.Series) -> str:
+    """The run in words: tokens, wall-clock days (estimate), compute days, goodput, interrupts, checkpoints."""
+    day = units.SECONDS_PER_DAY
+    return (f"Run of {row['tokens']:.3g} tokens: {row['run_wall_s'] / day:,.1f} days on the wall clock (estimate: "
+            f"interrupt rate, restart time and storage rate are assumptions), {row['run_compute_s'] / day:,.1f} days "
+            f"of compute, goodput {100 * row['run_goodput_frac']:.1f}%; {row['run_interrupts']:,.1f} expected "
+            f"interrupts (one every {units.format_value(row['run_job_mtti_s'], 'time')}), a checkpoint every "
+            f"{units.format_value(row['run_checkpoint_interval_s'], 'time')} of compute, each pausing "
+            f"{units.format_value(row['run_checkpoint_pause_each_s'], 'time')}.")
+
+
+def run_breakdown(row: pd.Series) -> pd.DataFrame:
+    """component, days, share_frac: the run's wall clock in its parts (they add up to it), then the total."""
+    parts = [(name, float(row[col])) for name, col in RUN_PARTS] + [("wall clock", float(row["run_wall_s"]))]
+    df = pd.DataFrame(parts, columns=["component", "seconds"])
+    return pd.DataFrame({"component": df["component"], "days": df["seconds"] / units.SECONDS_PER_DAY,
+                         "share_frac": df["seconds"] / float(row["run_wall_s"])})

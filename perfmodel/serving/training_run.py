@@ -3,7 +3,9 @@
 `plan_training`: chips and days to train N tokens: for each chip count, every split
 t (powers of two within a node) x p x d (ZeRO-1, one-sequence micro-batches, global batch fixed)
 that fits in HBM, priced by training.step_arrays (pipeline bubble, exposed and hidden
-communication); days = N / (tokens/s) / 86,400; power from the step's engine activity.
+communication); days = the run's wall time (training/time_to_train.py: N / (tokens/s) of compute, plus
+evaluation, checkpoint pauses and the work and restarts lost to interrupts, which grow with the chips) / 86,400;
+compute_days the compute alone, goodput_frac their ratio; power from the step's engine activity.
 
 Does not: format output.
 """
@@ -24,6 +26,9 @@ from perfmodel.model import bindings as bd
 from perfmodel.model import memory
 from perfmodel.model.evaluate import evaluate_sweep
 from perfmodel.serving import cost, power
+from perfmodel.training import time_to_train
+
+RUN_COLUMNS = ("compute_s", "wall_s", "goodput_frac", "checkpoint_interval_s", "interrupts")
 
 
 def plan_training(system: System, arch: ModelArch, tokens: float, chips: int | None = None, days: float | None = None,
@@ -46,7 +51,10 @@ def plan_training(system: System, arch: ModelArch, tokens: float, chips: int | N
         row = _best_training_plan(system, arch, c, seqs, seq_len, dtype, optimizer, zero, cal)
         if row is None:
             continue
-        row["days"] = tokens / row["tokens_per_s"] / units.SECONDS_PER_DAY
+        run = time_to_train.for_step(system, arch, optimizer, cal, tokens, row)
+        row.update({k: float(np.ravel(run[k])[0]) for k in RUN_COLUMNS})
+        row["days"] = row["wall_s"] / units.SECONDS_PER_DAY
+        row["compute_days"] = row["compute_s"] / units.SECONDS_PER_DAY
         rows.append(row)
         if days is not None and row["days"] <= days:
             break
@@ -100,7 +108,8 @@ def _best_training_plan(system, arch, chips, seqs, seq_len, dtype, optimizer, ze
             best = {"system": system.name, "workload": arch.name, "chips": chips, "tp": tp[i], "pp": pp[i],
                     "dp": dp[i], "ep": ep[i], "microbatches": mb[i], "recompute": rc.value,
                     "global_batch_tokens": mb[i] * dp[i] * seq_len, "step_time_s": step,
-                    "bubble_frac": float(st["bubble_frac"][i]), "tokens_per_s": float(tps[i]),
+                    "bubble_frac": float(st["bubble_frac"][i]), "forward_s": float(st["forward_s"][i]),
+                    "tokens_per_s": float(tps[i]),
                     "mfu_frac": float(st["mfu_frac"][i]),
                     **{f"activity_{e}_frac": min(v, 1.0) for e, v in busy.items()}}
     return best

@@ -45,7 +45,8 @@ The plan's collectives (ZeRO data-parallel traffic, pipeline send/recv, context-
 gathers) are operators of the training graph (graph._training_plan_comm); this module prices
 how much of each hides under compute.
 
-Does not: model data loading, host overheads, evaluation or checkpoint pauses, or HBM contention from collectives.
+Does not: model data loading, host launch gaps (an operator's fixed `op_overhead` only) or HBM contention from
+collectives; a whole run's evaluation, checkpoints and interrupts are time_to_train.py's.
 """
 
 from __future__ import annotations
