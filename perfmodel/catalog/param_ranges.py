@@ -94,16 +94,17 @@ BY_NAME: dict[str, Range] = {
     "prefill_utilization": Range(0.0, 1.0, "a prefill pool's busy share at its request rate; 0 would need "
                                  "infinitely many workers", lo_open=True),
     # a training run's interrupts, checkpoints and evaluations (training/time_to_train.py)
-    "chip_mean_time_to_interrupt": Range(0.0, limits.MAX_QUANTITY_SI, "one chip's mean time between job interrupts; 0 would stop "
-                                         "every job at once", lo_open=True),
+    "chip_mean_time_to_interrupt": Range(0.0, limits.MAX_QUANTITY_SI, "one chip's mean time between job "
+                                         "interrupts; 0 would stop every job at once", lo_open=True),
     "restart_time": Range(0.0, 7 * units.SECONDS_PER_DAY, "from an interrupt to training again; a week is a typo"),
-    "checkpoint_write_bandwidth_per_node": Range(0.0, limits.MAX_QUANTITY_SI, "one node's storage write rate; 0 would never save",
-                                                 lo_open=True),
-    "checkpoint_storage_bandwidth": Range(0.0, limits.MAX_QUANTITY_SI, "a file system's aggregate write rate; 0 would never save",
-                                          lo_open=True),
+    "checkpoint_write_bandwidth_per_node": Range(0.0, limits.MAX_QUANTITY_SI, "one node's storage write rate; 0 "
+                                                 "would never save", lo_open=True),
+    "checkpoint_storage_bandwidth": Range(0.0, limits.MAX_QUANTITY_SI, "a file system's aggregate write rate; 0 "
+                                          "would never save", lo_open=True),
     "checkpoint_async": SWITCH,
     "eval_interval_steps": Range(1, limits.MAX_QUANTITY_SI, "training steps between evaluations", whole=True),
-    "eval_iterations": Range(0, limits.MAX_QUANTITY_SI, "forward-only iterations per evaluation; 0: no evaluation", whole=True),
+    "eval_iterations": Range(0, limits.MAX_QUANTITY_SI, "forward-only iterations per evaluation; 0: no evaluation",
+                             whole=True),
     "pue": Range(1.0, 10.0, "facility power over IT power: 1 by definition at least, ~1.1-2.5 in practice"),
 }
 BY_SUFFIX = (("_efficiency", EFFICIENCY), ("_frac", FRACTION), ("_passes", PASSES))

@@ -5,7 +5,8 @@ t (powers of two within a node) x p x d (ZeRO-1, one-sequence micro-batches, glo
 that fits in HBM, priced by training.step_arrays (pipeline bubble, exposed and hidden
 communication); days = the run's wall time (training/time_to_train.py: N / (tokens/s) of compute, plus
 evaluation, checkpoint pauses and the work and restarts lost to interrupts, which grow with the chips) / 86,400;
-compute_days the compute alone, goodput_frac their ratio; power from the step's engine activity.
+compute_days the compute alone, goodput_frac their ratio; power from the step's engine activity, drawn over the
+wall clock (an upper bound on energy: chips idle while a run restarts; the chips are held, and billed, throughout).
 
 Does not: format output.
 """

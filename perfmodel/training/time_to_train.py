@@ -30,7 +30,8 @@ A run of N tokens at a modelled rate computes for T_run = N / (tokens/s). The wa
 
 The formulas are sympy expressions (shown by `formula_table`), lambdified once and evaluated over arrays.
 Does not: model interrupts that stop only part of the job (elastic or in-memory recovery), spare-node
-pools, the file system's aggregate bandwidth limit, or data-loading stalls.
+pools, interrupts while restarting, or data-loading stalls (token ids are 4 B per token: 16 MB for a 4M-token
+step, read ahead by the loader's workers).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def _compiled(name: str):
 
 
 def formula_table() -> pd.DataFrame:
-    """The run formulas as LaTeX, with the meaning and unit of every symbol they use."""
+    """The run formulas as LaTeX (their symbols' meanings and units: core/symbols.py's table)."""
     rows = [{"quantity": k, "latex": sy.latex(v)} for k, v in FORMULAS.items()]
     return pd.DataFrame(rows)
 
@@ -80,10 +81,13 @@ def run_time(system: System, cal: Calibration, tokens, tokens_per_s, step_s, eva
     """Every term of the module doc over arrays (a plan sweep at once). checkpoint_interval_s: compute seconds
     between checkpoints (None: Daly's optimum). Raises ValueError (one line) for an asynchronous save on a system
     whose spec has no host link."""
-    f = lambda x: np.asarray(x, dtype=float)  # noqa: E731
+    def f(x):
+        return np.asarray(x, dtype=float)
+
     chips, state = f(chips), f(state_bytes)
     nodes = np.ceil(chips / system.node.chips)
-    write = state / np.minimum(nodes * cal["checkpoint_write_bandwidth_per_node"], cal["checkpoint_storage_bandwidth"])
+    rate = np.minimum(nodes * cal["checkpoint_write_bandwidth_per_node"], cal["checkpoint_storage_bandwidth"])
+    write = state / rate
     if cal["checkpoint_async"]:
         link = system.node.host_link_bytes_per_s
         if link is None:
