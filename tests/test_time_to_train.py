@@ -102,3 +102,20 @@ def test_the_cli_shows_the_run_and_refuses_a_run_view_without_tokens(capsys, mon
     assert cli.main([*ARGS, "--show", "run"]) != 0
     err = capsys.readouterr().err
     assert "need --tokens" in err and "Traceback" not in err
+
+
+def test_weak_scaling_gives_the_run_at_every_node_count_in_one_call():
+    from perfmodel import training
+    from perfmodel.catalog import workload_files
+    from perfmodel.core.dtypes import DType
+    from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Precision, Recompute, Scenario
+
+    sc = Scenario(phase=Phase.TRAIN, batch=1, seq_len=4096, parallel=Parallelism(tp=8, microbatches=8, zero=1),
+                  recompute=Recompute.SELECTIVE, precision=Precision.uniform(DType.BF16),
+                  optimizer=Optimizer.ADAM_MIXED)
+    arch = workload_files.load_workload("llama-3-8b")
+    df = training.scaling(H100, arch, sc, [16, 256, 4096], tokens=1e12)
+    assert np.all(df["days"] > df["compute_days"])
+    assert df["compute_days"].to_numpy() == pytest.approx(1e12 / df["tokens_per_s"].to_numpy() / 86400)
+    assert np.all(np.diff(df["goodput_frac"]) < 0)  # more chips, more interrupts
+    assert "days" not in training.scaling(H100, arch, sc, [16]).columns  # no tokens: the step alone

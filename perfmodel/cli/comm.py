@@ -110,8 +110,8 @@ def _train_args(p: argparse.ArgumentParser) -> None:
                         "the run's interrupt rate)")
     p.add_argument("--show", default="summary",
                    choices=("summary", "comm", "comm-ops", "timeline", "placement", "scaling", "run"),
-                   help="what to print (scaling: 1..nodes in powers of two at this per-node plan; run: where a "
-                        "--tokens run's wall-clock time goes)")
+                   help="what to print (scaling: 1..nodes in powers of two at this per-node plan, with --tokens the "
+                        "run's days at each; run: where a --tokens run's wall-clock time goes)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=_SET_HELP)
     p.add_argument("--allow-oversubscribed", action="store_true",
                    help="show a plan that does not fit memory, under a banner (refused without it)")
@@ -236,10 +236,13 @@ def cmd_train(args) -> int:
     title = f"{s.display_name}: {arch.display_name} training, {args.nodes} nodes"
     if (args.show == "run" or args.checkpoint_every) and not args.tokens:
         raise ValueError("--show run and --checkpoint-every need --tokens N (the run's training tokens)")
+    if args.show == "scaling" and args.checkpoint_every:
+        raise ValueError("--checkpoint-every applies to one run, not to --show scaling (Daly's interval at each "
+                         "node count)")
     if args.show == "scaling":
         per_node = sc.replace(parallel=dataclasses.replace(sc.parallel, dp=sc.parallel.dp // args.nodes))
         nodes = [2 ** k for k in range(args.nodes.bit_length()) if 2 ** k <= args.nodes]
-        df = training.scaling(s, arch, per_node, nodes, cal, args.stack)
+        df = training.scaling(s, arch, per_node, nodes, cal, args.stack, args.tokens)
     else:
         r = training.train(s, arch, sc, args.nodes, cal, args.stack)
         banner = refuse_or_banner(r.check.rule_errors, r.check.fit_error, args.allow_oversubscribed)

@@ -12,20 +12,24 @@ import numpy as np
 import pandas as pd
 
 from perfmodel.catalog.calibration import Calibration, calibration_for
+from perfmodel.core import units
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Scenario
 from perfmodel.core.workload import ModelArch
 from perfmodel.model import plan as pl
+from perfmodel.training import time_to_train
 from perfmodel.training.step import step_arrays, with_stack
 
 
 def scaling(system: System, arch: ModelArch, scenario: Scenario, nodes, cal: Calibration | None = None,
-            stack: str = "") -> pd.DataFrame:
+            stack: str = "", tokens: float | None = None) -> pd.DataFrame:
     """Weak scaling: the scenario's plan is per node; dp grows with the node count (vectorised), under the Neuron
     training stack `stack` when one is named (step.with_stack).
 
     Returns one row per node count with tokens/s, sequences/s, step time, exposed comm, the wait for the
-    slowest rank (straggler_s) and scaling_efficiency = tokens/s(N) / (N tokens/s(1 node)).
+    slowest rank (straggler_s) and scaling_efficiency = tokens/s(N) / (N tokens/s(1 node)); with `tokens`, a run
+    of that many tokens at each node count (time_to_train.py, one call over the counts): compute_days, days on the
+    wall clock and goodput_frac, which falls as interrupts grow with the chips.
     """
     scenario, cal = with_stack(system, scenario, cal or calibration_for(system), stack)
     p = scenario.parallel
@@ -47,4 +51,10 @@ def scaling(system: System, arch: ModelArch, scenario: Scenario, nodes, cal: Cal
                        "dp_algorithm": s["dp_algorithm"][1:], "straggler_s": s["straggler_s"][1:],
                        "mfu_frac": s["mfu_frac"][1:],
                        "scaling_efficiency_frac": tps[1:] / (n * tps[0])})
+    if tokens is not None:
+        run = time_to_train.for_step(system, arch, scenario.optimizer, cal, tokens,
+                                     {k: s[k][1:] for k in ("tokens_per_s", "step_time_s", "forward_s", "bubble_frac",
+                                                            "chips")})
+        df = df.assign(compute_days=run["compute_s"] / units.SECONDS_PER_DAY,
+                       days=run["wall_s"] / units.SECONDS_PER_DAY, goodput_frac=run["goodput_frac"])
     return df
