@@ -54,10 +54,11 @@ RUN_PARTS = (("compute (the steps)", "run_compute_s"), ("evaluation", "run_eval_
 def run_answer(row: pd.Series) -> str:
     """The run in words: tokens, wall-clock days (estimate), compute days, goodput, interrupts, checkpoints."""
     day = units.SECONDS_PER_DAY
-    return (f"Run of {row['tokens']:.3g} tokens: {row['run_wall_s'] / day:,.1f} days on the wall clock (estimate: "
-            f"interrupt rate, restart time and storage rate are assumptions), {row['run_compute_s'] / day:,.1f} days "
-            f"of compute, goodput {100 * row['run_goodput_frac']:.1f}%; {row['run_interrupts']:,.1f} expected "
-            f"interrupts (one every {units.format_value(row['run_job_mtti_s'], 'time')}), a checkpoint every "
+    return (f"Run of {row['tokens']:.3g} tokens: {row['run_wall_s'] / day:,.1f} days on the wall clock "
+            f"(estimate: one published run's interrupt rate, an assumed restart time and storage rate), "
+            f"{row['run_compute_s'] / day:,.1f} days of compute, goodput {100 * row['run_goodput_frac']:.1f}%; "
+            f"{row['run_interrupts']:,.1f} expected interrupts (one every "
+            f"{units.format_value(row['run_job_mtti_s'], 'time')}), a checkpoint every "
             f"{units.format_value(row['run_checkpoint_interval_s'], 'time')} of compute, each pausing "
             f"{units.format_value(row['run_checkpoint_pause_each_s'], 'time')}.")
 
