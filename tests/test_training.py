@@ -128,6 +128,36 @@ def test_plan_collectives_follow_the_plan_fields():
     assert float(b_sp) == pytest.approx(float(p2p[0]) / 4)
 
 
+def test_pipeline_scatter_gather_splits_each_send_over_the_tp_ranks():
+    """Megatron-LM's scatter/gather (pp_scatter_gather = 1, Narayanan et al. 2021 sec. 4.1): each of the t TP ranks
+    sends 1/t of the activations and the receivers all-gather them over the TP group; both are the pipeline's
+    hand-off time (not TP comm). With sequence parallelism each rank sends its shard either way: no gather."""
+    from perfmodel import catalog
+    from perfmodel.catalog import workload_files
+    from perfmodel.catalog.calibration import calibration_for
+    from perfmodel.core.scenario import Phase
+    from perfmodel.model import bindings as bd
+    from perfmodel.training.step import step_arrays
+    s = catalog.load_system("dgx-a100-80gb")
+    arch = workload_files.load_workload("llama-3-8b")
+    cal = calibration_for(s)
+    kn = bd.Knobs(phase=Phase.TRAIN, batch=1, seq_len=2048, tp=8, pp=4, dp=1, microbatches=8)
+    whole = step_arrays(s, arch, kn, cal)
+    split = step_arrays(s, arch, kn, cal.with_overrides({"pp_scatter_gather": 1}))
+    ops_whole = {n: (g, b, c) for n, _, g, _, b, c, _ in whole["_plan_ops"]}
+    ops_split = {n: (g, b, c) for n, _, g, _, b, c, _ in split["_plan_ops"]}
+    assert float(ops_split["pp.send_recv"][1]) == pytest.approx(float(ops_whole["pp.send_recv"][1]) / 8)
+    group, gathered, count = ops_split["pp.gather"]
+    assert group == "tp" and float(gathered) == pytest.approx(float(ops_whole["pp.send_recv"][1]))
+    assert float(count) == float(ops_split["pp.send_recv"][2]) and float(ops_whole["pp.gather"][2]) == 0
+    # the scale-out hop carries 1/8 of the bytes and NVLink gathers them: the hand-off is faster, TP comm unchanged
+    assert float(split["pp_send_recv_s"]) < float(whole["pp_send_recv_s"])
+    assert float(split["tp_ep_cp_comm_s"]) == pytest.approx(float(whole["tp_ep_cp_comm_s"]))
+    sp_whole = step_arrays(s, arch, kn, cal, sequence_parallel=True)
+    sp_split = step_arrays(s, arch, kn, cal.with_overrides({"pp_scatter_gather": 1}), sequence_parallel=True)
+    assert float(sp_split["pp_send_recv_s"]) == pytest.approx(float(sp_whole["pp_send_recv_s"]))
+
+
 def test_fp8_training_keeps_the_attention_core_in_bf16():
     """Under an FP8 recipe the linear layers run in FP8 and the attention core in BF16 (Transformer Engine,
     torchao): the step is slower than all-FP8 would be, and a BF16 run is unchanged by the rule."""

@@ -119,6 +119,31 @@ def test_each_publishers_rules_are_stated_once(public):
     assert train["predicted"].notna().all() and set(train["family"]) == {"training"}
 
 
+def test_megatron_2021_rows_run_the_plans_of_their_scripts():
+    """The MEG rows run the plans of Megatron-LM's examples/sc21/run_table_1.sh (micro-batch, virtual stages,
+    DDP): the 1.7B model one micro-batch of 16 under PyTorch DDP (its gradient all-reduce overlapped with the
+    backward), the 530B model interleaved over 3 virtual stages under Megatron's local DDP; pipeline sends use
+    the paper's scatter/gather."""
+    from perfmodel.validation import training_public as tp
+    from perfmodel.validation import training_rows as tr
+    from perfmodel.validation.training_stacks import source_of, stack_overrides
+
+    src = v.measurements().set_index("case_id", drop=False)
+
+    def plan(cid):
+        m = src.loc[cid]
+        arch = tp.arch_of(m["model"], int(float(m["input_len"])), source_of(m))
+        sc = tp.scenario_of(m, arch, tr.gpus_of(m))
+        return sc, stack_overrides(m, sc, arch)
+
+    small, small_cal = plan("MEG-001")
+    assert (small.batch, small.parallel.microbatches, small.parallel.pp_virtual) == (16, 1, 1)
+    assert small_cal["comm_overlap_frac"] == 1.0 and small_cal["pp_scatter_gather"] == 1
+    big, big_cal = plan("MEG-009")
+    assert (big.batch, big.parallel.pp, big.parallel.pp_virtual, big.parallel.microbatches) == (1, 35, 3, 280)
+    assert big_cal["comm_overlap_frac"] == 0.0
+
+
 def test_experts_over_data_parallel_ranks_become_the_replicas_expert_group():
     """Megatron-Core's expert data parallelism (EP carved out of DP, NEMO-021: TP1 PP4 EP16 on 256 GPUs): the
     16 DP ranks an expert group spans share their experts as the model's tp x da replica, each with its own

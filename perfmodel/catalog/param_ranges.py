@@ -102,6 +102,7 @@ BY_NAME: dict[str, Range] = {
     "checkpoint_storage_bandwidth": Range(0.0, limits.MAX_QUANTITY_SI, "a file system's aggregate write rate; 0 "
                                           "would never save", lo_open=True),
     "checkpoint_async": SWITCH,
+    "pp_scatter_gather": SWITCH,
     "eval_interval_steps": Range(1, limits.MAX_QUANTITY_SI, "training steps between evaluations", whole=True),
     "eval_iterations": Range(0, limits.MAX_QUANTITY_SI, "forward-only iterations per evaluation; 0: no evaluation",
                              whole=True),

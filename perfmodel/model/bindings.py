@@ -256,6 +256,7 @@ def scenario_values(kn: Knobs, cal: Calibration) -> dict:
         ops.i_pp: np.where(_arr(kn.pp) > 1, 1.0, 0.0), ops.i_cp: np.where(_arr(kn.cp) > 1, 1.0, 0.0),
         ops.vpp: _arr(kn.pp_virtual),
         ops.i_sp: np.where(np.asarray(kn.sequence_parallel, dtype=bool), 1.0, 0.0),
+        ops.i_sg: float(cal["pp_scatter_gather"]),
         fm.i_mat: np.where(np.asarray(kn.flash_attention, dtype=bool), 0.0, 1.0),
     }
 

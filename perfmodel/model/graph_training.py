@@ -35,7 +35,7 @@ from perfmodel.core.symbols import B, D, T, ba, bw, dh, k, t
 from perfmodel.model import formulas as fm
 from perfmodel.model.formulas import Work
 from perfmodel.model.ops import (Comm, GraphKey, KV_dev, Lfa, Lm, Lsw, N_dev, Op, OpKind, Pass, bg, bo_r, bo_w, bwt, da,
-                                 f_rc, i_cp, i_fr, i_pp, i_sp, i_z0, i_z1, i_z2, i_z3, nmb, r_lo, vpp, zs, zsd)
+                                 f_rc, i_cp, i_fr, i_pp, i_sg, i_sp, i_z0, i_z1, i_z2, i_z3, nmb, r_lo, vpp, zs, zsd)
 
 
 def low_precision_casts(op: Op) -> list[Op]:
@@ -178,8 +178,10 @@ def _training_plan_comm(key: GraphKey, dense: tuple[sp.Expr, sp.Expr], expert: t
         ZeRO 0: all-reduce(G) once;  ZeRO 1: reduce-scatter(G) + all-gather(W) once;
         ZeRO 2: reduce-scatter(G) per micro-batch + all-gather(W) once;
         ZeRO 3 / FSDP: reduce-scatter(G) + 2 all-gather(W) (forward, backward) per micro-batch
-    pipeline: send/recv of one micro-batch's activations N D b_a (/ t with sequence
-        parallelism), forward and backward, per micro-batch and virtual stage (2 m v)
+    pipeline: send/recv of one micro-batch's activations N D b_a, forward and backward, per micro-batch and
+        virtual stage (2 m v); each of the stage's t TP ranks sends N D b_a / t with sequence parallelism (its
+        shard) or with Megatron-LM's scatter/gather (1_sg: the receiving ranks all-gather the t pieces over the
+        TP group, 'pp.gather'), else all of it
     context parallel: all-gather of the sequence's K,V per attention layer (forward and
         recompute in the backward) and reduce-scatter of dK,dV (backward)
     """
@@ -199,7 +201,9 @@ def _training_plan_comm(key: GraphKey, dense: tuple[sp.Expr, sp.Expr], expert: t
     return [
         *data_parallel("dp.", dense, "dp"),
         *(data_parallel("dp.expert_", expert, "edp") if key.moe else []),
-        comm("pp.send_recv", Collective.SEND_RECV, N_dev * D * ba * (1 - i_sp + i_sp / t), "pp", 2 * nmb * vpp * i_pp,
+        comm("pp.send_recv", Collective.SEND_RECV, N_dev * D * ba * ((1 - i_sp) * (1 - i_sg + i_sg / t) + i_sp / t),
+             "pp", 2 * nmb * vpp * i_pp, Pass.FORWARD),
+        comm("pp.gather", Collective.ALL_GATHER, N_dev * D * ba, "tp", 2 * nmb * vpp * i_pp * i_sg * (1 - i_sp),
              Pass.FORWARD),
         comm("cp.kv_all_gather", Collective.ALL_GATHER, kv, "cp", 2 * attn_layers * nmb * i_cp, Pass.FORWARD),
         comm("cp.kv_grad_reduce_scatter", Collective.REDUCE_SCATTER, kv, "cp", attn_layers * nmb * i_cp,

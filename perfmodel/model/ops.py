@@ -52,6 +52,9 @@ i_pp = sp.Symbol("i_pp", nonnegative=True)  # 1 when pipeline stages > 1
 i_cp = sp.Symbol("i_cp", nonnegative=True)  # 1 when context parallel > 1
 vpp = sp.Symbol("vpp", positive=True)  # virtual pipeline stages per device (interleaved schedule)
 i_sp = sp.Symbol("i_sp", nonnegative=True)  # 1 with Megatron sequence parallelism (activations split t ways)
+# 1 when a pipeline send is split over the stage's t TP ranks and all-gathered over NVLink at the receiver
+# (Megatron-LM's scatter/gather, Narayanan et al. 2021 sec. 4.1; calibration pp_scatter_gather)
+i_sg = sp.Symbol("i_sg", nonnegative=True)
 
 N_dev = B * T / (da * cp)  # tokens per device in attention / dense layers
 N_rep = B * T / cp  # tokens of the replica seen by the MoE layers

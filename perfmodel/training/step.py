@@ -137,9 +137,14 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     t_bwd = _by_pass(ops, per_op, shape0, lambda o: o.pass_ in (Pass.BACKWARD, Pass.RECOMPUTE))
     t_opt = _by_pass(ops, per_op, shape0, lambda o: o.pass_ == Pass.OPTIMIZER)
     # blocking collectives on the critical path: TP / EP / CP in the layers, plus pipeline send/recv
-    t_block = _by_pass(ops, per_comm, shape0, lambda o: o.comm is not None and o.comm.group in ("tp", "ep"))
+    # (a pipeline hand-off's all-gather over the TP group, 'pp.gather', is the pipeline's)
+    def hand_off(o):
+        return o.comm is not None and (o.comm.group == "pp" or o.name.startswith("pp."))
+
+    t_block = _by_pass(ops, per_comm, shape0, lambda o: o.comm is not None and o.comm.group in ("tp", "ep")
+                       and not hand_off(o))
     t_cp = _by_pass(ops, per_comm, shape0, lambda o: o.comm is not None and o.comm.group == "cp")
-    t_p2p = _by_pass(ops, per_comm, shape0, lambda o: o.comm is not None and o.comm.group == "pp")
+    t_p2p = _by_pass(ops, per_comm, shape0, hand_off)
     idx = {o.name: i for i, o in enumerate(ops)}
     opt = Optimizer(kn.optimizer).bytes_per_param
     grad_bytes = q["comm_bytes"][idx["dp.grad_all_reduce"]]  # dense weights (over dp x da x cp)

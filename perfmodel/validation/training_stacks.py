@@ -7,7 +7,10 @@ states, once per stack or publisher, what the row leaves unsaid:
     Source (static, matched on the row's source and notes; the first that matches):
         megatron-lm-2021   Narayanan et al. 2021 (MEG rows): FP16, full recompute (its Eq. 3 counts it),
                            attention scores through HBM (before FlashAttention), gradients all-reduced after
-                           the whole backward (Megatron-LM's local DDP: comm_overlap_frac = 0); TFLOP/s by Eq. 3
+                           the whole backward (Megatron-LM's local DDP: comm_overlap_frac = 0; a row whose
+                           notes say DDP=torch ran PyTorch's DDP, which overlaps it with the backward), pipeline
+                           sends split over the TP ranks and all-gathered at the receiver (its sec. 4.1
+                           scatter/gather: pp_scatter_gather = 1); TFLOP/s by Eq. 3
         megatron-deepspeed BLOOM's and MT-NLG's Megatron-DeepSpeed (2021-22): attention through HBM
         llm-foundry        MosaicML's MPT benchmarks: the Triton FlashAttention-1 kernel (attn_impl 'triton'),
                            the position table sized to the run's sequence, 'act ckpt' = full recompute; MFU
@@ -54,7 +57,8 @@ class Source:
 
 SOURCES = (
     Source("megatron-lm-2021", r"Narayanan et al\. 2021", flash_attention=False, recompute=Recompute.FULL,
-           precision16=DType.FP16, calibration={"comm_overlap_frac": 0.0}, flop=megatron_flop),
+           precision16=DType.FP16, calibration={"comm_overlap_frac": 0.0, "pp_scatter_gather": 1},
+           flop=megatron_flop),
     Source("megatron-deepspeed", r"Megatron-DeepSpeed|MT-NLG|DeepSpeed and Megatron", flash_attention=False),
     Source("llm-foundry", r"llm-foundry", attention_kernel="flash_attention_1",
            flop=lambda arch, gbs, seq: gbs * llm_foundry_flop_per_seq(arch, seq), peak="chip",
@@ -97,7 +101,8 @@ def eager_traffic_factor(arch) -> float:
 
 
 def stack_overrides(m, sc: Scenario, arch) -> dict:
-    """Calibration overrides for what the run's stack does (module doc): its Source's, then Megatron-Core's
+    """Calibration overrides for what the run's stack does (module doc): its Source's (a run stating DDP=torch
+    overlaps its gradient all-reduce with the backward), then Megatron-Core's
     distributed optimizer gathers weights under the next forward (f_ag = 1); tensor-parallel collectives
     pipelined with their GEMMs (Transformer Engine userbuffers in Megatron-Core recipes, torch's AsyncTP when
     the row states it) hide all but one of tp chunks (tp_comm_chunked_overlap); Megatron-Core's interleaved schedule
@@ -107,6 +112,8 @@ def stack_overrides(m, sc: Scenario, arch) -> dict:
     p, text = sc.parallel, f"{m['source']} {m['notes']} {m['parallelism']}"
     core = is_megatron_core(m)
     out = dict(source_of(m).calibration)
+    if re.search(r"\bDDP\s*=\s*torch\b", text):  # PyTorch DDP all-reduces gradient buckets during the backward
+        out["comm_overlap_frac"] = 1.0
     if core or re.search(r"async ?tp", text, re.I):
         out["tp_comm_chunked_overlap"] = 1
     if core and p.pp > 1 and p.pp_virtual > 1:
