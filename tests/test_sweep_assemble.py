@@ -38,3 +38,31 @@ def test_a_returned_sweep_frame_is_its_chunks_in_order():
     want = pd.concat(list(iter_chunks(spec, chunk_size=17)), ignore_index=True)
     assert len(got) == len(want) == 120
     pd.testing.assert_frame_equal(got, want, check_categorical=False)
+
+
+def test_label_codes_widen_when_later_chunks_bring_many_labels():
+    """Codes are kept in the type pandas uses for the labels so far (int8 below 127), widened when a later
+    chunk's labels pass it: the frame's labels are still every chunk's, in order."""
+    first = [f"l{i}" for i in range(100)]
+    later = [f"m{i}" for i in range(100)]
+    chunks = [_chunk(0, first), _chunk(100, later)]
+    whole = ColumnsFrame(200)
+    whole.add(chunks[0])
+    assert whole.columns["label"].dtype == np.int8
+    whole.add(chunks[1])
+    got = whole.frame()
+    assert whole.columns["label"].dtype == np.int16
+    assert got["label"].astype(str).tolist() == first + later
+    assert got["x"].tolist() == list(range(200))
+
+
+def test_large_frames_are_faulted_in_ahead_of_the_writer_without_touching_rows():
+    """The prefault thread (madvise MADV_POPULATE_WRITE) never writes data: rows copied in while it runs keep
+    their values, and it stops when the frame is taken."""
+    n, step = 3 << 20, 1 << 16
+    whole = ColumnsFrame(n)
+    for lo in range(0, n, step):
+        whole.add({"x": np.arange(lo, lo + step, dtype=float), "k": np.full(step, 7, dtype=np.int64)})
+    got = whole.frame()
+    assert not whole.prefault.thread.is_alive()
+    assert np.array_equal(got["x"].to_numpy(), np.arange(n, dtype=float)) and (got["k"] == 7).all()

@@ -9,14 +9,80 @@ and no more (pd.concat of the chunks held every chunk and the result at once: 2.
                              joined once at the end
     .frame()                 the rows written, as a DataFrame over the same arrays (no copy, no
                              consolidation into blocks)
+    .close()                 stops the page prefaulting below (frame() does; run.py on an interrupted sweep)
+
+The columns' pages are faulted in ahead of the writer by a thread (Linux: madvise MADV_POPULATE_WRITE, which
+never writes data, so it cannot race the rows being copied in), from the last rows back towards the writer:
+a frame's first touch of fresh memory is otherwise paid on the sweep's critical path (10M rows x 47 columns is
+3 GiB; on a virtual machine whose host backs guest memory lazily, about 2 ms per MiB, as long as the sweep's
+own compute), and the kernel's work on that thread runs beside numpy's on another core.
 
 Does not: evaluate a chunk (engine.py) or choose where rows go (run.py).
 """
 
 from __future__ import annotations
 
+import ctypes
+import mmap
+import sys
+import threading
+
 import numpy as np
 import pandas as pd
+
+_MADV_POPULATE_WRITE = 23  # Linux >= 5.14 (include/uapi/asm-generic/mman-common.h)
+_PREFAULT_ROWS = 1 << 20  # rows per madvise call and column: 8 MiB of float64
+
+
+def _madvise():
+    """libc's madvise through ctypes (which releases the GIL during the call), or None off Linux / glibc."""
+    if sys.platform != "linux":
+        return None
+    try:
+        f = ctypes.CDLL("libc.so.6", use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    f.argtypes, f.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
+    return f
+
+
+def _codes_dtype(categories: int) -> np.dtype:
+    """The integer type pandas keeps a Categorical's codes in for this many categories (coerce_indexer_dtype)."""
+    return np.dtype(np.int8 if categories < 127 else np.int16 if categories < 32767 else np.int32)
+
+
+class _Prefault:
+    """Faults in rows [writer, capacity) of the columns, last block first, until it meets the writer (module doc).
+    Stops for good at the first refusal (a kernel without MADV_POPULATE_WRITE)."""
+
+    def __init__(self, columns: list[np.ndarray], capacity: int, written):
+        self.columns, self.capacity, self.written = columns, capacity, written
+        self.stopped = False
+        self.madvise = _madvise()
+        self.thread = threading.Thread(target=self._run, name="perfmodel-prefault", daemon=True)
+        if self.madvise is not None and columns:
+            self.thread.start()
+
+    def _populate(self, a: np.ndarray, r0: int, r1: int) -> bool:
+        base = a.ctypes.data
+        lo = -(-(base + r0 * a.itemsize) // mmap.PAGESIZE) * mmap.PAGESIZE  # whole pages inside the rows only
+        hi = (base + r1 * a.itemsize) // mmap.PAGESIZE * mmap.PAGESIZE
+        return hi <= lo or self.madvise(lo, hi - lo, _MADV_POPULATE_WRITE) == 0
+
+    def _run(self) -> None:
+        last = (self.capacity - 1) // _PREFAULT_ROWS * _PREFAULT_ROWS
+        for r0 in range(last, -1, -_PREFAULT_ROWS):
+            for a in self.columns:
+                start = max(r0, self.written())
+                if self.stopped or start >= r0 + _PREFAULT_ROWS:
+                    return
+                if not self._populate(a, start, min(r0 + _PREFAULT_ROWS, self.capacity)):
+                    return
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self.thread.is_alive():
+            self.thread.join()
 
 
 class ColumnsFrame:
@@ -30,6 +96,7 @@ class ColumnsFrame:
         self.pieces: dict[str, list] = {}  # an extension-typed column (pandas' str): its chunks' arrays
         self.infer: set[str] = set()  # object columns given as arrays: typed at the end as a DataFrame would
         self.order: list[str] = []
+        self.prefault: _Prefault | None = None
 
     def _allocate(self, chunk) -> None:
         for name in chunk:
@@ -39,7 +106,9 @@ class ColumnsFrame:
             if isinstance(s, pd.Categorical):
                 self.categories[name] = list(s.categories)
                 self.category_dtype[name] = s.categories.dtype
-                self.columns[name] = np.empty(self.capacity, dtype=np.int16)  # a sweep's labels: few
+                # a sweep's labels are few: the codes pandas keeps for them (int8 below 127 categories, so
+                # Categorical.from_codes takes the column as it is), widened if a later chunk adds more
+                self.columns[name] = np.empty(self.capacity, dtype=_codes_dtype(len(s.categories)))
             elif isinstance(s.dtype, np.dtype):
                 self.columns[name] = np.empty(self.capacity, dtype=s.dtype)
                 if not isinstance(s, pd.Series) and s.dtype == object:
@@ -47,6 +116,8 @@ class ColumnsFrame:
             else:
                 self.pieces[name] = []
         self.order = list(chunk)
+        fixed = [a for a in self.columns.values() if a.dtype != object]
+        self.prefault = _Prefault(fixed, self.capacity, lambda: self.n)
 
     def add(self, chunk) -> None:
         if not self.order:
@@ -67,7 +138,10 @@ class ColumnsFrame:
                 if cats != known[:len(cats)]:  # new or reordered categories: map this chunk's codes onto the union
                     known.extend(c for c in cats if c not in known)
                     where = {c: i for i, c in enumerate(known)}
-                    codes = np.asarray([where[c] for c in cats] + [-1], dtype=np.int16)[codes]
+                    codes = np.asarray([where[c] for c in cats] + [-1], dtype=np.int32)[codes]
+                    wide = _codes_dtype(len(known))
+                    if wide != self.columns[name].dtype:
+                        self.columns[name] = self.columns[name].astype(wide)
                 self.columns[name][rows] = codes
             elif name in self.pieces:
                 self.pieces[name].append(s.array)
@@ -75,7 +149,13 @@ class ColumnsFrame:
                 self.columns[name][rows] = s.to_numpy() if isinstance(s, pd.Series) else s
         self.n += m
 
+    def close(self) -> None:
+        """Stop faulting pages in (the frame is taken, or the sweep stopped)."""
+        if self.prefault is not None:
+            self.prefault.stop()
+
     def frame(self) -> pd.DataFrame:
+        self.close()
         data = {}
         for name in self.order:
             if name in self.pieces:

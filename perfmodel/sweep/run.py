@@ -297,6 +297,8 @@ def run_sweep(spec: SweepSpec | Plan, out: str | Path | Callable | None = None, 
             partial.commit()  # the only moment `out` changes: complete, in one rename
     except BaseException as exc:  # KeyboardInterrupt too: the file must say it is partial
         close_bar()
+        if whole is not None:
+            whole.close()
         if partial is not None:
             with suppress(Exception):
                 if sink_class:
