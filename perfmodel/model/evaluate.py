@@ -66,7 +66,10 @@ class CompiledGraph:
         depend on the swept fields stays a scalar), and the configurations' broadcast shape."""
         args = self.arguments(values)
         raw = self.fn(*args)
-        shape = np.broadcast_shapes(*[np.shape(a) for a in args])
+        # only arrays with dimensions shape the result (floats and 0-d arrays do not): one configuration skips
+        # numpy's broadcast of ~50 scalars (~45 us, as long as the graph function itself)
+        dims = [a.shape for a in args if getattr(a, "ndim", 0)]
+        shape = np.broadcast_shapes(*dims) if dims else ()
         n_q, n_ops = len(QUANTITIES), len(self.ops)
         if shape == ():  # one configuration: numpy float scalars from one array (a 0-d array each costs ~1 us)
             table = np.array(raw, dtype=float)
