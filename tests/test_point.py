@@ -31,3 +31,46 @@ def test_a_point_is_the_evaluated_summary_row(system, workload, scenario):
             assert math.isnan(row[k]), k
         else:
             assert row[k] == v, k  # bit for bit: the same sums in the same order
+
+
+@pytest.mark.parametrize("system,workload,scenario", CASES, ids=[f"{c[0]}-{c[1]}-{c[2].phase.value}" for c in CASES])
+def test_one_configuration_runs_the_graph_on_floats_with_numpys_numbers(system, workload, scenario):
+    """The compiled source on Python floats (numeric.scalar_namespace) gives every operator quantity numpy gives,
+    bit for bit, and point() sums them as the per-operator sweep path does."""
+    import dataclasses
+
+    import numpy as np
+
+    from perfmodel.catalog.calibration import calibration_for
+    from perfmodel.model import bindings as bd
+    from perfmodel.model.ops import GraphKey
+
+    s, a = catalog.load_system(system), workload_files.load_workload(workload)
+    cal = calibration_for(s)
+    kn = bd.on_system(s, bd.Knobs.of(scenario))
+    g = evaluate.compile_graph(GraphKey.of(a), scenario.phase, scenario.recompute, evaluate.Overlap.PIPELINED)
+    assert g.scalar_fn is not None
+    values = bd.bind(s, a, cal, kn)
+    fast, _ = g.rows(values)
+    slow, _ = dataclasses.replace(g, scalar_fn=None).rows(values)
+    for q in fast:
+        assert np.array_equal(np.asarray(fast[q]), np.asarray(slow[q]), equal_nan=True), q
+    r = evaluate.run_rows(s, a, kn, cal, scenario.recompute)
+    one = evaluate.summarize_rows(s, a, kn, r)
+    swept = evaluate.summarize_rows(s, a, kn, dataclasses.replace(r, shape=(1,)))  # the per-term sums
+    for k in one:
+        assert np.array_equal(np.ravel(one[k]), np.ravel(swept[k]), equal_nan=True), k
+
+
+def test_scalar_maxima_and_ceilings_are_numpys():
+    """numpy.maximum / minimum keep NaN from either side; numpy.ceil keeps inf and NaN."""
+    import numpy as np
+
+    from perfmodel.model import numeric
+
+    ns = numeric.scalar_namespace()
+    for a, b in ((1.0, 2.0), (2.0, 1.0), (float("nan"), 1.0), (1.0, float("nan")), (-0.0, 0.0)):
+        assert np.array_equal(ns["vmax"](a, b), np.maximum(a, b), equal_nan=True)
+        assert np.array_equal(ns["vmin"](a, b), np.minimum(a, b), equal_nan=True)
+    for x in (2.1, -2.1, 3.0, float("inf"), float("-inf"), float("nan")):
+        assert np.array_equal(ns["ceil"](x), np.ceil(x), equal_nan=True)

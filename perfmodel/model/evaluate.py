@@ -39,8 +39,11 @@ from perfmodel.model import attribution, feasibility, graph_cache, numeric
 from perfmodel.model import bindings as bd
 from perfmodel.model import graph as gr
 from perfmodel.model.formulas import FIELDS
-from perfmodel.model.ops import GraphKey, OpInfo, OpKind, Pass
+from perfmodel.model.ops import GraphKey, OpInfo, OpKind
 from perfmodel.model.roofline import ENGINES, Overlap, engine_times, op_time
+
+# the operator sums keep their evaluate names (the sweep engine and the training step call evaluate.model_flop / opsum)
+from perfmodel.model.totals import OpRows, model_flop, opsum, peak_flop_per_s, stack_rows, summarize_rows  # noqa: F401
 
 QUANTITIES = ("count",) + FIELDS + tuple(f"t_{e}" for e in ENGINES) + ("time", "comm_bytes")
 
@@ -50,6 +53,7 @@ class CompiledGraph:
     ops: tuple[OpInfo, ...]
     symbols: tuple[sp.Symbol, ...]
     fn: object  # numpy function of symbols -> list of arrays, QUANTITIES per op
+    scalar_fn: object = None  # the same source on Python floats (numeric.scalar_namespace): one configuration
 
     def arguments(self, values: dict) -> list:
         """The graph's arguments from bound values, in its symbols' order. A graph read from disk rebuilds its
@@ -65,11 +69,13 @@ class CompiledGraph:
         """Per quantity, one float array per operator at its own shape (a quantity that does not
         depend on the swept fields stays a scalar), and the configurations' broadcast shape."""
         args = self.arguments(values)
-        raw = self.fn(*args)
         # only arrays with dimensions shape the result (floats and 0-d arrays do not): one configuration skips
         # numpy's broadcast of ~50 scalars (~45 us, as long as the graph function itself)
         dims = [a.shape for a in args if getattr(a, "ndim", 0)]
         shape = np.broadcast_shapes(*dims) if dims else ()
+        raw = self._scalar(args) if shape == () and self.scalar_fn is not None else None
+        if raw is None:
+            raw = self.fn(*args)
         n_q, n_ops = len(QUANTITIES), len(self.ops)
         if shape == ():  # one configuration: numpy float scalars from one array (a 0-d array each costs ~1 us)
             table = np.array(raw, dtype=float)
@@ -77,44 +83,18 @@ class CompiledGraph:
         return {qname: [np.asarray(raw[i * n_q + qi], dtype=float) for i in range(n_ops)]
                 for qi, qname in enumerate(QUANTITIES)}, shape
 
+    def _scalar(self, args: list):
+        """The graph on Python floats (5x faster than numpy on scalars, the same numbers), or None where Python
+        arithmetic raises what numpy would carry as inf or NaN (a division by zero, an overflowing power)."""
+        try:
+            return self.scalar_fn(*[float(a) for a in args])
+        except (ArithmeticError, ValueError):
+            return None
+
     def __call__(self, values: dict) -> dict[str, np.ndarray]:
         """Per quantity, one array [op, configuration...]."""
         rows, shape = self.rows(values)
         return {qname: stack_rows(r, shape) for qname, r in rows.items()}
-
-
-def stack_rows(rows: list, shape: tuple) -> np.ndarray:
-    """Per-operator arrays (any broadcastable shapes) as one array [op, configuration...]."""
-    return np.stack([np.broadcast_to(r, shape) for r in rows]) if rows else np.zeros((0,) + tuple(shape))
-
-
-def opsum(terms: list, shape: tuple, pairwise: bool | None = None) -> np.ndarray:
-    """Sum of per-operator terms over the operators, bit for bit as np.stack(terms).sum(axis=0):
-    numpy adds the rows of an [op, configuration] array one after another in operator order (a
-    single configuration: pairwise). A term of None is a 0.0 left out of the sweep path (x + 0.0
-    is x for every finite sum); terms stay at their own shapes (a scalar term costs no array), so
-    a sweep never materialises [op, configuration] arrays. pairwise (default: one configuration)
-    forces either order, for a sweep evaluated on its distinct rows only."""
-    if pairwise is None:
-        pairwise = int(np.prod(shape)) <= 1
-    if terms and tuple(shape) == ():  # one configuration: the same 1-D array without a broadcast view per term
-        return np.array([0.0 if t is None else t for t in terms], dtype=float).sum(axis=0)
-    if pairwise or not terms:
-        return stack_rows([0.0 if t is None else t for t in terms], shape).sum(axis=0)
-    acc, owned = None, False
-    for t in terms:
-        if t is None:
-            continue
-        if acc is None:
-            acc = t
-        elif owned and np.shape(acc) == np.broadcast_shapes(np.shape(acc), np.shape(t)):
-            np.add(acc, t, out=acc)
-        else:
-            acc = np.add(acc, t)
-            owned = isinstance(acc, np.ndarray) and acc.ndim > 0
-    if acc is None:
-        return np.zeros(shape)
-    return acc if owned and np.shape(acc) == tuple(shape) else np.array(np.broadcast_to(acc, shape), dtype=float)
 
 
 @functools.lru_cache(maxsize=128)
@@ -126,7 +106,8 @@ def compile_graph(key: GraphKey, phase: Phase, recompute: Recompute, overlap: Ov
     if hit is not None and isinstance(hit[2], list):
         source, syms, meta = hit
         return CompiledGraph(ops=tuple(OpInfo.from_list(x) for x in meta), symbols=syms,
-                             fn=graph_cache.function(source, numeric.namespace()))
+                             fn=graph_cache.function(source, numeric.namespace()),
+                             scalar_fn=graph_cache.function(source, numeric.scalar_namespace()))
     ops = gr.build_graph(key, phase, recompute)
     exprs = []
     for op in ops:
@@ -141,8 +122,10 @@ def compile_graph(key: GraphKey, phase: Phase, recompute: Recompute, overlap: Ov
     # the compiled numbers were compared identical: report, claims, validate)
     fn = numeric.lambdify_numeric(syms, exprs, cse=lambda e: sp.cse(e, order="none"))
     infos = tuple(OpInfo.of(op) for op in ops)
-    graph_cache.store(parts, inspect.getsource(fn), tuple(syms), [i.to_list() for i in infos])
-    return CompiledGraph(ops=infos, symbols=tuple(syms), fn=fn)
+    source = inspect.getsource(fn)
+    graph_cache.store(parts, source, tuple(syms), [i.to_list() for i in infos])
+    return CompiledGraph(ops=infos, symbols=tuple(syms), fn=fn,
+                         scalar_fn=graph_cache.function(source, numeric.scalar_namespace()))
 
 
 # group -> (size knob, stride knobs): groups are placed innermost first (tp, da/ep, cp, pp, dp); the training plan's
@@ -193,23 +176,6 @@ def _comm_times(system: System, cal: Calibration, ops, q: dict, kn: bd.Knobs) ->
     return stack_rows(_comm_rows(system, cal, ops, list(q["comm_bytes"]), kn), q["time"].shape[1:])
 
 
-@dataclass(frozen=True)
-class OpRows:
-    """All operators of one evaluation, per-operator arrays kept at their own shapes (no
-    [op, configuration] array is built): rows[quantity][i], comm[i] (seconds per instance of
-    op i's collective), shape (the configurations'), values (the bound symbols)."""
-
-    ops: tuple[OpInfo, ...]
-    rows: dict
-    comm: list
-    shape: tuple
-    values: dict
-
-    def stacked(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        """(quantities as arrays [op, configuration...], comm times [op, configuration...])."""
-        return ({k: stack_rows(r, self.shape) for k, r in self.rows.items()}, stack_rows(self.comm, self.shape))
-
-
 def run_rows(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | None = None,
              recompute: Recompute = Recompute.NONE, overlap: Overlap = Overlap.PIPELINED) -> OpRows:
     """Evaluate all operators, per-operator arrays at their own shapes (the sweep path)."""
@@ -228,76 +194,6 @@ def run(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | None =
     r = run_rows(system, arch, kn, cal, recompute, overlap)
     q, comm = r.stacked()
     return r.ops, q, comm, r.values
-
-
-def peak_flop_per_s(system: System, compute) -> np.ndarray:
-    """Chip peak FLOP/s for each compute data type (the published peak, else the tensor rate)."""
-    chip = system.chip
-
-    def one(d: DType) -> float:
-        return chip.peak_flop_per_s.get(d) or chip.tensor.rate(d)
-
-    return bd._dtype_map(compute, one)
-
-
-def _total(r: OpRows, x: list, keep=lambda op: True, pairwise: bool | None = None) -> np.ndarray:
-    """sum over the operators `keep` selects of count x quantity x (per configuration)."""
-    count = r.rows["count"]
-    return opsum([count[i] * x[i] if keep(op) else None for i, op in enumerate(r.ops)], r.shape, pairwise)
-
-
-def model_flop(r: OpRows, pairwise: bool | None = None) -> np.ndarray:
-    """Model FLOPs per configuration: forward and backward operators (no recompute, no optimizer)."""
-    return _total(r, r.rows["flop"], lambda op: op.pass_ in (Pass.FORWARD, Pass.BACKWARD), pairwise)
-
-
-def summarize_rows(system: System, arch: ModelArch, kn: bd.Knobs, r: OpRows) -> dict[str, np.ndarray]:
-    """Per-configuration totals (arrays over the sweep): sums over operators in operator order
-    (opsum), the same numbers as summing arrays [op, configuration...] over the operators.
-    Terms a sum leaves out (a zero mask, an operator with no collective) are skipped: adding their
-    0.0 would change no finite result."""
-    q = r.rows
-
-    def total(x, keep=lambda op: True):
-        return _total(r, x, keep)
-
-    compute_s = total(q["time"])
-    comm_s = total(r.comm, lambda op: op.comm is not None)
-    t_ovh = r.values[bd.S.t_ovh]  # fixed cost per operator instance: its own bound (attribution.py)
-    overhead_s = total([np.minimum(t_ovh, t) for t in q["time"]])
-    step = compute_s + comm_s
-    # useful work per device is the mean stage's: an uneven pipeline's heaviest stage does more
-    model_flop_ = model_flop(r) / bd.stage_stretch(arch, kn.pp)
-    hw_flop = total(q["flop"])
-    hbm = total([a + b for a, b in zip(q["read"], q["write"])])
-    engine = {e: total(q[f"t_{e}"]) for e in ENGINES}
-    values = r.values
-    peak = peak_flop_per_s(system, kn.compute)
-    rt = values[bd.S.Rt]
-    phase = Phase(kn.phase)
-    B = np.asarray(kn.batch, dtype=float)
-    T = np.asarray(1.0 if phase == Phase.DECODE else kn.seq_len, dtype=float)
-    replica = (np.asarray(kn.tp, dtype=float) * np.asarray(kn.da, dtype=float) * np.asarray(kn.cp, dtype=float)
-               * np.asarray(kn.pp, dtype=float))
-    nmb = np.asarray(kn.microbatches, dtype=float)
-    tokens = B * T * (nmb if phase == Phase.TRAIN else 1.0)
-    out = {
-        "step_time_s": step, "compute_time_s": compute_s, "comm_time_s": comm_s, "fixed_overhead_s": overhead_s,
-        "model_flop": model_flop_, "hardware_flop": hw_flop, "hbm_bytes": hbm,
-        "mfu_frac": model_flop_ / (step * peak), "tensor_util_frac": model_flop_ / (step * rt),
-        "achieved_flop_per_s": model_flop_ / step, "intensity_flop_per_byte": hw_flop / np.maximum(hbm, 1.0),
-        "tokens_per_step": tokens, "tokens_per_s_per_replica": tokens / step,
-        "tokens_per_s_per_chip": tokens / step / replica, "replica_chips": replica,
-        "peak_flop_per_s": peak * np.ones_like(step), "tensor_rate_flop_per_s": rt * np.ones_like(step),
-    }
-    for e in ENGINES:
-        out[f"{e}_busy_s"] = engine[e]
-    if phase == Phase.DECODE:
-        out["time_per_output_token_s"] = step
-        out["tokens_per_s_per_user"] = 1.0 / step
-    if phase == Phase.PREFILL:
-        out["ttft_s"] = step
-    return out
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Formulas as the numbers they are evaluated as: an unevaluated maximum, and one way to compile sympy to numpy.
 
     vmax(a, b, ...)   max(a, b, ...) elementwise (numpy.maximum over broadcast arrays)
+    scalar_namespace() the compiled source's functions for one configuration of Python floats
 
 sympy's Max compares its arguments symbolically when it is built (factor_terms, gcd_terms over every pair:
 about 0.1 s per operator, 85% of compiling a graph), only for evaluate to print it as a numpy maximum
@@ -16,6 +17,7 @@ Does not: choose what a formula is (formulas.py, roofline.py) or bind values (bi
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import sympy as sp
@@ -80,3 +82,34 @@ def lambdify_numeric(symbols, exprs, cse: bool = False):
 def namespace() -> dict:
     """The globals lambdify_numeric gives its functions, for compiled source read back from disk."""
     return lambdify_numeric([], sp.Integer(0)).__globals__
+
+
+# One configuration: the same compiled source run on Python floats, its maxima, minima and ceilings as the
+# scalar operations numpy's are (numpy.maximum: a if a >= b or a is NaN, else b; numpy.ceil keeps inf and NaN).
+# numpy spends about a microsecond on each operation on a scalar; the graph of one configuration is a few hundred.
+
+
+def _scalar_max(*a):
+    m = a[0]
+    for b in a[1:]:
+        if not (m >= b or m != m):
+            m = b
+    return m
+
+
+def _scalar_min(*a):
+    m = a[0]
+    for b in a[1:]:
+        if not (m <= b or m != m):
+            m = b
+    return m
+
+
+def _scalar_ceil(x):
+    return float(math.ceil(x)) if math.isfinite(x) else x
+
+
+@functools.lru_cache(maxsize=1)
+def scalar_namespace() -> dict:
+    """namespace() with vmax / vmin / ceil for Python floats (the compiled source's only functions)."""
+    return {**namespace(), "vmax": _scalar_max, "vmin": _scalar_min, "ceil": _scalar_ceil}
