@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as _dt
+import functools
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -101,6 +102,21 @@ class Param:
         return "" if self.low is None else f"{_as_written(self.low, self.kind)} - {_as_written(self.high, self.kind)}"
 
 
+class ValuesKey:
+    """A tuple of (name, value) pairs that hashes once: equal tuples are equal keys."""
+
+    __slots__ = ("values", "_hash")
+
+    def __init__(self, values: tuple):
+        self.values, self._hash = values, hash(values)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ValuesKey) and self._hash == other._hash and self.values == other.values
+
+
 @dataclass(frozen=True)
 class Calibration:
     """Resolved assumptions for one chip: name -> Param (SI floats; booleans as 0/1)."""
@@ -117,6 +133,12 @@ class Calibration:
 
     def get(self, name: str, default: float) -> float:
         return self.params[name].value if name in self.params else default
+
+    @functools.cached_property
+    def values_key(self) -> "ValuesKey":
+        """Every parameter's value, as a key that compares by value and hashes once (a memo's key: an equal
+        Calibration built again hits; the params mapping is read-only, so the key never goes stale)."""
+        return ValuesKey(tuple((k, p.value) for k, p in self.params.items()))
 
     def with_overrides(self, overrides: Mapping[str, float | str], check_range: bool = False) -> "Calibration":
         """Copy with user-set values (strings with units, or plain floats for dimensionless kinds).

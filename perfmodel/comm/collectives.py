@@ -225,8 +225,8 @@ def _memo_key(system: System, cal: Calibration, collective, launch, ranks_per_ch
     """A priced call's identity: the System object itself (kept alive by its entry, so its id is never
     reused while the entry lives; a what-if's new System misses), the calibration by value (a new Calibration
     of equal values hits), and the distinct messages' bytes."""
-    return (id(system), tuple((k, p.value) for k, p in cal.params.items()), Collective(collective), launch,
-            int(ranks_per_chip), fields, n.tobytes(), g.tobytes(), s.tobytes())
+    return (id(system), cal.values_key, Collective(collective), launch, int(ranks_per_chip), fields, n.tobytes(),
+            g.tobytes(), s.tobytes())
 
 
 def collective_fields(system: System, cal: Calibration, collective, nbytes, group, stride=1,
@@ -242,7 +242,8 @@ def collective_fields(system: System, cal: Calibration, collective, nbytes, grou
     g = np.asarray(group, dtype=float)
     if fields == ("time_s",) and g.ndim == 0 and g * ranks_per_chip <= 1:  # no peer: collective_cost's time is 0.0 everywhere
         return {"time_s": np.zeros(np.broadcast_shapes(np.shape(nbytes), np.shape(stride)))}
-    d = distinct(nbytes, group, stride, cache=cache)
+    d = None if g.ndim == 0 and np.ndim(nbytes) == 0 and np.ndim(stride) == 0 \
+        else distinct(nbytes, group, stride, cache=cache)  # one message: nothing to deduplicate
     if d is None:
         n, g, s = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (nbytes, group, stride)))
         inverse, shape = None, n.shape

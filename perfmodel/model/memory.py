@@ -265,8 +265,9 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
         comp["activations"] = tokens * activation_bytes_per_token_layer(arch, tp, ep, ba, 1.0)
     comp["reserved"] = np.asarray(cal["runtime_reserved_memory"], dtype=float)
     shape = np.broadcast_shapes(*[np.shape(v) for v in comp.values()], np.shape(P_dev))
-    comp = {k: np.asarray(v, dtype=float) if np.shape(v) == shape else np.broadcast_to(np.asarray(v, dtype=float),
-                                                                                     shape) for k, v in comp.items()}
+    one = int(np.prod(shape)) == 1  # one configuration: a one-value array takes the shape as a view (no broadcast)
+    comp = {k: a if a.shape == shape else a.reshape(shape) if one else np.broadcast_to(a, shape)
+            for k, a in ((k, np.asarray(v, dtype=float)) for k, v in comp.items())}
     node = system.node
     return Footprint(components=comp, capacity_bytes=system.chip.hbm_capacity_bytes,
                      params_per_device=np.broadcast_to(P_dev, shape), notes=tuple(notes), host_bytes=host,
