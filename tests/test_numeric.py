@@ -43,3 +43,16 @@ def test_an_operator_time_compiles_to_what_sympy_max_gives():
     vals = {s: float(rng.uniform(0.5, 4.0)) for s in syms}
     plain = t.replace(vmax, sp.Max).subs(vals)
     assert f(*[vals[s] for s in syms]) == pytest.approx(float(plain), rel=1e-12)
+
+
+def test_the_namespace_built_directly_is_lambdifys():
+    """numeric.namespace() (built without calling lambdify, for compiled source read from disk) holds every name
+    lambdify_numeric's functions see, bound to the same objects."""
+    import sympy as sp
+
+    from perfmodel.model import numeric
+
+    ns = numeric.namespace()
+    ref = numeric.lambdify_numeric([], sp.Integer(0)).__globals__
+    assert {k for k in ref if k != "__builtins__"} <= set(ns)
+    assert all(ns[k] is v or ns[k] == v for k, v in ref.items() if k != "__builtins__")
