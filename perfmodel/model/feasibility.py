@@ -57,6 +57,7 @@ import numpy as np
 from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.core import units
 from perfmodel.core.hardware import System
+from perfmodel.core.object_cache import ObjectCache
 from perfmodel.core.scenario import Phase, Recompute, Scenario
 from perfmodel.core.workload import ModelArch
 from perfmodel.model import bindings as bd
@@ -80,7 +81,17 @@ def _f(x) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
 
+_RULES = ObjectCache(64)  # each (system, model, phase, recompute)'s rules: built once, not per configuration
+
+
 def _rules(system: System, arch: ModelArch, phase: Phase, recompute: Recompute = Recompute.NONE) -> tuple[Rule, ...]:
+    """The validity rules of a system, model, phase and training recompute policy (kept: they are closures over
+    those four, the same for every configuration)."""
+    return _RULES.get((system, arch), (Phase(phase), Recompute(recompute)),
+                      lambda: _make_rules(system, arch, Phase(phase), Recompute(recompute)))
+
+
+def _make_rules(system: System, arch: ModelArch, phase: Phase, recompute: Recompute) -> tuple[Rule, ...]:
     H, K, L = arch.num_attention_heads, arch.num_key_value_heads, arch.num_hidden_layers
     E, P = arch.num_experts, arch.max_position_embeddings
     rules = [
