@@ -469,6 +469,15 @@ def test_lora_trains_its_adapters_and_only_propagates_through_the_frozen_weights
     comp = {k: float(np.ravel(v)[0]) for k, v in fp16.components.items()}
     assert comp["optimizer_state"] == pytest.approx(adapters * 8 / 8)  # Adam's two FP32 moments, ZeRO-1 over 8
     assert comp["weights"] > float(np.ravel(fp0.components["weights"])[0])  # the frozen weights and the adapters
+    # frozen MLP linears keep no inputs (fc1's D, fc2's F per token, BF16): the attention block's (its adapters'
+    # wgrad reads them), the gate / up outputs (the activation's backward) and the norm inputs stay
+    def a_tok(k):
+        return float(np.ravel(memory.saved_bytes_per_layer(LLAMA, k, calibration_for(H100), Recompute.NONE)[1])[0])
+
+    t = scen(dp=8, zero=1).parallel.tp
+    assert a_tok(Knobs.of(scen(dp=8, zero=1))) - a_tok(kn) == pytest.approx(2.0 * (D + LLAMA.intermediate_size / t))
+    assert comp["activations"] < float(np.ravel(fp0.components["activations"])[0])
+    assert any("keep no inputs" in n for n in fp16.notes)
     assert (lora_rank_of("LoRA r=16"), lora_rank_of("LoRA 70B"), lora_rank_of("kv_lora_rank 512")) == (16, None, 0)
     with pytest.raises(ValueError, match="lora_rank"):
         Scenario(phase=Phase.PREFILL, batch=1, lora_rank=8).validate()

@@ -21,13 +21,19 @@ from perfmodel.model import bindings as bd
 
 
 def activation_bytes_per_token_layer(arch: ModelArch, tp, ep, ba: float, moe_imbalance: float,
-                                     sequence_parallel: bool = False, bq: float | None = None) -> np.ndarray:
+                                     sequence_parallel: bool = False, bq: float | None = None,
+                                     frozen_mlp=False) -> np.ndarray:
     """a_tok: bytes of activations saved per token per layer for the backward pass (see module doc).
     With Megatron sequence parallelism the norm / residual activations are split t ways too.
     bq: bytes per element of what the linear layers save of their inputs (None: b_a). A low-precision training
     recipe (Transformer Engine's FP8 / MX linears) saves only the quantized copy its wgrad GEMM reads: the QKV,
     fc1 and fc2 inputs (routed experts' too) at b_q, and the attention output twice, b_a for the flash backward
-    and b_q for the output projection's wgrad."""
+    and b_q for the output projection's wgrad.
+    frozen_mlp (per configuration): LoRA fine-tuning with adapters on the attention block only; the MLP's and the
+    experts' linear layers are frozen, and a frozen linear layer's backward is its dgrad alone (it needs its weight,
+    not its input), so their inputs (fc1: D, fc2: F per token; the experts' per routed row) are not kept. The
+    adapters' own rank-r intermediates (r per token per adapted projection) are not counted: under 1% of a layer's
+    at r <= 64."""
     a = arch
     t = np.asarray(tp, dtype=float)
     sp_div = t if sequence_parallel else 1.0
@@ -58,14 +64,20 @@ def activation_bytes_per_token_layer(arch: ModelArch, tp, ep, ba: float, moe_imb
         routed = a.num_experts_per_tok * moe_imbalance * e / (t * np.maximum(e, 1))
         moe = D / sp_div + routed * (D + mlp_w * a.moe_intermediate_size) + mlp_w * shared / t
     saved = ba * (dense + (1 - frac_moe) * dense_mlp + frac_moe * moe)
+    # the MLP's and experts' linear layers' inputs: fc1 D, fc2 F (per routed row for the experts, the shared
+    # experts' fc2 per token)
+    mlp_in = (1 - frac_moe) * (D / sp_div + a.intermediate_size / t)
+    if a.is_moe:
+        mlp_in = mlp_in + frac_moe * (routed * (D + a.moe_intermediate_size) + shared / t)
+    frozen = np.asarray(frozen_mlp, dtype=bool)
     if bq is None or np.all(np.asarray(bq) >= ba):
-        return saved
+        return saved - np.where(frozen, ba * mlp_in, 0.0) if np.any(frozen) else saved
     bq = np.minimum(np.asarray(bq, dtype=float), ba)  # per configuration (a sweep over the compute type)
     # the linear layers' inputs kept at b_q (module doc above): QKV and fc1 inputs D, fc2 inputs F (per expert row)
-    lin_in = D / sp_div + (1 - frac_moe) * (D / sp_div + a.intermediate_size / t)
-    if a.is_moe:
-        lin_in = lin_in + frac_moe * (routed * (D + a.moe_intermediate_size) + shared / t)
-    return np.where(bq < ba, saved - (ba - bq) * lin_in + bq * (1 - frac_linear) * attn_out / t, saved)
+    lin_in = D / sp_div + mlp_in
+    low = saved - (ba - bq) * lin_in + bq * (1 - frac_linear) * attn_out / t
+    low = low - np.where(frozen, bq * mlp_in, 0.0)  # a frozen layer's input copy is not kept either
+    return np.where(bq < ba, low, saved - np.where(frozen, ba * mlp_in, 0.0))
 
 
 def selective_op_bytes_per_token_layer(arch: ModelArch, tp, ep, ba: float, moe_imbalance: float,
@@ -106,8 +118,9 @@ def saved_bytes_per_layer(arch: ModelArch, kn: bd.Knobs, cal: Calibration, recom
     tokens = f(kn.batch) * f(kn.seq_len) / (f(kn.da) * f(kn.cp))
     # a recipe with GEMMs at 8 bits or fewer saves the linear layers' inputs at the compute type (per configuration)
     bq = bd._dtype_map(kn.compute, bytes_per_element)
-    a_tok = activation_bytes_per_token_layer(arch, tp, f(kn.ep), ba, u, sequence_parallel,
-                                             bq if Phase(kn.phase) == Phase.TRAIN else None)
+    train = Phase(kn.phase) == Phase.TRAIN
+    a_tok = activation_bytes_per_token_layer(arch, tp, f(kn.ep), ba, u, sequence_parallel, bq if train else None,
+                                             frozen_mlp=train & (f(kn.lora_rank) > 0))
     layer_input = arch.hidden_size * ba / (tp if sequence_parallel else 1.0) * np.ones_like(np.asarray(a_tok, float))
     rc, note = Recompute(recompute), ""
     if rc == Recompute.FULL:  # the share f of the stage's layers re-run keeps only its input (f = 1: every layer)

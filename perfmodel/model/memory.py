@@ -238,7 +238,7 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
         comp["optimizer_state"] = sharded(opt["optimizer"], 1)
         if np.any(P_lora > 0):
             notes.append("LoRA: the base weights frozen (no gradients or optimizer state), the adapters trained; "
-                         "every activation counted as saved (frozen layers' inputs are not needed, an upper bound)")
+                         "the frozen MLP and expert layers keep no inputs (their backward is the dgrad alone)")
         in_flight = np.minimum(pp, f(kn.microbatches))  # 1F1B: first stage holds p micro-batches
         tokens, a_tok, note = saved_bytes_per_layer(arch, kn, cal, recompute, sequence_parallel)
         notes += [note] if note else []
