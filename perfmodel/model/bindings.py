@@ -60,6 +60,8 @@ def dtype_codes(values) -> tuple[np.ndarray, list]:
 
 def _dtype_map(values, fn) -> np.ndarray:
     """fn(DType) for every entry of a data-type field, called once per distinct type."""
+    if isinstance(values, (DType, str)):  # one configuration's type: the 0-d array the general path gives
+        return np.asarray(fn(_parse_dtype(values)), dtype=float)
     codes, distinct = dtype_codes(values)
     table = np.asarray([fn(_parse_dtype(v)) for v in distinct], dtype=float)
     return np.asarray(table[codes])
