@@ -69,15 +69,14 @@ def activation_bytes_per_token_layer(arch: ModelArch, tp, ep, ba: float, moe_imb
     mlp_in = (1 - frac_moe) * (D / sp_div + a.intermediate_size / t)
     if a.is_moe:
         mlp_in = mlp_in + frac_moe * (routed * (D + a.moe_intermediate_size) + shared / t)
-    frozen = np.asarray(frozen_mlp, dtype=bool)
+    dropped = np.where(np.asarray(frozen_mlp, dtype=bool), mlp_in, 0.0)  # frozen layers' inputs: not kept
     if bq is None or np.all(np.asarray(bq) >= ba):
-        return saved - np.where(frozen, ba * mlp_in, 0.0) if np.any(frozen) else saved
+        return saved - ba * dropped
     bq = np.minimum(np.asarray(bq, dtype=float), ba)  # per configuration (a sweep over the compute type)
     # the linear layers' inputs kept at b_q (module doc above): QKV and fc1 inputs D, fc2 inputs F (per expert row)
     lin_in = D / sp_div + mlp_in
     low = saved - (ba - bq) * lin_in + bq * (1 - frac_linear) * attn_out / t
-    low = low - np.where(frozen, bq * mlp_in, 0.0)  # a frozen layer's input copy is not kept either
-    return np.where(bq < ba, low, saved - np.where(frozen, ba * mlp_in, 0.0))
+    return np.where(bq < ba, low - bq * dropped, saved - ba * dropped)
 
 
 def selective_op_bytes_per_token_layer(arch: ModelArch, tp, ep, ba: float, moe_imbalance: float,

@@ -256,10 +256,9 @@ def feasibility(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     capacity, host_capacity = system.chip.hbm_capacity_bytes, next(iter(fps.values())).host_capacity_bytes
     shape = np.broadcast_shapes(valid.shape, total.shape)
     total = np.broadcast_to(total, shape)
-    # fits is about memory alone (an invalid plan's footprint is still reported): `usable` is both
-    fits = np.isfinite(total) & (total <= capacity)
-    if np.any(host > 0) and host_capacity is not None:  # offloaded activations within the host memory per chip
-        fits = fits & (host <= host_capacity)
+    # fits is about memory alone (an invalid plan's footprint is still reported): `usable` is both; offloaded
+    # activations within the host memory per chip (Footprint.host_fits)
+    fits = np.isfinite(total) & (total <= capacity) & (pick(lambda fp: fp.host_fits) > 0)
     return Feasibility(valid=np.broadcast_to(valid, shape), reasons=np.broadcast_to(reasons, shape), fits=fits,
                        memory_bytes=total, capacity_bytes=capacity, host_bytes=host, host_capacity_bytes=host_capacity)
 

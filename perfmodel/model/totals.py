@@ -17,6 +17,7 @@ import numpy as np
 
 from perfmodel.core.dtypes import DType
 from perfmodel.core.hardware import System
+from perfmodel.core.object_cache import ObjectCache
 from perfmodel.core.scenario import Phase
 from perfmodel.core.workload import ModelArch
 from perfmodel.model import bindings as bd
@@ -93,29 +94,33 @@ def _total(r: OpRows, x: list, keep=lambda op: True, pairwise: bool | None = Non
 
 def model_flop(r: OpRows, pairwise: bool | None = None) -> np.ndarray:
     """Model FLOPs per configuration: forward and backward operators (no recompute, no optimizer)."""
-    return _total(r, r.rows["flop"], lambda op: op.pass_ in (Pass.FORWARD, Pass.BACKWARD), pairwise)
+    return _total(r, r.rows["flop"], _model_work, pairwise)
+
+
+def _model_work(op) -> bool:
+    return op.pass_ in (Pass.FORWARD, Pass.BACKWARD)
+
+
+def _has_comm(op) -> bool:
+    return op.comm is not None
 
 
 _SUMMED = ("time", "comm", "overhead", "model_flop", "flop", "hbm") + tuple(f"t_{e}" for e in ENGINES)
-_MASKS: dict[int, tuple] = {}  # id(ops) -> (ops, [summed quantity, op] operators each sum keeps)
+_KEEP = {"comm": _has_comm, "model_flop": _model_work}  # the sums that keep some operators only (others: all)
+_MASKS = ObjectCache(128)  # per graph's operators: [summed quantity, op] which terms each sum keeps
 
 
 def _sums_one(r: OpRows, t_ovh) -> dict:
     """summarize_rows' operator sums for one configuration as one [quantity, op] array: count x quantity with
     the terms a sum leaves out as 0.0, each row summed as opsum sums one configuration's terms (a contiguous
     row, numpy's pairwise order): the same numbers without ~400 numpy scalar operations."""
-    hit = _MASKS.get(id(r.ops))
-    if hit is None or hit[0] is not r.ops:
-        comm = [op.comm is not None for op in r.ops]
-        work = [op.pass_ in (Pass.FORWARD, Pass.BACKWARD) for op in r.ops]
-        keep = np.array([[True] * len(r.ops) if k not in ("comm", "model_flop") else comm if k == "comm" else work
-                         for k in _SUMMED], dtype=bool).reshape(len(_SUMMED), len(r.ops))
-        _MASKS[id(r.ops)] = hit = (r.ops, keep)
+    keep = _MASKS.get((r.ops,), (), lambda: np.array([[_KEEP.get(k, lambda op: True)(op) for op in r.ops]
+                                                      for k in _SUMMED], dtype=bool))
     q = r.rows
     time_ = np.array(q["time"], dtype=float)
     table = np.array([time_, np.array(r.comm, dtype=float), np.minimum(t_ovh, time_), q["flop"], q["flop"],
                       np.add(q["read"], q["write"]), *[q[f"t_{e}"] for e in ENGINES]], dtype=float)
-    terms = np.where(hit[1], np.array(q["count"], dtype=float) * table, 0.0)
+    terms = np.where(keep, np.array(q["count"], dtype=float) * table, 0.0)
     return dict(zip(_SUMMED, terms.sum(axis=1)))
 
 
@@ -132,7 +137,7 @@ def summarize_rows(system: System, arch: ModelArch, kn: bd.Knobs, r: OpRows) -> 
         def total(x, keep=lambda op: True):
             return _total(r, x, keep)
 
-        sums = {"time": total(q["time"]), "comm": total(r.comm, lambda op: op.comm is not None),
+        sums = {"time": total(q["time"]), "comm": total(r.comm, _has_comm),
                 "overhead": total([np.minimum(t_ovh, t) for t in q["time"]]), "model_flop": model_flop(r),
                 "flop": total(q["flop"]), "hbm": total([a + b for a, b in zip(q["read"], q["write"])]),
                 **{f"t_{e}": total(q[f"t_{e}"]) for e in ENGINES}}

@@ -139,7 +139,7 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     # blocking collectives on the critical path: TP / EP / CP in the layers, plus pipeline send/recv
     # (a pipeline hand-off's all-gather over the TP group, 'pp.gather', is the pipeline's)
     def hand_off(o):
-        return o.comm is not None and (o.comm.group == "pp" or o.name.startswith("pp."))
+        return o.comm is not None and o.name.startswith("pp.")
 
     t_block = _by_pass(ops, per_comm, shape0, lambda o: o.comm is not None and o.comm.group in ("tp", "ep")
                        and not hand_off(o))
