@@ -202,6 +202,47 @@ def test_materialised_training_step_is_slower_and_recomputes_no_scores():
     assert rec and all(sp.simplify(o.work.flop.subs(fm.i_mat, 1)) == 0 for o in rec)
 
 
+def test_score_bytes_move_at_the_materialised_ratio_and_flash_has_none():
+    """score_io holds exactly the unfused path's score-matrix bytes (forward and backward), is 0 for flash kernels
+    (i_mat = 0) and absent from every other operator's time, and the memory time of a materialised forward grows
+    by score_io (1/rho - 1) / (B eta_m): halving rho adds one more score_io at eta_m."""
+    from perfmodel.model import roofline as rl
+
+    args = (4, 2, 2, 2.5, 4, 8, 8)
+    kw = dict(b_q=2, b_kv_elem=2, s_full=4, dropout=1)
+    n = 4 * 2 * 4
+    fwd, bwd = fm.attention(*args, **kw), fm.attention_backward(*args, **kw)
+    assert _num(fwd.score_io, i_mat=1) == (3 * 2 + 3 * 2 + 1) * n
+    assert _num(bwd.score_io, i_mat=1) == (6 * 2 + 1 + 3 * 2) * n
+    assert _num(fwd.score_io, i_mat=0) == 0 and _num(bwd.score_io, i_mat=0) == 0
+    mem = rl.engine_times(fwd)["memory"]
+    bw, eta = sp.Symbol("Bhbm", positive=True), sp.Symbol("eta_m", positive=True)
+
+    def t(rho):
+        return _num(mem.subs({fm.rho_mat: rho, bw: 1.0, eta: 1.0}), i_mat=1)
+    assert t(0.5) - t(1.0) == pytest.approx(_num(fwd.score_io, i_mat=1))
+    assert rl.engine_times(fm.matmul(64, 64, 64))["memory"].free_symbols.isdisjoint({fm.rho_mat})
+
+
+def test_standard_attention_kernel_rows_check_the_measured_ratio(cases):
+    """ATT-001..012 (FlashAttention's Appendix E.6 tables, A100 40GB) are the rows the NVIDIA ratio was read from:
+    with it each is within 20% and their median error within 5%; at a ratio of 1 (score bytes at streaming
+    bandwidth) every one is predicted more than 20% fast."""
+    att = validation.run_cases()
+    att = att[att["case_id"].str.startswith("ATT-")]
+    e = att["error_frac"]
+    assert len(att) == 12 and e.notna().all()
+    assert e.abs().max() < 0.20 and abs(e.median()) < 0.05
+    system = catalog.load_system("dgx-a100-40gb")
+    cal = calibration_for(system)
+    assert cal.params["materialised_attention_bandwidth_ratio"].status == "measured"
+    fast = vk.burst(cal.with_overrides({"materialised_attention_bandwidth_ratio": 1.0}))
+    w = fm.attention(16 * 2048, 8, 8, 2048, 16 * 2048, 64, 64, s_full=2048)
+    w = fm.Work(**{k: sp.sympify(v).subs(fm.i_mat, 1) for k, v in w.items()})
+    t1 = vk._cost(system, w, DType.FP16, fast)["time_s"]
+    assert t1 < 0.8 * 4.32e-3  # ATT-002 measured 4.32 ms
+
+
 # ---------------------------------------------------------------- training model parameters
 
 
@@ -242,10 +283,9 @@ def test_attention_efficiency_parameters_are_documented():
 
 def test_development_training_rows_meet_the_issue_bars(cases):
     """Issue 20's bars on the development training rows (21 rows: Megatron-LM 2021, MosaicML, FlashAttention-2):
-    median |error| <= 10% and p90 <= 25% (measured 8.1% / 16.6%). Its third bar, a median signed error within
-    +-5%, is not met yet (+8.1%: the small Megatron and MosaicML runs are optimistic) and is reported, not
-    asserted."""
+    median |error| <= 10%, p90 <= 25% and a median signed error within +-5% (measured 5.5% / 11.3% / +4.7% once
+    materialised attention's score kernels run at their measured bandwidth; +9.2% before)."""
     e = cases.loc[cases["phase"].eq("train"), "error_frac"].dropna()
     assert len(e) == 21
     assert e.abs().median() <= 0.10 and e.abs().quantile(0.9) <= 0.25
-    assert abs(e.median()) < 0.10  # the bias may not grow back (the issue's bar is 0.05)
+    assert abs(e.median()) <= 0.05

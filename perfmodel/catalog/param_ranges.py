@@ -103,6 +103,8 @@ BY_NAME: dict[str, Range] = {
                                           "would never save", lo_open=True),
     "checkpoint_async": SWITCH,
     "pp_scatter_gather": SWITCH,
+    "materialised_attention_bandwidth_ratio": Range(0.0, 1.0, "materialised score kernels' bandwidth over streaming "
+                                                    "kernels'; 0 would divide by zero", lo_open=True),
     "eval_interval_steps": Range(1, limits.MAX_QUANTITY_SI, "training steps between evaluations", whole=True),
     "eval_iterations": Range(0, limits.MAX_QUANTITY_SI, "forward-only iterations per evaluation; 0: no evaluation",
                              whole=True),

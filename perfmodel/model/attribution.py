@@ -71,7 +71,7 @@ def op_frame(ops, q: dict, comm: np.ndarray, col: int = 0, overhead_s: float = 0
         rows.append(r)
     df = pd.DataFrame(rows)
     return df.rename(columns={"read": "hbm_read_bytes", "write": "hbm_write_bytes", "sram": "sram_bytes",
-                              "params": "params_elems",
+                              "params": "params_elems", "score_io": "score_hbm_bytes",
                               "vector": "vector_elems", "scalar": "scalar_elems", "exp": "exp_elems",
                               "gpsimd": "gpsimd_elems"})
 

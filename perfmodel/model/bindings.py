@@ -179,6 +179,7 @@ def hardware_values(system: System, cal: Calibration, compute) -> dict:
         fm.g_ref: ATTENTION_REFERENCE[0] / (ATTENTION_REFERENCE[0] + cal["attention_head_dim_fixed"])
         * ATTENTION_REFERENCE[1] / (ATTENTION_REFERENCE[1] + cal["attention_keys_fixed"]),
         fm.e_x: cal["elementwise_traffic_factor"],
+        fm.rho_mat: cal["materialised_attention_bandwidth_ratio"],
     }
 
 

@@ -41,7 +41,7 @@ _EXTRA_LATEX = {fm.q_a: "q_a", fm.q_w: "q_w", fm.q_we: "q_{we}", fm.x_tr: "x_{tr
                 ops.bo_r: "b_{o,r}", ops.bo_w: "b_{o,w}", ops.dp_: "d_p", _S: r"\bar{S}", _Skv: "S_{kv}",
                 _dqk: "d_{qk}", _kvh: "h_{kv}", rl.Rb: "R_{b16}", rl.Rxv: "r_v", rl.Rxs: "r_s", rl.hv: "h_v",
                 fm.i_mat: r"\mathbb{1}_{mat}", ops.i_sp: r"\mathbb{1}_{sp}", ops.i_sg: r"\mathbb{1}_{sg}",
-                ops.i_pp: r"\mathbb{1}_{pp}",
+                ops.i_pp: r"\mathbb{1}_{pp}", fm.rho_mat: r"\rho_{mat}",
                 ops.i_cp: r"\mathbb{1}_{cp}", ops.vpp: "v", ops.bwt: "b_{wt}",
                 **{z: rf"\mathbb{{1}}_{{z{k}}}" for k, z in enumerate((ops.i_z0, ops.i_z1, ops.i_z2, ops.i_z3))}}
 

@@ -47,6 +47,7 @@ k_d = sp.Symbol("k_d", nonnegative=True)  # flash attention's fixed work per sco
 k_s = sp.Symbol("k_s", nonnegative=True)  # flash attention's fixed work per query block's sweep, in keys
 g_ref = sp.Symbol("g_ref", positive=True)  # d/(d + k_d) s/(s + k_s) at the shape attention's efficiency was measured
 r_abw = sp.Symbol("r_abw", positive=True)  # flash-attention backward's tensor efficiency relative to its forward's
+rho_mat = sp.Symbol("rho_mat", positive=True)  # materialised score kernels' achieved HBM bandwidth over eta_m's
 e_x = sp.Symbol("e_x", positive=True)  # training element-wise ops' HBM traffic over fused kernels' (eager: > 1)
 f8 = sp.Symbol("f8", nonnegative=True)  # 1 if training GEMMs run at 8 bits or fewer (a low-precision recipe), else 0
 c8 = sp.Symbol("c8", nonnegative=True)  # quantized copies a low-precision training recipe writes per tensor
@@ -72,6 +73,7 @@ class Work:
     read: sp.Expr = ZERO  # HBM bytes read
     write: sp.Expr = ZERO  # HBM bytes written
     sram: sp.Expr = ZERO  # on-chip SRAM bytes re-read (reported; not a time term)
+    score_io: sp.Expr = ZERO  # HBM bytes of a materialised attention score matrix (part of read + write; rho_mat)
     params: sp.Expr = ZERO  # parameters (elements) this operator owns on this device
 
     def __add__(self, other: "Work") -> "Work":
@@ -206,6 +208,9 @@ def attention(tokens_q: sp.Expr, heads: sp.Expr, kv_heads: sp.Expr, s_avg: sp.Ex
     scale-mask-softmax reads S and writes P; attention dropout (d = 1: training with attention
     dropout, Megatron-LM's default 0.1) reads P, writes P' and a 1-byte mask; P'V reads P':
         read += (2 + d) n b_a,   write += (2 + d) n b_a + d n
+    These score bytes (score_io) move at rho_mat of the bandwidth streaming kernels reach (roofline.engine_times):
+    the batched thin-K GEMMs, row softmax and dropout kernels between them are measured below it (FlashAttention's
+    Appendix E tables, calibration materialised_attention_bandwidth_ratio).
     Its softmax is element-wise work over the whole matrix, masked entries included: exp = n and
     vector = p_sm n (p_sm: the unfused softmax's vector passes: mask, row max, subtract, row sum,
     normalise) in place of the flash kernel's p_av passes over the causal scores.
@@ -217,7 +222,8 @@ def attention(tokens_q: sp.Expr, heads: sp.Expr, kv_heads: sp.Expr, s_avg: sp.Ex
     vector = p_av * a["scores"] + i_mat * (p_sm * a["n_full"] - p_av * a["scores"])
     return Work(flop=a["flop"], tensor_flop=a["tensor"], tensor_b16_flop=a["transpose"], exp=exp, vector=vector,
                 read=a["q_bytes"] + hbm_passes * a["kv_bytes"] + a["mat_fwd_read"],
-                write=a["o_bytes"] + a["mat_fwd_write"], sram=sram_passes * a["kv_bytes"])
+                write=a["o_bytes"] + a["mat_fwd_write"], sram=sram_passes * a["kv_bytes"],
+                score_io=a["mat_fwd_read"] + a["mat_fwd_write"])
 
 
 def attention_backward(tokens_q: sp.Expr, heads: sp.Expr, kv_heads: sp.Expr, s_avg: sp.Expr, kv_tokens: sp.Expr,
@@ -242,7 +248,8 @@ def attention_backward(tokens_q: sp.Expr, heads: sp.Expr, kv_heads: sp.Expr, s_a
     slow = (1 - i_mat) / r_abw + i_mat  # flash kernels' backward runs below their forward; unfused GEMMs do not
     return Work(flop=2 * a["flop"], tensor_flop=2 * a["tensor"] * slow, tensor_b16_flop=2 * a["transpose"] * slow,
                 vector=flash_vector + i_mat * (3 * a["n_full"] - flash_vector),
-                read=2 * read + write + a["mat_bwd_read"], write=read + a["mat_bwd_write"])
+                read=2 * read + write + a["mat_bwd_read"], write=read + a["mat_bwd_write"],
+                score_io=a["mat_bwd_read"] + a["mat_bwd_write"])
 
 
 def kv_passes(tokens_q_seq: sp.Expr, group: sp.Expr, d_qk: sp.Expr, d_v: sp.Expr, b: sp.Expr) -> tuple:

@@ -82,11 +82,14 @@ def lambdify_numeric(symbols, exprs, cse: bool = False):
 @functools.lru_cache(maxsize=1)
 def namespace() -> dict:
     """The globals lambdify_numeric gives its functions, for compiled source read back from disk: numpy's names
-    as lambdify imports them ('from numpy import *' and numpy.linalg's), its translations of sympy names
-    (Heaviside, Abs, I) and the maxima. Built directly: lambdify itself costs ~0.13 s, a warm CLI call's largest
-    cost after its imports (a test holds the two equal)."""
-    ns: dict = {}
-    exec("import numpy; from numpy import *; from numpy.linalg import *", ns)  # noqa: S102 - lambdify's own import
+    as lambdify imports them ('from numpy import *' and numpy.linalg's, less lazily imported submodules), its
+    translations of sympy names (Heaviside, Abs, I) and the maxima. Built directly: lambdify itself costs ~0.13 s,
+    a warm CLI call's largest cost after its imports (a test holds the two equal)."""
+    # numpy's public names as 'from numpy import *' binds them, less the submodules numpy imports lazily on first
+    # touch (f2py, testing, ma, ...: ~0.12 s; no formula calls a module).
+    loaded = vars(np)
+    ns: dict = {"numpy": np, **{k: loaded[k] for k in np.__all__ if k in loaded},
+                **{k: getattr(np.linalg, k) for k in np.linalg.__all__}}
     ns.update({"Heaviside": np.heaviside, "Abs": abs, "I": 1j, "builtins": builtins, "range": range, **NAMESPACE})
     return ns
 

@@ -10,7 +10,9 @@ Per operator instance (symbols.py letters; rates whole-chip):
                r_v on the vector engine: Trn3's fast exp; r_s on the scalar engine / GPU MUFU)
                so that they finish together: the optimal makespan of the two engines
     t_gpsimd = W_g / (R_g eta_v)
-    t_memory = (bytes_read + bytes_written) / (BW_hbm eta_m)      DMA / HBM
+    t_memory = (bytes_read + bytes_written + S_io (1/rho_mat - 1)) / (BW_hbm eta_m)      DMA / HBM
+               (S_io: the bytes of a materialised attention score matrix among them, moved by kernels that
+               reach rho_mat of the bandwidth streaming kernels do)
 
     pipelined: t = max(t_tensor, t_vs, t_gpsimd, t_memory) + t_ovh
     serial:    t = t_tensor + a + b + W_exp / (max(r_v, r_s) eta_v) + t_gpsimd + t_memory + t_ovh
@@ -29,7 +31,7 @@ from enum import Enum
 import sympy as sp
 
 from perfmodel.core.symbols import Bhbm, Rg, Rs, Rt, Rv, eta_m, eta_t, eta_v, t_ovh
-from perfmodel.model.formulas import Work
+from perfmodel.model.formulas import Work, rho_mat
 from perfmodel.model.numeric import vmax  # an unevaluated maximum: sympy's Max costs 0.1 s per operator
 
 Rb = sp.Symbol("Rb", positive=True)  # tensor-engine rate at BF16 (transposes)
@@ -53,8 +55,13 @@ def engine_times(w: Work) -> dict[str, sp.Expr]:
         "vector": w.vector / (Rv * eta_v) + hv * exp_share,
         "scalar": w.scalar / (Rs * eta_v) + exp_share,
         "gpsimd": w.gpsimd / (Rg * eta_v),
-        "memory": (w.read + w.write) / (Bhbm * eta_m),
+        "memory": (w.read + w.write + _score_surcharge(w)) / (Bhbm * eta_m),
     }
+
+
+def _score_surcharge(w: Work) -> sp.Expr:
+    """Extra bytes-at-eta_m that a materialised score matrix's slower kernels cost (0 for every other operator)."""
+    return 0 if w.score_io == 0 else w.score_io * (1 / rho_mat - 1)
 
 
 def vector_scalar_makespan(w: Work) -> sp.Expr:

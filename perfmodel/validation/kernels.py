@@ -25,6 +25,10 @@ names. Families (each states its mapping once; nothing is fitted to these rows):
     bandwidth  phase 'bandwidth': BW-001 FlashMLA memory-bound configuration: the same MLA shape with
                16 query heads, one query token, batch 128, 4096 keys; predicted = HBM bytes (latent
                KV cache + q + o) / time.
+    attention  phase 'attention': ATT-*  standard (materialised) attention's forward or backward time in ms
+               (FlashAttention's Appendix E.6 baselines): batch, sequence length and 'N heads of dimension D'
+               from the row, non-causal, dropout when the model text names it without 'no'
+               (formulas.attention / attention_backward at i_mat = 1); predicted = modelled time.
 
 Hardware text -> catalogue system: 'A100' -> dgx-a100-80gb (-40gb when the text says 40GB), 'H100'
 -> dgx-h100, 'H200' -> p5e.48xlarge, 'B200' -> p6-b200.48xlarge, 'GB200' -> gb200-nvl72, 'H800'
@@ -39,7 +43,8 @@ steps, serving) runs at the ratio (nvidia.toml: an H100 at its 700 W limit holds
 
 Consistency checks, not independent validations (the parameter was read from the row): GEMM-*
 for tensor_efficiency (the mean of the table), FA-001 for attention_tensor_efficiency, FA-004 for
-flash_attention_2_tensor_efficiency on Hopper, BW-001 for hbm_efficiency.
+flash_attention_2_tensor_efficiency on Hopper, BW-001 for hbm_efficiency, ATT-* for
+materialised_attention_bandwidth_ratio (the median of the twelve).
 
 Does not: model communication, or kernels on Trainium (no such rows).
 """
@@ -134,6 +139,17 @@ def flash_attention_cost(system, seqlen: int, head_dim: int, dtype: DType, causa
     return _cost(system, work, dtype, cal)
 
 
+def materialised_attention_cost(system, batch: int, seqlen: int, heads: int, head_dim: int, dtype: DType,
+                                backward: bool, dropout: bool) -> pd.Series:
+    """Standard (materialised, non-causal) attention's forward or backward over `batch` sequences: the score matrix
+    written to HBM between its kernels (formulas.attention / attention_backward at i_mat = 1)."""
+    tokens = batch * seqlen
+    kernel = fm.attention_backward if backward else fm.attention
+    work = kernel(tokens, heads, heads, seqlen, tokens, head_dim, head_dim, s_full=seqlen, dropout=int(dropout))
+    work = fm.Work(**{k: sp.sympify(v).subs(fm.i_mat, 1) for k, v in work.items()})
+    return _cost(system, work, dtype, burst(calibration_for(system)))
+
+
 def mla_decode_cost(system, batch: int, s_q: int, s_k: int, heads: int) -> pd.Series:
     """Absorbed MLA decode (the graph's decode core): `heads` query heads over one latent KV head."""
     d_qk, d_v = MLA["d_qk"], MLA["d_v"]
@@ -191,6 +207,24 @@ def _mla_row(m, system) -> dict:
                f"bound {c['bound']}", system=system.name)
 
 
+def _materialised_row(m, system) -> dict:
+    shape = re.search(r"(\d+) heads of dimension (\d+)", m["notes"])
+    seqlen, batch = _seqlen(m["input_len"]), pd.to_numeric(m["batch"], errors="coerce")
+    passes = re.findall(r"\b(forward|backward)\b", m["model"])
+    if not shape or seqlen is None or not batch > 0 or len(passes) != 1 or m["unit"].strip() != "ms":
+        return unexpressed(m, "standard attention row without 'N heads of dimension D', a sequence length, a batch, "
+                              "one pass (forward or backward) and a time in ms")
+    heads, head_dim = int(shape.group(1)), int(shape.group(2))
+    dropout = bool(re.search(r"(?<!no )dropout", m["model"]))
+    c = materialised_attention_cost(system, int(batch), seqlen, heads, head_dim, _dtype(m["dtype"]),
+                                    passes[0] == "backward", dropout)
+    return row(m["case_id"], m["hardware"], m["metric"], float(m["value_num"]), c["time_s"] * 1e3, "ms",
+               f"batch {int(batch)}, seqlen {seqlen}, {heads} x d {head_dim}, "
+               f"{'dropout' if dropout else 'no dropout'}: {c['hbm_bytes'] / units.GB:.2f} GB, "
+               f"{c['achieved_bytes_per_s'] / units.GB:.0f} GB/s, bound {c['bound']}",
+               system=system.name)
+
+
 def _each(rows: pd.DataFrame, predict_one) -> pd.DataFrame:
     """predict_one(m, system) per case whose hardware maps to a catalogue system; the others listed."""
     out = []
@@ -231,3 +265,9 @@ def gemm(rows: pd.DataFrame) -> pd.DataFrame:
 def bandwidth(rows: pd.DataFrame) -> pd.DataFrame:
     """BW-001: achieved HBM bandwidth of a memory-bound kernel (FlashMLA decode) on one GPU."""
     return _each(rows, _bandwidth_row)
+
+
+@register_validation("attention", selects=lambda r: r["phase"].eq("attention"))
+def attention(rows: pd.DataFrame) -> pd.DataFrame:
+    """ATT-*: forward or backward time of standard (materialised) attention on one GPU."""
+    return _each(rows, _materialised_row)
