@@ -32,8 +32,15 @@ def test_sustained_ratio_is_the_mean_of_the_burst_pairs(rows, h100):
     assert len(attention) == 8 and (attention >= min(r.min(), r200.min()) - 0.01).all()
     # the H800 (H100's SM, HBM3 and 700 W) is not measured: it takes the H100's
     assert calibration_for(catalog.load_system("hgx-h800"))["sustained_tensor_ratio"] == h100["sustained_tensor_ratio"]
-    for system in ("dgx-a100-80gb", "p6-b200.48xlarge", "trn2.48xlarge"):  # not measured: no discount
+    for system in ("dgx-a100-80gb", "trn2.48xlarge"):  # not measured: no discount
         assert calibration_for(catalog.load_system(system))["sustained_tensor_ratio"] == 1.0
+    # Blackwell: the B200's published MSMF / MAMF pairs (mamf-finder, 0.815-0.840), the other parts assume it
+    b200 = calibration_for(catalog.load_system("p6-b200.48xlarge"))
+    assert b200.params["sustained_tensor_ratio"].status == "measured" and 0.81 <= b200["sustained_tensor_ratio"] <= 0.84
+    for system in ("gb200-nvl72", "gb300-nvl72", "p6-b300.48xlarge"):
+        cal = calibration_for(catalog.load_system(system))
+        assert cal["sustained_tensor_ratio"] == b200["sustained_tensor_ratio"]
+        assert cal.params["sustained_tensor_ratio"].status == "assumed"
 
 
 def test_power_limit_seen_while_sustained():
