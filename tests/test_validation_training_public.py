@@ -90,6 +90,10 @@ def test_stack_rules_follow_what_the_row_states():
     assert o["elementwise_traffic_factor"] == pytest.approx(3.13, abs=0.01)
     assert sc.recompute.value == "alternate-layers" and rules("TITAN-020-a")[0].recompute.value == "selective-op"
     assert rules("TITAN-022-a")[0].recompute.value == "none"  # 'activation checkpointing: none'
+    # NeMo's MoE benchmarks force their routers to balance the experts (the page's note): no busiest expert; a run
+    # that does not say so keeps the calibration's imbalance
+    assert rules("NEMO-028-a")[1]["moe_load_imbalance"] == 1.0
+    assert "moe_load_imbalance" not in rules("BLOOM-001-a")[1]
 
 
 def test_eager_traffic_is_counted_from_the_kernels():

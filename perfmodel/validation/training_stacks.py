@@ -18,7 +18,7 @@ states, once per stack or publisher, what the row leaves unsaid:
         flash-attention-2  the FlashAttention-2 paper's Table 1 (FA-005): the setup it states in prose (GPT3-2.7B
                            at 8k on 8 A100), FlashAttention-2 kernels; TFLOP/s by the paper's 6 s N + 12 L h s^2
     stack_overrides (dynamic, from the plan): Megatron-Core's overlaps (NeMo, Megatron-Bridge), torchtitan's
-    eager element-wise kernels, AsyncTP, current-scaling FP8 recipes
+    eager element-wise kernels, AsyncTP, current-scaling FP8 recipes, a router forced to balance the experts
 
 Does not: read plans (training_rows.py) or price anything (training/).
 """
@@ -108,7 +108,9 @@ def stack_overrides(m, sc: Scenario, arch) -> dict:
     the row states it) hide all but one of tp chunks (tp_comm_chunked_overlap); Megatron-Core's interleaved schedule
     overlaps pipeline send/recv with the next chunk (f_pp = 1); torchtitan without torch.compile runs each
     element-wise primitive as its own kernel (eager_traffic_factor); an FP8 recipe with current (dynamic)
-    scaling reads each tensor once more for its amax."""
+    scaling reads each tensor once more for its amax; a benchmark that forces its router to balance the tokens
+    over the experts (Megatron-Core's --moe-router-force-load-balancing, NeMo's performance tables) has no busiest
+    expert (moe_load_imbalance = 1)."""
     p, text = sc.parallel, f"{m['source']} {m['notes']} {m['parallelism']}"
     core = is_megatron_core(m)
     out = dict(source_of(m).calibration)
@@ -125,4 +127,6 @@ def stack_overrides(m, sc: Scenario, arch) -> dict:
         out["elementwise_traffic_factor"] = eager_traffic_factor(arch)
     if re.search(r"current scaling|tensorwise|dynamic scal", str(m["dtype"]), re.I):
         out["low_precision_training_amax_reads"] = 1  # the scale needs the tensor's amax before the cast
+    if re.search(r"force[- _]?(balanc|load[- _]balanc)", text, re.I):  # the benchmark's router spreads tokens evenly
+        out["moe_load_imbalance"] = 1.0
     return out
