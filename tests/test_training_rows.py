@@ -35,6 +35,7 @@ def test_model_names_and_aliases(text, workload):
 
 def test_plans_as_sources_write_them():
     assert tr.plan_of("TP8 PP8 CP2 VP8 DP4") == Parallelism(tp=8, pp=8, dp=4, cp=2, pp_virtual=8)
+    assert tr.plan_of("TP1 PP8 VPP4 EP32 CP1", gpus=256).pp_virtual == 4  # Megatron's name for it
     assert tr.plan_of("TP=4, PP=1, CP=1, EP=8", gpus=128) == Parallelism(tp=4, dp=32, ep=8)
     assert tr.plan_of("FSDP 64 TP8 (2D)") == Parallelism(tp=8, dp=64, zero=3)
     assert tr.plan_of("tensor parallel 8, pipeline parallel 35", gpus=2240) == Parallelism(tp=8, pp=35, dp=8)

@@ -53,7 +53,7 @@ MODEL_ALIASES = {"codellama-13b": "llama-2-13b"}
 GPT3_SIZES = {"5b": "h=4096, L=24, heads=32", "20b": "h=6144, L=44, heads=48"}
 PLAN_KEYS = {"tp": r"tp|tensor[ -]parallel(?:ism)?", "pp": r"pp|pipeline[ -]parallel(?:ism)?",
              "dp": r"dp|data[ -]parallel(?:ism)?", "cp": r"cp|context[ -]parallel(?:ism)?",
-             "ep": r"ep|expert[ -]parallel(?:ism)?", "vp": r"vp|virtual[ -]pipeline|interleav\w*"}
+             "ep": r"ep|expert[ -]parallel(?:ism)?", "vp": r"vpp|vp|virtual[ -]pipeline|interleav\w*"}
 
 
 def system_of(hardware: str) -> str:
