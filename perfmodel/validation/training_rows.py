@@ -42,7 +42,7 @@ ACCELERATORS = (
     (r"H200", "p5e.48xlarge"), (r"H800", "hgx-h800"),
     (r"H100[^,;()]*96\s*GB|H100[^;]*500\s*W", ""),  # the 96 GB HBM2e, 500 W H100: not the catalogue's H100 SXM
     (r"H100", "dgx-h100"),
-    (r"A100[^,;]*40\s*GB", "dgx-a100-40gb"), (r"A100", "dgx-a100-80gb"),
+    (r"Jean Zay", "jean-zay-a100"), (r"A100[^,;]*40\s*GB", "dgx-a100-40gb"), (r"A100", "dgx-a100-80gb"),
     (r"Trainium2|Trn2", "trn2.48xlarge"), (r"Trainium|Trn1", "trn1.32xlarge"),
 )
 # architectures published under another name (the same config); spellings are handled by _key's rules
