@@ -38,8 +38,9 @@ def _lambdify(expr: sp.Expr):
 
 
 def kernel_values(system: System, cal: Calibration, compute, weights=None, activations=DType.BF16,
-                  kv_cache=None) -> dict:
-    """Symbol values for kernels: hardware rates, assumptions, bytes per element."""
+                  kv_cache=None, materialised: bool = False) -> dict:
+    """Symbol values for kernels: hardware rates, assumptions, bytes per element; materialised: attention
+    without a flash kernel (i_mat = 1: the score matrix through HBM between its kernels)."""
     weights = compute if weights is None else weights
     kv_cache = activations if kv_cache is None else kv_cache
     vals = bd.hardware_values(system, cal, compute)
@@ -48,7 +49,7 @@ def kernel_values(system: System, cal: Calibration, compute, weights=None, activ
                  S.ba: bytes_per_element(DType.parse(activations)),
                  S.bkv: bytes_per_element(DType.parse(kv_cache))})
     vals[S.bwe] = vals[S.bw]
-    vals[fm.i_mat] = 0.0
+    vals[fm.i_mat] = 1.0 if materialised else 0.0
     vals.setdefault(S.Ssram, bd._sram(system))
     vals[fm.q_we] = vals[fm.q_w]
     return vals
@@ -56,10 +57,10 @@ def kernel_values(system: System, cal: Calibration, compute, weights=None, activ
 
 def kernel_costs(system: System, works: dict[str, fm.Work], compute, weights=None, activations=DType.BF16,
                  kv_cache=None, cal: Calibration | None = None, overlap: rl.Overlap = rl.Overlap.PIPELINED,
-                 include_overhead: bool = False) -> pd.DataFrame:
+                 include_overhead: bool = False, materialised: bool = False) -> pd.DataFrame:
     """One row per kernel: busy time per engine, total time, bound engine, tensor utilisation."""
     cal = cal or calibration_for(system)
-    vals = kernel_values(system, cal, compute, weights, activations, kv_cache)
+    vals = kernel_values(system, cal, compute, weights, activations, kv_cache, materialised)
     if not include_overhead:
         vals[S.t_ovh] = 0.0
     rows = []

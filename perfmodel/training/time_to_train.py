@@ -26,6 +26,7 @@ A run of N tokens at a modelled rate computes for T_run = N / (tokens/s). The wa
                                              expected wall time under exponentially distributed interrupts
                                              (Daly 2006): checkpoint pauses, the work lost since the last
                                              checkpoint and the restart at every interrupt
+    pauses  = T_s delta / tau                checkpoint pauses over the run (T_s / tau checkpoints)
     goodput = T_run / T_wall
 
 The formulas are sympy expressions (shown by `formula_table`), lambdified once and evaluated over arrays.
@@ -54,8 +55,10 @@ DALY_INTERVAL = sp.Piecewise(
     (sp.sqrt(2 * sy.d_ck * sy.M_job) * (1 + sp.sqrt(sy.d_ck / (2 * sy.M_job)) / 3 + sy.d_ck / (18 * sy.M_job))
      - sy.d_ck, sy.d_ck < 2 * sy.M_job), (sy.M_job, True))
 WALL = sy.M_job * sp.exp(sy.R_rs / sy.M_job) * (sp.exp((sy.tau_ck + sy.d_ck) / sy.M_job) - 1) * SOLVE / sy.tau_ck
+PAUSES = SOLVE * sy.d_ck / sy.tau_ck  # one pause per tau of the work: T_s / tau checkpoints
 FORMULAS = {"evaluation share e": EVAL_SHARE, "work between interrupts T_s": SOLVE,
-            "checkpoint interval tau (Daly)": DALY_INTERVAL, "wall time T_wall": WALL}
+            "checkpoint interval tau (Daly)": DALY_INTERVAL, "wall time T_wall": WALL,
+            "checkpoint pauses T_s delta / tau": PAUSES}
 _ARGS = (sy.T_run, sy.n_ev, sy.I_ev, sy.t_ev, sy.t_st, sy.d_ck, sy.tau_ck, sy.M_job, sy.R_rs)
 
 
@@ -111,8 +114,8 @@ def run_time(system: System, cal: Calibration, tokens, tokens_per_s, step_s, eva
     share = _compiled("evaluation share e")(**args)
     solve = _compiled("work between interrupts T_s")(**args)
     wall = _compiled("wall time T_wall")(**args)
+    pauses = _compiled("checkpoint pauses T_s delta / tau")(**args)
     compute = args["T_run"]
-    pauses = solve * pause / tau
     return {"compute_s": compute * np.ones_like(wall), "eval_s": compute * share, "checkpoint_pause_s": pauses,
             "lost_and_restart_s": wall - solve - pauses, "wall_s": wall, "goodput_frac": compute / wall,
             "checkpoint_interval_s": tau, "checkpoint_pause_each_s": pause, "checkpoint_bytes": state,

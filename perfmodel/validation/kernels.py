@@ -114,9 +114,9 @@ def burst(cal):
     return cal.with_overrides({"sustained_tensor_ratio": 1.0})
 
 
-def _cost(system, work: fm.Work, dtype: DType, cal) -> pd.Series:
+def _cost(system, work: fm.Work, dtype: DType, cal, materialised: bool = False) -> pd.Series:
     return kernels.kernel_costs(system, {"kernel": work}, compute=dtype, activations=dtype, cal=cal,
-                                include_overhead=True).iloc[0]
+                                include_overhead=True, materialised=materialised).iloc[0]
 
 
 def gemm_cost(system, m: int, n: int, k: int, dtype: DType) -> pd.Series:
@@ -146,8 +146,7 @@ def materialised_attention_cost(system, batch: int, seqlen: int, heads: int, hea
     tokens = batch * seqlen
     kernel = fm.attention_backward if backward else fm.attention
     work = kernel(tokens, heads, heads, seqlen, tokens, head_dim, head_dim, s_full=seqlen, dropout=int(dropout))
-    work = fm.Work(**{k: sp.sympify(v).subs(fm.i_mat, 1) for k, v in work.items()})
-    return _cost(system, work, dtype, burst(calibration_for(system)))
+    return _cost(system, work, dtype, burst(calibration_for(system)), materialised=True)
 
 
 def mla_decode_cost(system, batch: int, s_q: int, s_k: int, heads: int) -> pd.Series:
