@@ -74,3 +74,38 @@ def test_scalar_maxima_and_ceilings_are_numpys():
         assert np.array_equal(ns["vmin"](a, b), np.minimum(a, b), equal_nan=True)
     for x in (2.1, -2.1, 3.0, float("inf"), float("-inf"), float("nan")):
         assert np.array_equal(ns["ceil"](x), np.ceil(x), equal_nan=True)
+
+
+@pytest.mark.parametrize("system,workload,scenario", CASES, ids=[f"{c[0]}-{c[1]}-{c[2].phase.value}" for c in CASES])
+def test_a_point_is_its_configuration_in_a_sweep(system, workload, scenario):
+    """point() binds, prices memory and checks rules on Python floats (scenario_knobs.num / where); the same
+    configuration given as one-element arrays takes numpy's path: every total and the footprint agree bit for bit."""
+    import dataclasses
+
+    import numpy as np
+
+    from perfmodel.model import bindings as bd
+
+    s, a = catalog.load_system(system), workload_files.load_workload(workload)
+    row = evaluate.point(s, a, scenario)
+    kn = bd.Knobs.of(scenario)
+    arrays = {k: np.asarray([getattr(kn, k)]) for k in ("batch", "seq_len", "context", "tp", "dp", "microbatches")}
+    df = evaluate.evaluate_sweep(s, a, dataclasses.replace(kn, **arrays), recompute=scenario.recompute)
+    swept = df.iloc[0].to_dict()
+    for k in ("step_time_s", "compute_time_s", "comm_time_s", "model_flop", "hbm_bytes", "mfu_frac",
+              "tokens_per_s_per_chip", "memory_bytes_per_chip", "valid", "fits", "invalid_reason"):
+        assert row[k] == swept[k], k
+
+
+def test_the_scalar_helpers_are_numpys_where_and_asarray():
+    import numpy as np
+
+    from perfmodel.model.scenario_knobs import num, where
+
+    assert type(num(3)) is float and num(3) == 3.0
+    assert np.array_equal(num([1, 2]), np.asarray([1.0, 2.0]))
+    for cond in (True, False):
+        assert where(cond, 2.0, 3.0) == np.where(cond, 2.0, 3.0)
+        # an array branch keeps numpy's broadcast: the sweep's shape survives a scalar condition
+        assert np.array_equal(where(cond, np.asarray([5.0, 6.0]), 1.0), np.where(cond, [5.0, 6.0], 1.0))
+    assert np.array_equal(where(np.asarray([True, False]), 1.0, 0.0), [1.0, 0.0])

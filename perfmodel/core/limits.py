@@ -51,7 +51,8 @@ MAX_QUANTITY_SI = 1e30
 def check_count(value, what: str, lo: int = 1, hi: int = MAX_CHIPS) -> int:
     """`value` as an int when it is a whole number in [lo, hi]; else ValueError naming `what`,
     the value and the allowed range. Floats that are whole (40.0) are accepted; bools are not."""
-    whole = isinstance(value, numbers.Integral) and not isinstance(value, bool)  # numpy ints included
+    # a plain int first (a scenario's fields): the ABC check below costs more than the rest of the function
+    whole = type(value) is int or isinstance(value, numbers.Integral) and not isinstance(value, bool)  # numpy ints
     if whole:
         value = int(value)
     elif isinstance(value, float) and math.isfinite(value) and value.is_integer():

@@ -35,7 +35,7 @@ def activation_bytes_per_token_layer(arch: ModelArch, tp, ep, ba: float, moe_imb
     adapters' own rank-r intermediates (r per token per adapted projection) are not counted: under 1% of a layer's
     at r <= 64."""
     a = arch
-    t = np.asarray(tp, dtype=float)
+    t = tp if isinstance(tp, float) else np.asarray(tp, dtype=float)  # a Python float: one plan's (footprint)
     sp_div = t if sequence_parallel else 1.0
     D = a.hidden_size
     if a.attention == AttentionKind.MLA:
@@ -69,7 +69,7 @@ def activation_bytes_per_token_layer(arch: ModelArch, tp, ep, ba: float, moe_imb
     mlp_in = (1 - frac_moe) * (D / sp_div + a.intermediate_size / t)
     if a.is_moe:
         mlp_in = mlp_in + frac_moe * (routed * (D + a.moe_intermediate_size) + shared / t)
-    dropped = np.where(np.asarray(frozen_mlp, dtype=bool), mlp_in, 0.0)  # frozen layers' inputs: not kept
+    dropped = bd.where(bd.flag(frozen_mlp), mlp_in, 0.0)  # frozen layers' inputs: not kept
     if bq is None or np.all(np.asarray(bq) >= ba):
         return saved - ba * dropped
     bq = np.minimum(np.asarray(bq, dtype=float), ba)  # per configuration (a sweep over the compute type)
@@ -87,7 +87,7 @@ def selective_op_bytes_per_token_layer(arch: ModelArch, tp, ep, ba: float, moe_i
     being Q, K, V and the output projection, the MLP's (gate, up, down) or, in MoE layers, the routed and shared
     experts'."""
     a = arch
-    t = np.asarray(tp, dtype=float)
+    t = tp if isinstance(tp, float) else np.asarray(tp, dtype=float)  # a Python float: one plan's (footprint)
     sp_div = t if sequence_parallel else 1.0
     D, gated = a.hidden_size, 2 if a.gated_mlp else 1
     heads_v = a.num_attention_heads * (a.v_head_dim if a.attention == AttentionKind.MLA else a.head_dim)

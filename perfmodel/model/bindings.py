@@ -19,13 +19,13 @@ from perfmodel.core import symbols as S
 from perfmodel.core.dtypes import DType, bytes_per_element, is_microscaled, payload_bits
 from perfmodel.core.hardware import System
 from perfmodel.core.object_cache import ObjectCache
-from perfmodel.core.scenario import Optimizer, Phase
+from perfmodel.core.scenario import Optimizer, Phase, Scenario
 from perfmodel.core.workload import ModelArch
 from perfmodel.model import attention_variant_formulas as av
 from perfmodel.model import formulas as fm
 from perfmodel.model import ops
 from perfmodel.model import roofline as rl
-from perfmodel.model.scenario_knobs import Knobs, _arr  # noqa: F401  (Knobs: the records bound here, re-exported)
+from perfmodel.model.scenario_knobs import Knobs, _arr, flag, num, one_plan, where  # noqa: F401  (re-exported)
 
 
 def on_system(system: System, kn: Knobs) -> Knobs:
@@ -36,10 +36,22 @@ def on_system(system: System, kn: Knobs) -> Knobs:
     over the cores), run one rank per chip with heads split as the model defines them."""
     if kn.ranks_per_chip is not None and kn.head_shards is not None:
         return kn
-    neuron = system.chip.family.is_neuron and Phase(kn.phase) != Phase.TRAIN
-    r = (system.chip.logical_cores if neuron else 1) if kn.ranks_per_chip is None else kn.ranks_per_chip
-    h = (_arr(kn.tp) * r if neuron else 0) if kn.head_shards is None else kn.head_shards
+    r, h = _runtime_ranks(system, kn.phase, kn.tp, kn.ranks_per_chip, kn.head_shards)
     return dataclasses.replace(kn, ranks_per_chip=r, head_shards=h)
+
+
+def _runtime_ranks(system: System, phase, tp, ranks_per_chip, head_shards) -> tuple:
+    """on_system's (ranks per chip, head shards) where the knobs leave them open (None)."""
+    neuron = system.chip.family.is_neuron and Phase(phase) != Phase.TRAIN
+    r = (system.chip.logical_cores if neuron else 1) if ranks_per_chip is None else ranks_per_chip
+    h = (_arr(tp) * r if neuron else 0) if head_shards is None else head_shards
+    return r, h
+
+
+def knobs_on(system: System, s: Scenario) -> Knobs:
+    """on_system(system, Knobs.of(s)), built once (one scenario at a time: a second record costs ~8 us)."""
+    r, h = _runtime_ranks(system, s.phase, s.parallel.tp, None, None)
+    return Knobs.of(s, ranks_per_chip=r, head_shards=h)
 
 
 def _parse_dtype(v) -> DType:
@@ -60,8 +72,8 @@ def dtype_codes(values) -> tuple[np.ndarray, list]:
 
 def _dtype_map(values, fn) -> np.ndarray:
     """fn(DType) for every entry of a data-type field, called once per distinct type."""
-    if isinstance(values, (DType, str)):  # one configuration's type: the 0-d array the general path gives
-        return np.asarray(fn(_parse_dtype(values)), dtype=float)
+    if isinstance(values, (DType, str)):  # one configuration's type: a Python float (scenario_knobs.num)
+        return float(fn(_parse_dtype(values)))
     codes, distinct = dtype_codes(values)
     table = np.asarray([fn(_parse_dtype(v)) for v in distinct], dtype=float)
     return np.asarray(table[codes])
@@ -232,35 +244,35 @@ def dispatch_bytes(kn: Knobs, cal: Calibration) -> np.ndarray:
     (they would quantize on arrival anyway), else the activation type. The combine returns BF16 outputs."""
     ba = _dtype_map(kn.activations, bytes_per_element)
     low = _dtype_map(kn.compute, lambda d: payload_bits(d) <= 8) > 0
-    return np.where(low & (cal["moe_dispatch_fp8"] > 0), np.minimum(ba, FP8_DISPATCH_BYTES), ba)
+    return where(low & (cal["moe_dispatch_fp8"] > 0), np.minimum(ba, FP8_DISPATCH_BYTES), ba)
 
 
 def scenario_values(kn: Knobs, cal: Calibration) -> dict:
     phase = Phase(kn.phase)
-    T = _arr(1.0) if phase == Phase.DECODE else _arr(kn.seq_len)
+    T = num(1.0) if phase == Phase.DECODE else num(kn.seq_len)
     u = cal["moe_load_imbalance"] if kn.moe_imbalance is None else kn.moe_imbalance
     opt = Optimizer(kn.optimizer).bytes_per_param
-    zero = _arr(kn.zero)
-    dp = _arr(kn.dp)
+    zero = num(kn.zero)
+    dp = num(kn.dp)
     return {
-        S.B: _arr(kn.batch), S.T: T, S.C0: _arr(kn.context), S.t: _arr(kn.tp), ops.da: _arr(kn.da),
-        S.ep: _arr(kn.ep), S.cp: _arr(kn.cp), ops.nmb: _arr(kn.microbatches), S.u: _arr(u),
-        ops.i_a2a: np.where(_arr(kn.da) > 1, 1.0, 0.0), ops.bdp: dispatch_bytes(kn, cal),
-        ops.i_ep: np.where(_arr(kn.ep) > 1, 1.0, 0.0),
+        S.B: num(kn.batch), S.T: T, S.C0: num(kn.context), S.t: num(kn.tp), ops.da: num(kn.da),
+        S.ep: num(kn.ep), S.cp: num(kn.cp), ops.nmb: num(kn.microbatches), S.u: num(u),
+        ops.i_a2a: where(num(kn.da) > 1, 1.0, 0.0), ops.bdp: dispatch_bytes(kn, cal),
+        ops.i_ep: where(num(kn.ep) > 1, 1.0, 0.0),
         S.bw: _dtype_map(kn.weights, bytes_per_element), S.bc: _dtype_map(kn.compute, bytes_per_element),
         S.ba: _dtype_map(kn.activations, bytes_per_element), S.bkv: _dtype_map(kn.kv_cache, bytes_per_element),
-        ops.dp_: dp, ops.zs: np.where(zero >= 1, kn.expert_dp, 1.0), ops.zsd: np.where(zero >= 1, kn.dense_dp, 1.0),
+        ops.dp_: dp, ops.zs: where(zero >= 1, kn.expert_dp, 1.0), ops.zsd: where(zero >= 1, kn.dense_dp, 1.0),
         ops.bg: float(opt["gradients"]),
-        ops.r_lo: _arr(kn.lora_rank), ops.i_fr: np.where(_arr(kn.lora_rank) > 0, 1.0, 0.0),
+        ops.r_lo: num(kn.lora_rank), ops.i_fr: where(num(kn.lora_rank) > 0, 1.0, 0.0),
         ops.bo_r: float(opt["gradients"] + opt["master"] + opt["optimizer"] + (opt["weights"] if not opt["master"] else 0)),
         ops.bo_w: float(opt["master"] + opt["optimizer"] + opt["weights"]),
         ops.bwt: float(opt["weights"]),
-        **{sym: np.where(zero == z, 1.0, 0.0) for z, sym in enumerate((ops.i_z0, ops.i_z1, ops.i_z2, ops.i_z3))},
-        ops.i_pp: np.where(_arr(kn.pp) > 1, 1.0, 0.0), ops.i_cp: np.where(_arr(kn.cp) > 1, 1.0, 0.0),
-        ops.vpp: _arr(kn.pp_virtual),
-        ops.i_sp: np.where(np.asarray(kn.sequence_parallel, dtype=bool), 1.0, 0.0),
+        **{sym: where(zero == z, 1.0, 0.0) for z, sym in enumerate((ops.i_z0, ops.i_z1, ops.i_z2, ops.i_z3))},
+        ops.i_pp: where(num(kn.pp) > 1, 1.0, 0.0), ops.i_cp: where(num(kn.cp) > 1, 1.0, 0.0),
+        ops.vpp: num(kn.pp_virtual),
+        ops.i_sp: where(flag(kn.sequence_parallel), 1.0, 0.0),
         ops.i_sg: float(cal["pp_scatter_gather"]),
-        fm.i_mat: np.where(np.asarray(kn.flash_attention, dtype=bool), 0.0, 1.0),
+        fm.i_mat: where(flag(kn.flash_attention), 0.0, 1.0),
     }
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -77,9 +78,9 @@ class CompiledGraph:
         if raw is None:
             raw = self.fn(*args)
         n_q, n_ops = len(QUANTITIES), len(self.ops)
-        if shape == ():  # one configuration: numpy float scalars from one array (a 0-d array each costs ~1 us)
-            table = np.array(raw, dtype=float)
-            return {qname: list(table[qi::n_q]) for qi, qname in enumerate(QUANTITIES)}, shape
+        if shape == ():  # one configuration: Python floats, converted in one call (a 0-d array each costs ~1 us)
+            table = np.array(raw, dtype=float).tolist()
+            return {qname: table[qi::n_q] for qi, qname in enumerate(QUANTITIES)}, shape
         return {qname: [np.asarray(raw[i * n_q + qi], dtype=float) for i in range(n_ops)]
                 for qi, qname in enumerate(QUANTITIES)}, shape
 
@@ -227,11 +228,16 @@ def scenario_columns(system: System, arch: ModelArch, s: Scenario) -> dict:
             "recompute": s.recompute.value, "optimizer": s.optimizer.value, "flash_attention": s.flash_attention}
 
 
+def _first(v) -> float:
+    """A total's (first) value as a Python float: directly where it is one number (a point's), else its first."""
+    return float(v) if isinstance(v, (float, np.floating)) else float(np.asarray(v).ravel()[0])
+
+
 def _row(system: System, arch: ModelArch, scenario: Scenario, overlap: Overlap, summ: dict, feas) -> dict:
     """The summary row: the scenario's inputs, every total as a float, the feasibility columns."""
     row = {**scenario_columns(system, arch, scenario), "overlap": Overlap(overlap).value,
-           **{k: float(np.asarray(v).ravel()[0]) for k, v in summ.items()}}
-    bad = [k for k, v in row.items() if isinstance(v, float) and not np.isfinite(v)]
+           **{k: _first(v) for k, v in summ.items()}}
+    bad = [k for k, v in row.items() if isinstance(v, float) and not math.isfinite(v)]
     if bad:
         raise ValueError(f"non-finite results for {', '.join(bad)}: check the scenario and spec values")
     row.update({k: np.asarray(v).ravel()[0].item() for k, v in feas.columns().items()})
@@ -244,7 +250,7 @@ def point(system: System, arch: ModelArch, scenario: Scenario, cal: Calibration 
     frame: for the API called in a loop and the app's what-if (a third of evaluate's time)."""
     scenario.validate()
     cal = cal or calibration_for(system)
-    kn = bd.on_system(system, bd.Knobs.of(scenario))
+    kn = bd.knobs_on(system, scenario)
     r = run_rows(system, arch, kn, cal, scenario.recompute, overlap)
     return _row(system, arch, scenario, overlap, summarize_rows(system, arch, kn, r),
                 feasibility.feasibility(system, arch, kn, cal, scenario.recompute))
@@ -255,7 +261,7 @@ def evaluate(system: System, arch: ModelArch, scenario: Scenario, cal: Calibrati
     """Evaluate one scenario: per-operator costs and a one-row summary."""
     scenario.validate()
     cal = cal or calibration_for(system)
-    kn = bd.on_system(system, bd.Knobs.of(scenario))
+    kn = bd.knobs_on(system, scenario)
     r = run_rows(system, arch, kn, cal, scenario.recompute, overlap)
     (q, comm), ops, values = r.stacked(), r.ops, r.values
     summ = summarize_rows(system, arch, kn, r)

@@ -193,7 +193,7 @@ class Feasibility:
 
 def _values(kn: bd.Knobs) -> dict[str, np.ndarray]:
     names = COUNT_FIELDS + ("context", "pp_virtual", "head_shards", "pad_heads") + TRAINING_ONLY
-    return {k: _f(getattr(kn, k)) for k in names}
+    return {k: bd.num(getattr(kn, k)) for k in names}  # one configuration's: Python floats
 
 
 def _shown(raw: dict[str, np.ndarray]) -> dict[str, object]:
@@ -201,7 +201,7 @@ def _shown(raw: dict[str, np.ndarray]) -> dict[str, object]:
     def one(k: str, x: float) -> str:
         return f"{k}={int(x) if float(x).is_integer() else x:g}" if np.isfinite(x) else f"{k}={x}"
 
-    return {k: one(k, float(v.ravel()[0])) if v.size == 1 else k for k, v in raw.items()}
+    return {k: one(k, float(np.ravel(v)[0])) if np.size(v) == 1 else k for k, v in raw.items()}
 
 
 def _reasons(rules, broken: list[bool], v: dict) -> str:
@@ -217,12 +217,13 @@ def check_rules(system: System, arch: ModelArch, kn: bd.Knobs,
     """(valid, reasons) of the configurations in `kn`, broadcast together (recompute: the training policy)."""
     v = _values(bd.on_system(system, kn))
     rules = _rules(system, arch, Phase(kn.phase), recompute)
+    if all(isinstance(x, float) for x in v.values()):  # one configuration: its reasons directly (np.unique and
+        with np.errstate(divide="ignore", invalid="ignore"):  # broadcasts cost more than the rules)
+            text = _reasons(rules, [bool(r.broken(v)) for r in rules], v)
+        return np.bool_(not text), text
     with np.errstate(divide="ignore", invalid="ignore"):
         broken = [np.asarray(r.broken(v), dtype=bool) for r in rules]
-    shape = np.broadcast_shapes(*[b.shape for b in broken], *[x.shape for x in v.values()])
-    if shape == ():  # one configuration: its reasons directly (np.unique and broadcasts cost more than the rules)
-        text = _reasons(rules, [bool(b) for b in broken], v)
-        return np.bool_(not text), text
+    shape = np.broadcast_shapes(*[b.shape for b in broken], *[np.shape(x) for x in v.values()])
     code = np.zeros(shape, dtype=np.int64)
     for i, b in enumerate(broken):
         code |= np.broadcast_to(b, shape).astype(np.int64) << i
@@ -255,12 +256,15 @@ def feasibility(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     total, host = pick(lambda fp: fp.total_bytes), pick(lambda fp: fp.host_bytes)
     capacity, host_capacity = system.chip.hbm_capacity_bytes, next(iter(fps.values())).host_capacity_bytes
     shape = np.broadcast_shapes(valid.shape, total.shape)
-    total = np.broadcast_to(total, shape)
+    if np.ndim(valid) == 0 and shape == total.shape:  # one configuration: the rule's answer takes the footprint's
+        valid, reasons = np.asarray(valid).reshape(shape), np.asarray(reasons).reshape(shape)  # shape as a view
+    else:
+        total, valid, reasons = (np.broadcast_to(x, shape) for x in (total, valid, reasons))
     # fits is about memory alone (an invalid plan's footprint is still reported): `usable` is both; offloaded
     # activations within the host memory per chip (Footprint.host_fits)
     fits = np.isfinite(total) & (total <= capacity) & (pick(lambda fp: fp.host_fits) > 0)
-    return Feasibility(valid=np.broadcast_to(valid, shape), reasons=np.broadcast_to(reasons, shape), fits=fits,
-                       memory_bytes=total, capacity_bytes=capacity, host_bytes=host, host_capacity_bytes=host_capacity)
+    return Feasibility(valid=valid, reasons=reasons, fits=fits, memory_bytes=total, capacity_bytes=capacity,
+                       host_bytes=host, host_capacity_bytes=host_capacity)
 
 
 def oversubscribed_line(f: dict, chip: str) -> str:

@@ -154,9 +154,9 @@ def kv_bytes_per_token_layer(arch: ModelArch, tp, bkv: float, head_shards=0) -> 
         index_keys = arch.index_head_dim * av.INDEX_KEY_BYTES if arch.sparse_attention else 0.0
         return np.asarray((arch.kv_lora_rank + arch.qk_rope_head_dim) * bkv + index_keys, dtype=float) * np.ones_like(
             np.asarray(tp, dtype=float))
-    tp = np.asarray(tp, dtype=float)
+    tp = tp if isinstance(tp, float) else np.asarray(tp, dtype=float)  # a Python float: one plan's (footprint)
     kv_dev = np.maximum(arch.num_key_value_heads / tp, 1.0)
-    n = np.asarray(head_shards, dtype=float)
+    n = head_shards if isinstance(head_shards, (int, float)) else np.asarray(head_shards, dtype=float)
     if np.any(n > 0):
         kv = bd.sharded_heads(arch.num_attention_heads, arch.num_key_value_heads, n)[1]
         kv_dev = np.where(n > 0, kv / tp, kv_dev)
@@ -166,7 +166,7 @@ def kv_bytes_per_token_layer(arch: ModelArch, tp, bkv: float, head_shards=0) -> 
 def kv_tokens_per_sequence(arch: ModelArch, length) -> np.ndarray:
     """sum over layers of keys held: full layers hold `length`, sliding layers min(W, length), Gated
     DeltaNet layers none (recurrent_state_bytes_per_sequence holds their fixed state)."""
-    length = np.asarray(length, dtype=float)
+    length = length if isinstance(length, float) else np.asarray(length, dtype=float)
     n_sw = arch.num_sliding_layers
     n_full = arch.num_hidden_layers - n_sw - arch.num_linear_layers
     held = n_full * length
@@ -203,7 +203,8 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
     kn = bd.on_system(system, kn)
     cal = cal or calibration_for(system)
     phase = Phase(kn.phase)
-    f = lambda x: np.asarray(x, dtype=float)  # noqa: E731
+    one = bd.one_plan(kn)
+    f = bd.num if one else bd._arr  # one plan's numbers as Python floats (scenario_knobs.num), a sweep's as arrays
     P_dev = params_per_device(arch, kn, phase)
     P_exp = params_per_device(arch, kn, phase, experts=True) if arch.is_moe else 0.0
     bw = bd._dtype_map(kn.weights, bytes_per_element)
@@ -212,7 +213,7 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
     bkv = bd._dtype_map(kn.kv_cache, bytes_per_element)
     zero, dp = f(kn.zero), f(kn.dp)
     comp: dict[str, np.ndarray] = {c: np.zeros(1) for c in COMPONENTS}
-    comp["weights"] = ((P_dev - P_exp) * bw + P_exp * bwe) / np.where(zero >= 3, dp, 1.0)
+    comp["weights"] = ((P_dev - P_exp) * bw + P_exp * bwe) / bd.where(zero >= 3, dp, 1.0)
     notes, host = [], np.zeros(1)
     B, T, C0 = f(kn.batch), f(kn.seq_len), f(kn.context)
     tp, da, cp, pp, ep = f(kn.tp), f(kn.da), f(kn.cp), f(kn.pp), f(kn.ep)
@@ -264,10 +265,15 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
         tokens = B * (1 if phase == Phase.DECODE else T) / (da * cp)
         comp["activations"] = tokens * activation_bytes_per_token_layer(arch, tp, ep, ba, 1.0)
     comp["reserved"] = np.asarray(cal["runtime_reserved_memory"], dtype=float)
-    shape = np.broadcast_shapes(*[np.shape(v) for v in comp.values()], np.shape(P_dev))
-    one = int(np.prod(shape)) == 1  # one configuration: a one-value array takes the shape as a view (no broadcast)
-    comp = {k: a if a.shape == shape else a.reshape(shape) if one else np.broadcast_to(a, shape)
-            for k, a in ((k, np.asarray(v, dtype=float)) for k, v in comp.items())}
+    if np.ndim(P_dev) == 0 and all(np.shape(v) in ((), (1,)) for v in comp.values()):  # one configuration: each
+        # component a one-value array, as a sweep of one gives
+        shape = (1,)
+        comp = {k: np.asarray(v, dtype=float).reshape(shape) for k, v in comp.items()}
+    else:
+        shape = np.broadcast_shapes(*[np.shape(v) for v in comp.values()], np.shape(P_dev))
+        single = int(np.prod(shape)) == 1  # a one-value array takes the shape as a view (no broadcast)
+        comp = {k: a if a.shape == shape else a.reshape(shape) if single else np.broadcast_to(a, shape)
+                for k, a in ((k, np.asarray(v, dtype=float)) for k, v in comp.items())}
     node = system.node
     return Footprint(components=comp, capacity_bytes=system.chip.hbm_capacity_bytes,
                      params_per_device=np.broadcast_to(P_dev, shape), notes=tuple(notes), host_bytes=host,

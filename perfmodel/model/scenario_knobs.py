@@ -18,6 +18,36 @@ def _arr(x) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
 
+# One configuration's knobs are Python numbers: the two helpers below keep them Python floats and bools, whose
+# arithmetic is ~20x cheaper than numpy's on 0-d arrays (the API called in a loop), and give a sweep's arrays
+# numpy's. Both give the same IEEE values, so a point and the same configuration in a sweep agree to the bit.
+def num(x):
+    """x as float: a Python float for one number, else a float array."""
+    return float(x) if isinstance(x, (int, float)) else np.asarray(x, dtype=float)
+
+
+def flag(x):
+    """A switch knob: one Python bool, or a sweep's boolean array."""
+    return x if isinstance(x, bool) else np.asarray(x, dtype=bool)
+
+
+COUNTS = ("batch", "tp", "da", "ep", "cp", "pp", "dp", "microbatches")
+
+
+def one_plan(kn) -> bool:
+    """Every count knob one Python number >= 1 (a validated scenario's): the cost functions may then divide in
+    Python floats (num), which raise on a zero where numpy's arrays carry inf to the feasibility rules."""
+    return all(isinstance(x, (int, float)) and x >= 1 for x in (getattr(kn, k) for k in COUNTS))
+
+
+def where(cond, a, b):
+    """np.where(cond, a, b), as a plain conditional where cond is one Python bool and neither branch is an array
+    with dimensions (np.where would broadcast the one not chosen into the result's shape)."""
+    if isinstance(cond, bool) and getattr(a, "ndim", 0) == 0 and getattr(b, "ndim", 0) == 0:
+        return a if cond else b
+    return np.where(cond, a, b)
+
+
 @dataclass(frozen=True)
 class Knobs:
     """Scenario fields as arrays (or scalars) for one evaluation; see scenario.Scenario."""
@@ -61,38 +91,39 @@ class Knobs:
     def dense_dp(self) -> np.ndarray:
         """Ranks that hold a copy of the dense (non-expert) weights: dp x da x cp (attention-DP and context-parallel
         ranks hold the same weights: the graph's 'dp' collectives, Megatron-Core's data-parallel group with CP)."""
-        return _arr(self.dp) * _arr(self.da) * _arr(self.cp)
+        return num(self.dp) * num(self.da) * num(self.cp)
 
     @property
     def dense_dp_stride(self) -> np.ndarray:
         """Their spacing in chips as one evenly spaced group: the da and cp ranks sit next to each other (tp apart),
         the dp replicas tp da cp pp apart, so with dp > 1 the group spans tp pp x its size: placed tp pp apart (its
         true span; exact when pp = 1 or dp = 1, otherwise its inner ranks are counted less local than they are)."""
-        return _arr(self.tp) * np.where(_arr(self.dp) > 1, _arr(self.pp), 1.0)
+        return num(self.tp) * where(num(self.dp) > 1, num(self.pp), 1.0)
 
     def recompute_share(self, layers: int) -> np.ndarray:
         """The share of a stage's layers full recompute re-runs: recompute_layers in each of its v model chunks of
         its ceil(L / p) layers (Megatron-Core's block method counts per chunk; a model of `layers` layers), 1 when it
         re-runs every layer (recompute_layers 0)."""
-        n = _arr(self.recompute_layers) * _arr(self.pp_virtual)
-        return np.where(n > 0, np.minimum(n / np.ceil(layers / _arr(self.pp)), 1.0), 1.0)
+        n = num(self.recompute_layers) * num(self.pp_virtual)
+        return where(n > 0, np.minimum(n / np.ceil(layers / _arr(self.pp)), 1.0), 1.0)
 
     @property
     def expert_dp(self) -> np.ndarray:
         """Ranks that hold a copy of a routed expert: dp x cp (the graph's 'edp' collectives)."""
-        return _arr(self.dp) * _arr(self.cp)
+        return num(self.dp) * num(self.cp)
 
     @property
     def expert_dp_stride(self) -> np.ndarray:
         """Their spacing: cp ranks tp da apart, dp replicas tp da cp pp apart: tp da pp with dp > 1 (the true span,
         as dense_dp_stride), tp da otherwise."""
-        return _arr(self.tp) * _arr(self.da) * np.where(_arr(self.dp) > 1, _arr(self.pp), 1.0)
+        return num(self.tp) * num(self.da) * where(num(self.dp) > 1, num(self.pp), 1.0)
 
     @classmethod
-    def of(cls, s: Scenario) -> "Knobs":
+    def of(cls, s: Scenario, **runtime) -> "Knobs":
+        """The knobs of one scenario (runtime: ranks_per_chip / head_shards, else left to bindings.on_system)."""
         p, q = s.parallel, s.precision
-        return cls(phase=s.phase, batch=s.batch, seq_len=s.seq_len, context=s.context, tp=p.tp, da=p.da, ep=p.ep,
-                   cp=p.cp, pp=p.pp, dp=p.dp, microbatches=p.microbatches, zero=p.zero, weights=q.weights,
+        return cls(**runtime, phase=s.phase, batch=s.batch, seq_len=s.seq_len, context=s.context, tp=p.tp, da=p.da,
+                   ep=p.ep, cp=p.cp, pp=p.pp, dp=p.dp, microbatches=p.microbatches, zero=p.zero, weights=q.weights,
                    compute=q.compute, activations=q.activations, kv_cache=q.kv_cache,
                    expert_weights=q.experts, moe_imbalance=s.moe_imbalance, optimizer=s.optimizer,
                    pp_virtual=p.pp_virtual if p.pp_schedule == "interleaved" else 1,

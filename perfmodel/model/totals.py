@@ -124,6 +124,11 @@ def _sums_one(r: OpRows, t_ovh) -> dict:
     return dict(zip(_SUMMED, terms.sum(axis=1)))
 
 
+def _like(x, step):
+    """x at step's shape (a sweep's array); one configuration's number as it is."""
+    return x * np.ones_like(step) if np.ndim(step) else x
+
+
 def summarize_rows(system: System, arch: ModelArch, kn: bd.Knobs, r: OpRows) -> dict[str, np.ndarray]:
     """Per-configuration totals (arrays over the sweep): sums over operators in operator order
     (opsum), the same numbers as summing arrays [op, configuration...] over the operators.
@@ -151,11 +156,10 @@ def summarize_rows(system: System, arch: ModelArch, kn: bd.Knobs, r: OpRows) -> 
     peak = peak_flop_per_s(system, kn.compute)
     rt = values[bd.S.Rt]
     phase = Phase(kn.phase)
-    B = np.asarray(kn.batch, dtype=float)
-    T = np.asarray(1.0 if phase == Phase.DECODE else kn.seq_len, dtype=float)
-    replica = (np.asarray(kn.tp, dtype=float) * np.asarray(kn.da, dtype=float) * np.asarray(kn.cp, dtype=float)
-               * np.asarray(kn.pp, dtype=float))
-    nmb = np.asarray(kn.microbatches, dtype=float)
+    B = bd.num(kn.batch)
+    T = bd.num(1.0 if phase == Phase.DECODE else kn.seq_len)
+    replica = bd.num(kn.tp) * bd.num(kn.da) * bd.num(kn.cp) * bd.num(kn.pp)
+    nmb = bd.num(kn.microbatches)
     tokens = B * T * (nmb if phase == Phase.TRAIN else 1.0)
     out = {
         "step_time_s": step, "compute_time_s": compute_s, "comm_time_s": comm_s, "fixed_overhead_s": overhead_s,
@@ -164,7 +168,7 @@ def summarize_rows(system: System, arch: ModelArch, kn: bd.Knobs, r: OpRows) -> 
         "achieved_flop_per_s": model_flop_ / step, "intensity_flop_per_byte": hw_flop / np.maximum(hbm, 1.0),
         "tokens_per_step": tokens, "tokens_per_s_per_replica": tokens / step,
         "tokens_per_s_per_chip": tokens / step / replica, "replica_chips": replica,
-        "peak_flop_per_s": peak * np.ones_like(step), "tensor_rate_flop_per_s": rt * np.ones_like(step),
+        "peak_flop_per_s": _like(peak, step), "tensor_rate_flop_per_s": _like(rt, step),
     }
     for e in ENGINES:
         out[f"{e}_busy_s"] = engine[e]

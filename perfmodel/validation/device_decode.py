@@ -29,6 +29,7 @@ import pandas as pd
 from perfmodel import catalog
 from perfmodel.catalog import workload_refs
 from perfmodel.catalog.calibration import calibration_for
+from perfmodel.core import units
 from perfmodel.core.scenario import Parallelism, Phase, Scenario
 from perfmodel.model import evaluate
 from perfmodel.validation.device_runs import SYSTEMS, load
@@ -87,7 +88,7 @@ def gemv_frame(df: pd.DataFrame) -> pd.DataFrame:
         system = catalog.load_system(SYSTEMS[device])
         peak[device] = system.chip.hbm_bandwidth_bytes_per_s
         eff[device] = calibration_for(system)["hbm_efficiency"]
-    g["hbm_frac"] = g["tbps"] * 1e12 / g["device"].map(peak)
+    g["hbm_frac"] = g["tbps"] * units.TB / g["device"].map(peak)
     g["hbm_efficiency"] = g["device"].map(eff)
     return g[["device", "section", "dtype", "M", "N", "K", "time_s", "tbps", "hbm_frac", "hbm_efficiency"]]
 
@@ -97,8 +98,8 @@ def weight_stream_frac(df: pd.DataFrame, section: str = "gemv", batch_max: int =
     them (their bytes over their total time: one pass over a Llama-2-7B layer's four weights)."""
     g = gemv_frame(df)
     g = g[g["section"].eq(section) & (g["M"] <= batch_max) & (g["N"] != 32000)]
-    nbytes = g["tbps"] * 1e12 * g["time_s"]
-    return float(nbytes.sum() / g["time_s"].sum() / (g["tbps"] * 1e12 / g["hbm_frac"]).iloc[0])
+    nbytes = g["tbps"] * units.TB * g["time_s"]
+    return float(nbytes.sum() / g["time_s"].sum() / (g["tbps"] * units.TB / g["hbm_frac"]).iloc[0])
 
 
 def main() -> None:
