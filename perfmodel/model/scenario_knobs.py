@@ -18,9 +18,9 @@ def _arr(x) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
 
-# One configuration's knobs are Python numbers: the two helpers below keep them Python floats and bools, whose
+# One configuration's knobs are Python numbers: the helpers below keep them Python floats and bools, whose
 # arithmetic is ~20x cheaper than numpy's on 0-d arrays (the API called in a loop), and give a sweep's arrays
-# numpy's. Both give the same IEEE values, so a point and the same configuration in a sweep agree to the bit.
+# numpy's. Both paths give the same IEEE values, so a point and its configuration in a sweep agree to the bit.
 def num(x):
     """x as float: a Python float for one number, else a float array."""
     return float(x) if isinstance(x, (int, float)) else np.asarray(x, dtype=float)
