@@ -95,11 +95,11 @@ def gemv_frame(df: pd.DataFrame) -> pd.DataFrame:
 
 def weight_stream_frac(df: pd.DataFrame, section: str = "gemv", batch_max: int = 64) -> float:
     """The decode-shape GEMMs' achieved fraction of HBM peak at up to `batch_max` rows, weighted as a step reads
-    them (their bytes over their total time: one pass over a Llama-2-7B layer's four weights)."""
+    them: a Llama-2-7B layer's four weights (the LM head, N = vocab, left out), their bytes over their total time,
+    i.e. each shape's fraction weighted by its time."""
     g = gemv_frame(df)
-    g = g[g["section"].eq(section) & (g["M"] <= batch_max) & (g["N"] != 32000)]
-    nbytes = g["tbps"] * units.TB * g["time_s"]
-    return float(nbytes.sum() / g["time_s"].sum() / (g["tbps"] * units.TB / g["hbm_frac"]).iloc[0])
+    g = g[g["section"].eq(section) & (g["M"] <= batch_max) & (g["N"] != workload_refs.load(WORKLOAD).vocab_size)]
+    return float((g["hbm_frac"] * g["time_s"]).sum() / g["time_s"].sum())
 
 
 def main() -> None:

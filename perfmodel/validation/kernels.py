@@ -217,7 +217,7 @@ def _materialised_row(m, system) -> dict:
     dropout = bool(re.search(r"(?<!no )dropout", m["model"]))
     c = materialised_attention_cost(system, int(batch), seqlen, heads, head_dim, _dtype(m["dtype"]),
                                     passes[0] == "backward", dropout)
-    return row(m["case_id"], m["hardware"], m["metric"], float(m["value_num"]), c["time_s"] * 1e3, "ms",
+    return row(m["case_id"], m["hardware"], m["metric"], float(m["value_num"]), c["time_s"] / units.MS, "ms",
                f"batch {int(batch)}, seqlen {seqlen}, {heads} x d {head_dim}, "
                f"{'dropout' if dropout else 'no dropout'}: {c['hbm_bytes'] / units.GB:.2f} GB, "
                f"{c['achieved_bytes_per_s'] / units.GB:.0f} GB/s, bound {c['bound']}",
