@@ -239,6 +239,9 @@ def collective_fields(system: System, cal: Calibration, collective, nbytes, grou
     The distinct entries' prices are memoised in the process (an LRU of _MEMO_SIZE calls of at most
     _MEMO_MAX_MESSAGES messages each): the serving searches, the claims and a loop of single evaluations price
     the same messages again and again."""
+    if isinstance(nbytes, (int, float)) and isinstance(group, (int, float)) and isinstance(stride, (int, float)):
+        return _one_message(system, cal, collective, float(nbytes), float(group), float(stride), fields, launch,
+                            ranks_per_chip)
     g = np.asarray(group, dtype=float)
     if fields == ("time_s",) and g.ndim == 0 and g * ranks_per_chip <= 1:  # no peer: collective_cost's time is 0.0 everywhere
         return {"time_s": np.zeros(np.broadcast_shapes(np.shape(nbytes), np.shape(stride)))}
@@ -272,6 +275,30 @@ def collective_fields(system: System, cal: Calibration, collective, nbytes, grou
     if inverse is None:
         return {f: out[f].reshape(shape).copy() for f in fields}
     return {f: out[f][inverse].reshape(shape) for f in fields}
+
+
+def _one_message(system: System, cal: Calibration, collective, n: float, g: float, s: float, fields: tuple[str, ...],
+                 launch: str, ranks_per_chip: int) -> dict[str, np.ndarray]:
+    """collective_fields of one message given as Python numbers (one configuration's), its memo keyed by the
+    numbers themselves (no arrays to build, broadcast or serialise): the same 0-d results."""
+    if fields == ("time_s",) and g * ranks_per_chip <= 1:
+        return {"time_s": np.zeros(())}
+    key = (id(system), cal.values_key, Collective(collective), launch, int(ranks_per_chip), fields, n, g, s)
+    with _MEMO_LOCK:
+        hit = _MEMO.get(key)
+        if hit is not None:
+            _MEMO.move_to_end(key)
+    if hit is None:
+        cost = collective_cost(system, cal, collective, np.array([n]), np.array([g]), np.array([s]), launch=launch,
+                               ranks_per_chip=ranks_per_chip)
+        hit = (system, {f: np.asarray(getattr(cost, f)) for f in fields})
+        for a in hit[1].values():
+            a.setflags(write=False)  # shared by later calls: never written
+        with _MEMO_LOCK:
+            _MEMO[key] = hit
+            if len(_MEMO) > _MEMO_SIZE:
+                _MEMO.popitem(last=False)
+    return {f: v.reshape(()).copy() for f, v in hit[1].items()}
 
 
 def collective_time(system: System, cal: Calibration, collective: Collective, nbytes, group, stride=1,

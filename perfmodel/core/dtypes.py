@@ -53,21 +53,33 @@ SCALE_BLOCK = {
 }
 
 
+def _as_dtype(dtype) -> DType:
+    """A DType as it is (the enum's constructor costs ~0.5 us; one configuration asks a dozen times)."""
+    return dtype if isinstance(dtype, DType) else DType(dtype)
+
+
 def payload_bits(dtype: DType) -> float:
     """Bits of one element's value, without block scales."""
-    return float(_PAYLOAD_BITS[DType(dtype)])
+    return float(_PAYLOAD_BITS[_as_dtype(dtype)])
 
 
 def scale_overhead_bits(dtype: DType) -> float:
     """Average scale bits per element for block-scaled formats (0 for others)."""
-    scale_bits, block = SCALE_BLOCK.get(DType(dtype), (0, 1))
+    scale_bits, block = SCALE_BLOCK.get(_as_dtype(dtype), (0, 1))
     return scale_bits / block
+
+
+def _bytes_per_element(dtype: DType) -> float:
+    return (payload_bits(dtype) + scale_overhead_bits(dtype)) / BITS_PER_BYTE
+
+
+_BYTES = {d: _bytes_per_element(d) for d in _PAYLOAD_BITS}  # the formula below, once per type
 
 
 def bytes_per_element(dtype: DType) -> float:
     """Stored bytes per element including block-scale overhead, e.g. mxfp4 -> 4.25/8 = 0.53125."""
-    return (payload_bits(dtype) + scale_overhead_bits(dtype)) / BITS_PER_BYTE
+    return _BYTES[_as_dtype(dtype)]
 
 
 def is_microscaled(dtype: DType) -> bool:
-    return DType(dtype) in SCALE_BLOCK
+    return _as_dtype(dtype) in SCALE_BLOCK

@@ -59,9 +59,9 @@ def activation_bytes_per_token_layer(arch: ModelArch, tp, ep, ba: float, moe_imb
     frac_moe = a.num_moe_layers / a.num_hidden_layers
     moe = 0.0
     if a.is_moe:
-        e = np.asarray(ep, dtype=float)
+        e = bd.num(ep)
         shared = a.num_shared_experts * (a.shared_expert_intermediate_size or a.moe_intermediate_size)
-        routed = a.num_experts_per_tok * moe_imbalance * e / (t * np.maximum(e, 1))
+        routed = a.num_experts_per_tok * moe_imbalance * e / (t * bd.maximum(e, 1.0))
         moe = D / sp_div + routed * (D + mlp_w * a.moe_intermediate_size) + mlp_w * shared / t
     saved = ba * (dense + (1 - frac_moe) * dense_mlp + frac_moe * moe)
     # the MLP's and experts' linear layers' inputs: fc1 D, fc2 F (per routed row for the experts, the shared

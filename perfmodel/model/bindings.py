@@ -10,6 +10,7 @@ Does not: evaluate formulas (evaluate.py) or read files.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import pandas as pd
@@ -25,7 +26,7 @@ from perfmodel.model import attention_variant_formulas as av
 from perfmodel.model import formulas as fm
 from perfmodel.model import ops
 from perfmodel.model import roofline as rl
-from perfmodel.model.scenario_knobs import Knobs, _arr, flag, num, one_plan, where  # noqa: F401  (re-exported)
+from perfmodel.model.scenario_knobs import Knobs, _arr, ceil, flag, maximum, minimum, num, one_plan, where  # noqa: F401
 
 
 def on_system(system: System, kn: Knobs) -> Knobs:
@@ -44,7 +45,7 @@ def _runtime_ranks(system: System, phase, tp, ranks_per_chip, head_shards) -> tu
     """on_system's (ranks per chip, head shards) where the knobs leave them open (None)."""
     neuron = system.chip.family.is_neuron and Phase(phase) != Phase.TRAIN
     r = (system.chip.logical_cores if neuron else 1) if ranks_per_chip is None else ranks_per_chip
-    h = (_arr(tp) * r if neuron else 0) if head_shards is None else head_shards
+    h = (num(tp) * r if neuron else 0) if head_shards is None else head_shards  # one plan's: a Python float
     return r, h
 
 
@@ -55,7 +56,7 @@ def knobs_on(system: System, s: Scenario) -> Knobs:
 
 
 def _parse_dtype(v) -> DType:
-    return DType.parse(v) if isinstance(v, str) else DType(v)
+    return v if isinstance(v, DType) else DType.parse(v) if isinstance(v, str) else DType(v)
 
 
 def dtype_codes(values) -> tuple[np.ndarray, list]:
@@ -121,9 +122,9 @@ def stage_stretch(a: ModelArch, pp) -> np.ndarray:
     Runtimes split L layers unevenly over p stages (vLLM's and SGLang's layer partition, Megatron's
     first / last stage sizes); the slowest stage paces the pipeline, so a stage is priced with
     ceil(L / p) layers in the model's mix of layer kinds."""
-    pp = _arr(pp)
+    pp = num(pp)
     L = float(a.num_hidden_layers)
-    return np.ceil(L / pp) / (L / pp)
+    return ceil(L / pp) / (L / pp) if isinstance(pp, float) and pp > 0 else np.ceil(L / pp) / (L / pp)
 
 
 def model_values(a: ModelArch, pp) -> dict:
@@ -243,8 +244,12 @@ def dispatch_bytes(kn: Knobs, cal: Calibration) -> np.ndarray:
     engines quantize before they send (moe_dispatch_fp8 = 1) and the experts compute in 8 bits or fewer
     (they would quantize on arrival anyway), else the activation type. The combine returns BF16 outputs."""
     ba = _dtype_map(kn.activations, bytes_per_element)
-    low = _dtype_map(kn.compute, lambda d: payload_bits(d) <= 8) > 0
+    low = _dtype_map(kn.compute, _eight_bits_or_fewer) > 0
     return where(low & (cal["moe_dispatch_fp8"] > 0), np.minimum(ba, FP8_DISPATCH_BYTES), ba)
+
+
+def _eight_bits_or_fewer(d: DType) -> bool:
+    return payload_bits(d) <= 8
 
 
 def scenario_values(kn: Knobs, cal: Calibration) -> dict:
@@ -252,23 +257,23 @@ def scenario_values(kn: Knobs, cal: Calibration) -> dict:
     T = num(1.0) if phase == Phase.DECODE else num(kn.seq_len)
     u = cal["moe_load_imbalance"] if kn.moe_imbalance is None else kn.moe_imbalance
     opt = Optimizer(kn.optimizer).bytes_per_param
-    zero = num(kn.zero)
-    dp = num(kn.dp)
+    zero, dp, da, ep, cp, pp, lora = (num(x) for x in (kn.zero, kn.dp, kn.da, kn.ep, kn.cp, kn.pp, kn.lora_rank))
     return {
-        S.B: num(kn.batch), S.T: T, S.C0: num(kn.context), S.t: num(kn.tp), ops.da: num(kn.da),
-        S.ep: num(kn.ep), S.cp: num(kn.cp), ops.nmb: num(kn.microbatches), S.u: num(u),
-        ops.i_a2a: where(num(kn.da) > 1, 1.0, 0.0), ops.bdp: dispatch_bytes(kn, cal),
-        ops.i_ep: where(num(kn.ep) > 1, 1.0, 0.0),
+        S.B: num(kn.batch), S.T: T, S.C0: num(kn.context), S.t: num(kn.tp), ops.da: da,
+        S.ep: ep, S.cp: cp, ops.nmb: num(kn.microbatches), S.u: num(u),
+        ops.i_a2a: where(da > 1, 1.0, 0.0), ops.bdp: dispatch_bytes(kn, cal),
+        ops.i_ep: where(ep > 1, 1.0, 0.0),
         S.bw: _dtype_map(kn.weights, bytes_per_element), S.bc: _dtype_map(kn.compute, bytes_per_element),
         S.ba: _dtype_map(kn.activations, bytes_per_element), S.bkv: _dtype_map(kn.kv_cache, bytes_per_element),
         ops.dp_: dp, ops.zs: where(zero >= 1, kn.expert_dp, 1.0), ops.zsd: where(zero >= 1, kn.dense_dp, 1.0),
         ops.bg: float(opt["gradients"]),
-        ops.r_lo: num(kn.lora_rank), ops.i_fr: where(num(kn.lora_rank) > 0, 1.0, 0.0),
+        ops.r_lo: lora, ops.i_fr: where(lora > 0, 1.0, 0.0),
         ops.bo_r: float(opt["gradients"] + opt["master"] + opt["optimizer"] + (opt["weights"] if not opt["master"] else 0)),
         ops.bo_w: float(opt["master"] + opt["optimizer"] + opt["weights"]),
         ops.bwt: float(opt["weights"]),
-        **{sym: where(zero == z, 1.0, 0.0) for z, sym in enumerate((ops.i_z0, ops.i_z1, ops.i_z2, ops.i_z3))},
-        ops.i_pp: where(num(kn.pp) > 1, 1.0, 0.0), ops.i_cp: where(num(kn.cp) > 1, 1.0, 0.0),
+        ops.i_z0: where(zero == 0, 1.0, 0.0), ops.i_z1: where(zero == 1, 1.0, 0.0),
+        ops.i_z2: where(zero == 2, 1.0, 0.0), ops.i_z3: where(zero == 3, 1.0, 0.0),
+        ops.i_pp: where(pp > 1, 1.0, 0.0), ops.i_cp: where(cp > 1, 1.0, 0.0),
         ops.vpp: num(kn.pp_virtual),
         ops.i_sp: where(flag(kn.sequence_parallel), 1.0, 0.0),
         ops.i_sg: float(cal["pp_scatter_gather"]),
@@ -300,6 +305,13 @@ def sharded_heads(H, KV, shards) -> tuple[np.ndarray, np.ndarray]:
     kv = np.where(kv == H, Hp, kv)
     KVp = np.where(mha, Hp, kv)
     return np.where(on, Hp, H), np.where(on, KVp, KV)
+
+
+@functools.lru_cache(maxsize=1024)
+def _sharded_heads_one(H: float, KV: float, shards: float) -> tuple[float, float]:
+    """sharded_heads of one plan, as Python floats."""
+    Hp, KVp = sharded_heads(H, KV, shards)
+    return float(Hp), float(KVp)
 
 
 def _fixed_values(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) -> dict:
@@ -342,8 +354,12 @@ def bind(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) -> dict:
         # (graph_training.low_precision_casts / _weight_casts, f_8 = 1): its GEMMs convert nothing themselves
         keep = 1.0 - vals[fm.f8]
         vals[fm.q_a], vals[fm.q_w], vals[fm.q_we] = (vals[x] * keep for x in (fm.q_a, fm.q_w, fm.q_we))
-    if np.any(_arr(kn.head_shards) > 0):
-        vals[S.H], vals[S.KV] = sharded_heads(vals[S.H], vals[S.KV], kn.head_shards)
+    n = kn.head_shards
+    if isinstance(n, (int, float)) and isinstance(vals[S.H], (int, float)) and isinstance(vals[S.KV], (int, float)):
+        if n > 0:  # one plan's: kept per (heads, KV heads, shards)
+            vals[S.H], vals[S.KV] = _sharded_heads_one(vals[S.H], vals[S.KV], n)
+    elif np.any(_arr(n) > 0):
+        vals[S.H], vals[S.KV] = sharded_heads(vals[S.H], vals[S.KV], n)
     vals.update(scenario_values(kn, cal))
     vals[ops.f_rc] = kn.recompute_share(arch.num_hidden_layers)
     return vals

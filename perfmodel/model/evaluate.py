@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import operator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,9 +79,9 @@ class CompiledGraph:
         if raw is None:
             raw = self.fn(*args)
         n_q, n_ops = len(QUANTITIES), len(self.ops)
-        if shape == ():  # one configuration: Python floats, converted in one call (a 0-d array each costs ~1 us)
-            table = np.array(raw, dtype=float).tolist()
-            return {qname: table[qi::n_q] for qi, qname in enumerate(QUANTITIES)}, shape
+        if shape == ():  # one configuration: Python numbers as the graph's source gives them (a constant's an int,
+            # whose arithmetic with floats is a float's: the same numbers as a sweep's arrays)
+            return {qname: raw[qi::n_q] for qi, qname in enumerate(QUANTITIES)}, shape
         return {qname: [np.asarray(raw[i * n_q + qi], dtype=float) for i in range(n_ops)]
                 for qi, qname in enumerate(QUANTITIES)}, shape
 
@@ -136,6 +137,16 @@ _GROUPS = {"tp": ("tp", ()), "ep": ("ep", ()), "cp": ("cp", ("tp", "da")), "pp":
            "dp": ("dense_dp", ("dense_dp_stride",)), "edp": ("expert_dp", ("expert_dp_stride",))}
 
 
+def _group_of(kn: bd.Knobs, group: str) -> tuple:
+    """(size, stride) of a plan group (_GROUPS): Python floats for one configuration, else arrays."""
+    size_knob, stride_knobs = _GROUPS[group]
+    size = 2.0 if size_knob is None else bd.num(getattr(kn, size_knob))
+    strides = [bd.num(getattr(kn, s)) for s in stride_knobs]
+    if all(isinstance(x, float) for x in strides):  # their product in numpy's order (a left-to-right reduce)
+        return size, functools.reduce(operator.mul, strides, 1.0) if strides else 1.0
+    return size, np.prod(np.broadcast_arrays(*[np.asarray(x, dtype=float) for x in strides]), axis=0)
+
+
 def _comm_rows(system: System, cal: Calibration, ops, comm_bytes: list, kn: bd.Knobs,
                fields: tuple[str, ...] = ("time_s",)) -> list:
     """Seconds per instance of each Comm op (0.0 for the others): the fastest algorithm for its
@@ -152,15 +163,11 @@ def _comm_rows(system: System, cal: Calibration, ops, comm_bytes: list, kn: bd.K
         if op.comm is None:
             continue
         if op.comm.group not in groups:
-            size_knob, stride_knobs = _GROUPS[op.comm.group]
-            groups[op.comm.group] = (
-                2.0 if size_knob is None else np.asarray(getattr(kn, size_knob), dtype=float),
-                np.prod(np.broadcast_arrays(*[np.asarray(getattr(kn, s), dtype=float) for s in stride_knobs]),
-                        axis=0) if stride_knobs else 1.0)
+            groups[op.comm.group] = _group_of(kn, op.comm.group)
         size, stride = groups[op.comm.group]
         nbytes = comm_bytes[i]
         if op.comm.collective == Collective.ALL_TO_ALL and op.comm.group == "ep":
-            nbytes = nbytes * np.asarray(u, dtype=float)
+            nbytes = nbytes * bd.num(u)
         rpc = tp_ranks if op.comm.group == "tp" else 1
         if fields == ("time_s",):
             out[i] = collectives.collective_time(system, cal, op.comm.collective, nbytes, size, stride,
@@ -228,19 +235,25 @@ def scenario_columns(system: System, arch: ModelArch, s: Scenario) -> dict:
             "recompute": s.recompute.value, "optimizer": s.optimizer.value, "flash_attention": s.flash_attention}
 
 
-def _first(v) -> float:
-    """A total's (first) value as a Python float: directly where it is one number (a point's), else its first."""
-    return float(v) if isinstance(v, (float, np.floating)) else float(np.asarray(v).ravel()[0])
+def _first(v):
+    """A column's (first) value as a Python number: directly where it is one number (a point's), else its first."""
+    if isinstance(v, (float, np.floating)):
+        return float(v)
+    return v.item() if isinstance(v, np.ndarray) and v.size == 1 else np.asarray(v).ravel()[0].item()
 
 
 def _row(system: System, arch: ModelArch, scenario: Scenario, overlap: Overlap, summ: dict, feas) -> dict:
     """The summary row: the scenario's inputs, every total as a float, the feasibility columns."""
-    row = {**scenario_columns(system, arch, scenario), "overlap": Overlap(overlap).value,
-           **{k: _first(v) for k, v in summ.items()}}
+    row = scenario_columns(system, arch, scenario)
+    row["overlap"] = Overlap(overlap).value
     bad = [k for k, v in row.items() if isinstance(v, float) and not math.isfinite(v)]
+    for k, v in summ.items():
+        row[k] = x = float(_first(v))
+        if not math.isfinite(x):
+            bad.append(k)
     if bad:
         raise ValueError(f"non-finite results for {', '.join(bad)}: check the scenario and spec values")
-    row.update({k: np.asarray(v).ravel()[0].item() for k, v in feas.columns().items()})
+    row.update({k: _first(v) for k, v in feas.columns().items()})
     return row
 
 

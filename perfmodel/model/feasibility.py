@@ -49,6 +49,7 @@ Does not: price time, or search serving plans (serving.search, serving.planner).
 from __future__ import annotations
 
 import functools
+import operator
 from dataclasses import dataclass
 from typing import Callable
 
@@ -95,22 +96,21 @@ def _make_rules(system: System, arch: ModelArch, phase: Phase, recompute: Recomp
     H, K, L = arch.num_attention_heads, arch.num_key_value_heads, arch.num_hidden_layers
     E, P = arch.num_experts, arch.max_position_embeddings
     rules = [
-        Rule("counts", lambda v: functools.reduce(np.logical_or, [v[k] < 1 for k in COUNT_FIELDS], v["context"] < 0),
+        Rule("counts", lambda v: functools.reduce(operator.or_, [v[k] < 1 for k in COUNT_FIELDS], v["context"] < 0),
              lambda s: "batch, sequence, context and every parallel degree must be whole numbers >= 1 "
                        "(context >= 0)"),
-        Rule("tp_heads", lambda v: (v["pad_heads"] == 0) & (np.mod(H, v["tp"]) != 0),
+        Rule("tp_heads", lambda v: (v["pad_heads"] == 0) & (H % v["tp"] != 0),
              lambda s: f"{s['tp']} does not divide the {H} attention heads of {arch.name}"),
-        Rule("tp_kv_heads", lambda v: (v["pad_heads"] == 0) & (np.mod(K, v["tp"]) != 0)
-             & (np.mod(v["tp"], K) != 0),
+        Rule("tp_kv_heads", lambda v: (v["pad_heads"] == 0) & (K % v["tp"] != 0) & (v["tp"] % K != 0),
              lambda s: f"{s['tp']} is neither a divisor nor a multiple of the {K} KV heads of {arch.name}"),
         Rule("pp_layers", lambda v: v["pp"] > L,
              lambda s: f"{s['pp']} pipeline stages for the {L} layers of {arch.name} (a stage holds at least one)"),
         Rule("pp_interleaved", lambda v: (v["pp_virtual"] > 1) & (v["pp"] * v["pp_virtual"] > L),
              lambda s: f"{s['pp']} stages x {s['pp_virtual']} virtual chunks is more chunks than the {L} layers of "
                        f"{arch.name} (every chunk holds a layer)"),
-        Rule("ep_group", lambda v: np.mod(v["tp"] * v["da"], v["ep"]) != 0,
+        Rule("ep_group", lambda v: v["tp"] * v["da"] % v["ep"] != 0,
              lambda s: f"{s['ep']} does not divide the replica's tp x da chips ({s['tp']}, {s['da']})"),
-        Rule("batch_da", lambda v: np.mod(v["batch"], v["da"]) != 0,
+        Rule("batch_da", lambda v: v["batch"] % v["da"] != 0,
              lambda s: f"{s['batch']} is not a multiple of the attention data-parallel degree {s['da']}"),
         Rule("context_max", lambda v: v["context"] + (1.0 if phase == Phase.DECODE else v["seq_len"]) > P,
              lambda s: f"{s['context']} + {'1 new token' if phase == Phase.DECODE else s['seq_len']} "
@@ -135,13 +135,13 @@ def _make_rules(system: System, arch: ModelArch, phase: Phase, recompute: Recomp
                                         f"(node.host_link_bandwidth): offloaded activations cannot be priced"))
     if arch.num_linear_layers:
         hk = arch.linear_num_key_heads
-        rules.append(Rule("tp_linear_heads", lambda v: np.mod(hk, v["tp"]) != 0,
+        rules.append(Rule("tp_linear_heads", lambda v: hk % v["tp"] != 0,
                           lambda s: f"{s['tp']} does not divide the {hk} Gated DeltaNet key heads of {arch.name}"))
     if arch.is_moe:
-        rules.append(Rule("ep_experts", lambda v: np.mod(E, v["ep"]) != 0,
+        rules.append(Rule("ep_experts", lambda v: E % v["ep"] != 0,
                           lambda s: f"{s['ep']} does not divide the {E} experts of {arch.name}"))
     if phase != Phase.DECODE:
-        rules.append(Rule("cp_sequence", lambda v: np.mod(v["seq_len"], v["cp"]) != 0,
+        rules.append(Rule("cp_sequence", lambda v: v["seq_len"] % v["cp"] != 0,
                           lambda s: f"{s['cp']} does not divide the sequence length ({s['seq_len']})"))
     return tuple(rules)
 
@@ -217,10 +217,15 @@ def check_rules(system: System, arch: ModelArch, kn: bd.Knobs,
     """(valid, reasons) of the configurations in `kn`, broadcast together (recompute: the training policy)."""
     v = _values(bd.on_system(system, kn))
     rules = _rules(system, arch, Phase(kn.phase), recompute)
-    if all(isinstance(x, float) for x in v.values()):  # one configuration: its reasons directly (np.unique and
-        with np.errstate(divide="ignore", invalid="ignore"):  # broadcasts cost more than the rules)
-            text = _reasons(rules, [bool(r.broken(v)) for r in rules], v)
-        return np.bool_(not text), text
+    if all(isinstance(x, float) for x in v.values()):  # one configuration: its rules on Python floats and its
+        try:  # reasons directly (np.unique and broadcasts cost more than the rules)
+            broken = [bool(r.broken(v)) for r in rules]
+        except ArithmeticError:  # a zero count or head count: numpy's path below carries it to NaN (broken)
+            broken = None
+        if broken is not None:
+            text = _reasons(rules, broken, v)
+            return np.bool_(not text), text
+    v = {k: np.asarray(x) for k, x in v.items()}  # numpy's division and modulo carry a zero to inf / NaN
     with np.errstate(divide="ignore", invalid="ignore"):
         broken = [np.asarray(r.broken(v), dtype=bool) for r in rules]
     shape = np.broadcast_shapes(*[b.shape for b in broken], *[np.shape(x) for x in v.values()])
@@ -242,11 +247,15 @@ def feasibility(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     """Validity and memory fit of every configuration in `kn` (see the module doc)."""
     cal = cal or calibration_for(system)
     valid, reasons = check_rules(system, arch, kn, recompute)
-    flash, sp = np.asarray(kn.flash_attention, dtype=bool), np.asarray(kn.sequence_parallel, dtype=bool)
+    flash, sp = kn.flash_attention, kn.sequence_parallel
+    if isinstance(flash, bool) and isinstance(sp, bool):  # one value of each (a point's, most sweeps')
+        switches = [(flash, sp)]
+    else:
+        flash, sp = np.asarray(flash, dtype=bool), np.asarray(sp, dtype=bool)
+        switches = [(f, s) for f in _distinct(flash) for s in _distinct(sp)]
     with np.errstate(divide="ignore", invalid="ignore"):
         # footprint takes these two switches as scalars: a sweep over them is priced once per value
-        fps = {(f, s): memory.footprint(system, arch, kn, cal, recompute, f, s)
-               for f in _distinct(flash) for s in _distinct(sp)}
+        fps = {(f, s): memory.footprint(system, arch, kn, cal, recompute, f, s) for f, s in switches}
 
     def pick(x):  # each configuration's value from the footprint of its (flash, sp) switches
         if len(fps) == 1:
@@ -255,10 +264,10 @@ def feasibility(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
 
     total, host = pick(lambda fp: fp.total_bytes), pick(lambda fp: fp.host_bytes)
     capacity, host_capacity = system.chip.hbm_capacity_bytes, next(iter(fps.values())).host_capacity_bytes
-    shape = np.broadcast_shapes(valid.shape, total.shape)
-    if np.ndim(valid) == 0 and shape == total.shape:  # one configuration: the rule's answer takes the footprint's
-        valid, reasons = np.asarray(valid).reshape(shape), np.asarray(reasons).reshape(shape)  # shape as a view
+    if valid.ndim == 0:  # one configuration's rules: the answer takes the footprint's shape as a view
+        valid, reasons = np.asarray(valid).reshape(total.shape), np.asarray(reasons).reshape(total.shape)
     else:
+        shape = np.broadcast_shapes(valid.shape, total.shape)
         total, valid, reasons = (np.broadcast_to(x, shape) for x in (total, valid, reasons))
     # fits is about memory alone (an invalid plan's footprint is still reported): `usable` is both; offloaded
     # activations within the host memory per chip (Footprint.host_fits)

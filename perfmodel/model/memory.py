@@ -118,7 +118,7 @@ def params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase = Phase.PREFIL
     if lora and phase != Phase.TRAIN:
         return np.zeros(())
     degrees = (kn.tp, kn.pp, kn.ep, kn.da) + ((kn.lora_rank,) if lora else ())
-    if all(np.ndim(x) == 0 for x in degrees):  # one configuration (a loop of them): counted once per plan
+    if all(getattr(x, "ndim", 0) == 0 for x in degrees):  # one configuration (a loop of them): once per plan
         return _PARAMS.get((arch,), (phase, experts, quantized, lora, *(float(x) for x in degrees)),
                            lambda: _params_per_device(arch, kn, phase, experts, quantized, lora))
     return _params_per_device(arch, kn, phase, experts, quantized, lora)
@@ -152,12 +152,17 @@ def kv_bytes_per_token_layer(arch: ModelArch, tp, bkv: float, head_shards=0) -> 
     replicated so that every rank holds one), spread over the tp devices."""
     if arch.attention == AttentionKind.MLA:
         index_keys = arch.index_head_dim * av.INDEX_KEY_BYTES if arch.sparse_attention else 0.0
-        return np.asarray((arch.kv_lora_rank + arch.qk_rope_head_dim) * bkv + index_keys, dtype=float) * np.ones_like(
-            np.asarray(tp, dtype=float))
+        per_token = (arch.kv_lora_rank + arch.qk_rope_head_dim) * bkv + index_keys
+        if isinstance(tp, (int, float)) and isinstance(per_token, (int, float)):  # one plan's
+            return float(per_token)
+        return np.asarray(per_token, dtype=float) * np.ones_like(np.asarray(tp, dtype=float))
     tp = tp if isinstance(tp, float) else np.asarray(tp, dtype=float)  # a Python float: one plan's (footprint)
-    kv_dev = np.maximum(arch.num_key_value_heads / tp, 1.0)
+    kv_dev = bd.maximum(arch.num_key_value_heads / tp, 1.0)
     n = head_shards if isinstance(head_shards, (int, float)) else np.asarray(head_shards, dtype=float)
-    if np.any(n > 0):
+    if isinstance(n, (int, float)):  # one plan's shards: its KV heads kept per (heads, KV heads, shards)
+        if n > 0:
+            kv_dev = bd._sharded_heads_one(arch.num_attention_heads, arch.num_key_value_heads, n)[1] / tp
+    elif np.any(n > 0):
         kv = bd.sharded_heads(arch.num_attention_heads, arch.num_key_value_heads, n)[1]
         kv_dev = np.where(n > 0, kv / tp, kv_dev)
     return 2 * kv_dev * arch.head_dim * bkv
@@ -209,10 +214,11 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
     P_exp = params_per_device(arch, kn, phase, experts=True) if arch.is_moe else 0.0
     bw = bd._dtype_map(kn.weights, bytes_per_element)
     bwe = bd._dtype_map(kn.weights if kn.expert_weights is None else kn.expert_weights, bytes_per_element)
-    ba = float(np.max(bd._dtype_map(kn.activations, bytes_per_element)))
+    ba = bd._dtype_map(kn.activations, bytes_per_element)
+    ba = ba if isinstance(ba, float) else float(np.max(ba))  # a sweep's widest
     bkv = bd._dtype_map(kn.kv_cache, bytes_per_element)
     zero, dp = f(kn.zero), f(kn.dp)
-    comp: dict[str, np.ndarray] = {c: np.zeros(1) for c in COMPONENTS}
+    comp: dict[str, np.ndarray] = {c: 0.0 if one else np.zeros(1) for c in COMPONENTS}
     comp["weights"] = ((P_dev - P_exp) * bw + P_exp * bwe) / bd.where(zero >= 3, dp, 1.0)
     notes, host = [], np.zeros(1)
     B, T, C0 = f(kn.batch), f(kn.seq_len), f(kn.context)
@@ -260,13 +266,16 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
             comp["kv_cache"] = comp["kv_cache"] + (B / da) / pp * bd.stage_stretch(arch, pp) \
                 * recurrent_state_bytes_per_sequence(arch, tp, ba)
         if arch.encoder_only:
-            comp["kv_cache"] = np.zeros(1)
+            comp["kv_cache"] = 0.0 if one else np.zeros(1)
         # transient working set: one layer's activations for the tokens of this step
         tokens = B * (1 if phase == Phase.DECODE else T) / (da * cp)
         comp["activations"] = tokens * activation_bytes_per_token_layer(arch, tp, ep, ba, 1.0)
     comp["reserved"] = np.asarray(cal["runtime_reserved_memory"], dtype=float)
-    if np.ndim(P_dev) == 0 and all(np.shape(v) in ((), (1,)) for v in comp.values()):  # one configuration: each
-        # component a one-value array, as a sweep of one gives
+    if one and all(getattr(v, "ndim", 0) == 0 for v in (P_dev, *comp.values())):  # one configuration: each
+        # component a one-value array, as a sweep of one gives (views of one array: a single numpy call)
+        shape, table = (1,), np.array([float(v) for v in comp.values()])
+        comp = {k: table[i:i + 1] for i, k in enumerate(comp)}
+    elif np.ndim(P_dev) == 0 and all(np.shape(v) in ((), (1,)) for v in comp.values()):
         shape = (1,)
         comp = {k: np.asarray(v, dtype=float).reshape(shape) for k, v in comp.items()}
     else:
@@ -276,7 +285,8 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
                 for k, a in ((k, np.asarray(v, dtype=float)) for k, v in comp.items())}
     node = system.node
     return Footprint(components=comp, capacity_bytes=system.chip.hbm_capacity_bytes,
-                     params_per_device=np.broadcast_to(P_dev, shape), notes=tuple(notes), host_bytes=host,
+                     params_per_device=np.asarray(P_dev).reshape(shape) if np.size(P_dev) == 1 and shape == (1,)
+                     else np.broadcast_to(P_dev, shape), notes=tuple(notes), host_bytes=host,
                      host_capacity_bytes=node.host_memory_bytes / node.chips if node.host_memory_bytes else None)
 
 

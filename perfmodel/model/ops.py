@@ -16,6 +16,7 @@ from enum import Enum
 import sympy as sp
 
 from perfmodel.comm.algorithms import Collective
+from perfmodel.core.object_cache import ObjectCache
 from perfmodel.core.symbols import KV, B, T, cp, t
 from perfmodel.core.workload import AttentionKind, ModelArch
 from perfmodel.model.formulas import Work
@@ -176,6 +177,11 @@ class GraphKey:
 
     @classmethod
     def of(cls, a: ModelArch) -> "GraphKey":
+        """The key of a model (kept per model object: a point's look-up of its compiled graph reads it)."""
+        return _KEYS.get((a,), (), lambda: cls._of(a))
+
+    @classmethod
+    def _of(cls, a: ModelArch) -> "GraphKey":
         n_sw, n_la = a.num_sliding_layers, a.num_linear_layers
         return cls(
             attention=a.attention, sliding=n_sw > 0, full=n_sw + n_la < a.num_hidden_layers, moe=a.is_moe,
@@ -186,6 +192,9 @@ class GraphKey:
             sinks=a.attention_sinks, qk_norm=a.qk_norm, linear=n_la > 0, sparse=a.sparse_attention,
             attn_gate=a.attn_output_gate, qk_norm_per_layer=a.qk_norm_per_layer,
             shared_expert_gate=a.shared_expert_gate)
+
+
+_KEYS = ObjectCache(256)  # GraphKey per model object (a frozen record: its key cannot change)
 
 
 def forward_op(name, group, kind, count, work, comm=None, formula="", backward=None, io=None,

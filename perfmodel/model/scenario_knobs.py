@@ -6,6 +6,7 @@ Does not: bind symbols (bindings.py) or evaluate anything.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,9 +19,10 @@ def _arr(x) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
 
-# One configuration's knobs are Python numbers: the helpers below keep them Python floats and bools, whose
-# arithmetic is ~20x cheaper than numpy's on 0-d arrays (the API called in a loop), and give a sweep's arrays
-# numpy's. Both paths give the same IEEE values, so a point and its configuration in a sweep agree to the bit.
+# One configuration's knobs are Python numbers: the helpers below (num, flag, where, maximum, minimum, ceil) keep
+# them Python floats and bools, whose arithmetic is ~20x cheaper than numpy's on 0-d arrays (the API called in a
+# loop), and give a sweep's arrays numpy's. Both paths give the same IEEE values, so a point and its configuration
+# in a sweep agree to the bit.
 def num(x):
     """x as float: a Python float for one number, else a float array."""
     return float(x) if isinstance(x, (int, float)) else np.asarray(x, dtype=float)
@@ -46,6 +48,27 @@ def where(cond, a, b):
     if isinstance(cond, bool) and getattr(a, "ndim", 0) == 0 and getattr(b, "ndim", 0) == 0:
         return a if cond else b
     return np.where(cond, a, b)
+
+
+def maximum(a, b):
+    """np.maximum(a, b), on two Python floats as numpy gives it (the larger; a NaN wins)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a if (a >= b or a != a) else b
+    return np.maximum(a, b)
+
+
+def minimum(a, b):
+    """np.minimum(a, b), on two Python floats as numpy gives it (the smaller; a NaN wins)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a if (a <= b or a != a) else b
+    return np.minimum(a, b)
+
+
+def ceil(x):
+    """np.ceil(x), on a finite Python float as a Python float."""
+    if isinstance(x, float) and math.isfinite(x):
+        return float(math.ceil(x))
+    return np.ceil(x)
 
 
 @dataclass(frozen=True)
@@ -105,7 +128,7 @@ class Knobs:
         its ceil(L / p) layers (Megatron-Core's block method counts per chunk; a model of `layers` layers), 1 when it
         re-runs every layer (recompute_layers 0)."""
         n = num(self.recompute_layers) * num(self.pp_virtual)
-        return where(n > 0, np.minimum(n / np.ceil(layers / _arr(self.pp)), 1.0), 1.0)
+        return where(n > 0, minimum(n / ceil(layers / num(self.pp)), 1.0), 1.0)
 
     @property
     def expert_dp(self) -> np.ndarray:

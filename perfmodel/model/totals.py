@@ -26,8 +26,12 @@ from perfmodel.model.roofline import ENGINES
 
 
 def stack_rows(rows: list, shape: tuple) -> np.ndarray:
-    """Per-operator arrays (any broadcastable shapes) as one array [op, configuration...]."""
-    return np.stack([np.broadcast_to(r, shape) for r in rows]) if rows else np.zeros((0,) + tuple(shape))
+    """Per-operator arrays (any broadcastable shapes) as one float array [op, configuration...] (a point's rows may
+    be Python ints: CompiledGraph.rows)."""
+    if not rows:
+        return np.zeros((0,) + tuple(shape))
+    out = np.stack([np.broadcast_to(r, shape) for r in rows])
+    return out if out.dtype == np.float64 else out.astype(np.float64)
 
 
 def opsum(terms: list, shape: tuple, pairwise: bool | None = None) -> np.ndarray:
