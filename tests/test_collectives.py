@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from perfmodel import catalog
-from perfmodel.catalog.calibration import Calibration, Param
+from perfmodel.catalog.calibration import Calibration, Param, calibration_for
 from perfmodel.comm import collectives as co
 from perfmodel.comm.algorithms import Collective
 from perfmodel.core.hardware import LinkTier, Scope, Topology
@@ -294,3 +294,38 @@ def test_engines_dispatch_fp8_tokens_when_the_experts_compute_in_8_bits():
     names = [op.name for op in ops]
     dispatch, combine = (float(np.asarray(q["comm_bytes"][names.index(n)]).max()) for n in ("moe.dispatch", "moe.combine"))
     assert dispatch / combine == pytest.approx((1 + 4 / 128) / 2.0)
+
+
+ONE_MESSAGE_CASES = (  # collective, group, stride, bytes, ranks per chip
+    (Collective.ALL_REDUCE, 8.0, 1.0, 3.0e6, 1), (Collective.ALL_REDUCE, 64.0, 1.0, 2.0 ** 30, 1),
+    (Collective.ALL_GATHER, 4.0, 2.0, 1024.0, 1), (Collective.ALL_TO_ALL, 16.0, 4.0, 7.3e6, 1),
+    (Collective.REDUCE_SCATTER, 2.0, 8.0, 0.0, 1), (Collective.ALL_REDUCE, 4.0, 1.0, 8192.0, 4),
+    (Collective.BROADCAST, 32.0, 1.0, 1.0e5, 1), (Collective.SEND_RECV, 2.0, 64.0, 5.0e7, 1))
+
+
+def test_one_message_on_python_floats_is_the_array_path_bit_for_bit():
+    """collective_fields prices one configuration's message on Python floats (collectives._cost, core/elementwise):
+    every field, and every algorithm's breakdown, equals the array path's, on every catalogue system, collective,
+    group shape and rank count."""
+    fields = ("time_s", "latency_s", "bandwidth_s", "fixed_s", "algorithm", "crosses", "group", "nbytes", "ranks")
+    checked = 0
+    for name in catalog.list_systems():
+        s = catalog.load_system(name)
+        cal = calibration_for(s)
+        for c, g, stride, n, r in ONE_MESSAGE_CASES:
+            try:
+                want = co.collective_cost(s, cal, c, np.array([n]), np.array([g]), np.array([stride]),
+                                          ranks_per_chip=r)
+            except ValueError:
+                continue  # a group larger than the system: the array path says so
+            got = co._cost(s, cal, c, n, g, stride, "auto", "in-graph", r)
+            for f in fields:
+                w, v = np.asarray(getattr(want, f)).ravel()[0], getattr(got, f)
+                assert (w == v and (isinstance(v, str) or np.float64(w).tobytes() == np.float64(v).tobytes())), \
+                    (name, c.value, g, f, w, v)
+            for alg, parts in want.per_algorithm.items():
+                for w, v in zip(parts, got.per_algorithm[alg]):
+                    w = np.asarray(w).ravel()[0]
+                    assert w == v or (np.isnan(w) and np.isnan(v)), (name, c.value, g, alg)
+            checked += 1
+    assert checked > 50

@@ -72,8 +72,9 @@ def test_scalar_maxima_and_ceilings_are_numpys():
     for a, b in ((1.0, 2.0), (2.0, 1.0), (float("nan"), 1.0), (1.0, float("nan")), (-0.0, 0.0)):
         assert np.array_equal(ns["vmax"](a, b), np.maximum(a, b), equal_nan=True)
         assert np.array_equal(ns["vmin"](a, b), np.minimum(a, b), equal_nan=True)
-    for x in (2.1, -2.1, 3.0, float("inf"), float("-inf"), float("nan")):
+    for x in (2.1, -2.1, 3.0, -0.5, -0.0, float("inf"), float("-inf"), float("nan")):
         assert np.array_equal(ns["ceil"](x), np.ceil(x), equal_nan=True)
+        assert np.signbit(ns["ceil"](x)) == np.signbit(np.ceil(x))  # -0.5 rounds up to -0.0
 
 
 @pytest.mark.parametrize("system,workload,scenario", CASES, ids=[f"{c[0]}-{c[1]}-{c[2].phase.value}" for c in CASES])

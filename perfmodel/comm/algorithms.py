@@ -48,6 +48,7 @@ from enum import Enum
 import numpy as np
 
 from perfmodel.comm.topology import GroupDim
+from perfmodel.core import elementwise as ew
 from perfmodel.core.hardware import Scope
 
 
@@ -80,7 +81,7 @@ def _bi(gd: GroupDim):
     through other groups' chips)."""
     if not gd.dim.link:
         return gd.dim.rate_bytes_per_s
-    return gd.dim.rate_bytes_per_s * np.where(gd.m > 2, 2.0, 1.0)
+    return gd.dim.rate_bytes_per_s * ew.where(gd.m > 2, 2.0, 1.0)
 
 
 def _ring_phase(gd: GroupDim, n_d, bidir: bool = True):
@@ -93,17 +94,17 @@ def _ring_phase(gd: GroupDim, n_d, bidir: bool = True):
 def _pairwise(gd: GroupDim, data_j):
     """Steps j = 0.. while 2^j < m: exchange data_j(j) bytes with the member delta = 2^j away
     (delta h hops on a link dimension, congestion max(1, delta h / 2) on its links)."""
-    lat = np.zeros_like(gd.m)
-    bw = np.zeros_like(gd.m)
+    lat = ew.zeros_like(gd.m)
+    bw = ew.zeros_like(gd.m)
     for j in range(_MAX_TREE_STEPS):
         delta = 2.0 ** j
         on = delta < gd.m
-        if not np.any(on):
+        if not ew.any_true(on):
             break
-        hops = delta * gd.h if gd.dim.link else np.ones_like(gd.m)
-        cong = np.maximum(1.0, hops / 2.0) if gd.dim.link else 1.0
-        lat = lat + np.where(on, gd.dim.alpha_s * hops, 0.0)
-        bw = bw + np.where(on, data_j(j) * cong / _uni(gd), 0.0)
+        hops = delta * gd.h if gd.dim.link else ew.ones_like(gd.m)
+        cong = ew.maximum(1.0, hops / 2.0) if gd.dim.link else 1.0
+        lat = lat + ew.where(on, gd.dim.alpha_s * hops, 0.0)
+        bw = bw + ew.where(on, data_j(j) * cong / _uni(gd), 0.0)
     return lat, bw
 
 
@@ -114,29 +115,29 @@ def _tree_phase(gd: GroupDim, n_d):
 
 def _avg_hops(m):
     """Mean shortest distance to the other members of a bidirectional ring of m: floor(m^2/4)/(m-1)."""
-    return np.where(m > 1, np.floor(m * m / 4.0) / np.maximum(m - 1, 1.0), 0.0)
+    return ew.where(m > 1, ew.floor(m * m / 4.0) / ew.maximum(m - 1, 1.0), 0.0)
 
 
 def _direct_phase(gds: list[GroupDim], n):
     """One-step exchange of n/g with every peer (reduce-scatter, all-gather or all-to-all)."""
-    g = np.prod([gd.m for gd in gds], axis=0) if gds else np.ones_like(n)
-    lat_link = np.zeros_like(g)
-    lat_sw = np.zeros_like(g)
+    g = ew.prod_rows([gd.m for gd in gds]) if gds else ew.ones_like(n)
+    lat_link = ew.zeros_like(g)
+    lat_sw = ew.zeros_like(g)
     per_ports: dict[int, np.ndarray] = {}
-    inner = np.ones_like(g)
+    inner = ew.ones_like(g)
     for gd in gds:
         m, d = gd.m, gd.dim
         used = m > 1
         if d.link:
             moving = n * (m - 1) / m  # bytes whose coordinate along d differs
             t = moving * _avg_hops(m) * gd.h / _bi(gd)
-            lat_link = lat_link + np.where(used, d.alpha_s * np.floor(m / 2.0) * gd.h, 0.0)
+            lat_link = lat_link + ew.where(used, d.alpha_s * ew.floor(m / 2.0) * gd.h, 0.0)
         else:
             t = n * (m - 1) * inner / g / d.rate_bytes_per_s
-            lat_sw = np.maximum(lat_sw, np.where(used, d.alpha_s, 0.0))
-        per_ports[d.ports] = per_ports.get(d.ports, 0.0) + np.where(used, t, 0.0)
+            lat_sw = ew.maximum(lat_sw, ew.where(used, d.alpha_s, 0.0))
+        per_ports[d.ports] = per_ports.get(d.ports, 0.0) + ew.where(used, t, 0.0)
         inner = inner * m
-    bw = np.max(np.stack([np.broadcast_to(v, np.shape(g)) for v in per_ports.values()]), axis=0)
+    bw = ew.max_rows(list(per_ports.values()), np.shape(g))
     return lat_link + lat_sw, bw
 
 
@@ -149,45 +150,42 @@ def _levels(gds: list[GroupDim]) -> list[list[GroupDim]]:
 
 def _seq(gds: list[GroupDim], n, phase):
     """Apply a per-dimension phase inner to outer on shrinking data; sum latency and bandwidth."""
-    lat = np.zeros_like(n)
-    bw = np.zeros_like(n)
+    lat = ew.zeros_like(n)
+    bw = ew.zeros_like(n)
     n_d = n
     for gd in gds:
         a, b = phase(gd, n_d)
         used = gd.m > 1
-        lat = lat + np.where(used, a, 0.0)
-        bw = bw + np.where(used, b, 0.0)
+        lat = lat + ew.where(used, a, 0.0)
+        bw = bw + ew.where(used, b, 0.0)
         n_d = n_d / gd.m
     return lat, bw
 
 
 def _best(*pairs):
-    tot = np.stack([a + b for a, b in pairs])
-    i = np.argmin(tot, axis=0)
-    lat = np.choose(i, [a for a, _ in pairs])
-    bw = np.choose(i, [b for _, b in pairs])
-    return lat, bw
+    i = ew.argmin_rows([a + b for a, b in pairs])
+    return ew.choose(i, [a for a, _ in pairs]), ew.choose(i, [b for _, b in pairs])
 
 
 def _ring_rates(gds, bidir: bool) -> np.ndarray:
     """Slowest hop of a flat ring. Its scale-out hop leaves each node at one chip, so the group
     gets the node's NIC share of its m_in members there, up to what one chip reaches alone."""
-    m_in = np.ones_like(gds[0].m)
-    rate = np.full_like(gds[0].m, np.inf)
+    m_in = ew.ones_like(gds[0].m)
+    rate = ew.full_like(gds[0].m, np.inf)
     for gd in gds:
         r = _bi(gd) if bidir else _uni(gd)
         if np.isinf(gd.dim.size):
-            r = np.minimum(gd.dim.rate_bytes_per_s * m_in, max(gd.dim.lone_rate_bytes_per_s, gd.dim.rate_bytes_per_s))
+            r = ew.minimum(gd.dim.rate_bytes_per_s * m_in, max(gd.dim.lone_rate_bytes_per_s, gd.dim.rate_bytes_per_s))
         else:
             m_in = m_in * gd.m
-        rate = np.where(gd.m > 1, np.minimum(rate, r), rate)
-    return np.where(np.isfinite(rate), rate, 1.0)
+        rate = ew.where(gd.m > 1, ew.minimum(rate, r), rate)
+    return ew.where(ew.isfinite(rate), rate, 1.0)
 
 
 def _flat_ring(gds, n, bidir: bool):
-    g = np.prod([gd.m for gd in gds], axis=0)
+    g = ew.prod_rows([gd.m for gd in gds])
     used = [gd.m > 1 for gd in gds]
-    a = np.max([np.where(u, gd.dim.alpha_s * gd.h, 0.0) for gd, u in zip(gds, used)], axis=0)
+    a = ew.max_rows([ew.where(u, gd.dim.alpha_s * gd.h, 0.0) for gd, u in zip(gds, used)])
     return (g - 1) * a, (g - 1) / g * n / _ring_rates(gds, bidir)
 
 
@@ -217,21 +215,21 @@ def _level_rs(lvl, n_l):
 def _nvls_pair(gds, n):
     """All-reduce (reduce-scatter + all-gather pair) by in-switch reduction over the dimensions the
     group spans: alpha_r + n (1 + 1/g) / (b eta_r); inf where one of them is not a reducing switch."""
-    g = np.prod([gd.m for gd in gds], axis=0)
-    ok = np.ones_like(g, dtype=bool)
-    rate = np.full_like(g, np.inf)
-    alpha = np.zeros_like(g)
+    g = ew.prod_rows([gd.m for gd in gds])
+    ok = True if ew.one(g) else np.ones_like(g, dtype=bool)
+    rate = ew.full_like(g, np.inf)
+    alpha = ew.zeros_like(g)
     for gd in gds:
         on = gd.m > 1
         d = gd.dim
-        reduces = (not d.link) and d.reduce_eff > 0 and np.isfinite(d.size)
-        ok &= ~on | reduces
-        rate = np.where(on, np.minimum(rate, d.rate_bytes_per_s * d.reduce_eff), rate)
-        alpha = np.where(on, np.maximum(alpha, d.reduce_alpha_s), alpha)
-    ok &= g > 1
-    safe = np.where(ok & np.isfinite(rate) & (rate > 0), rate, 1.0)
-    lat = np.where(ok, alpha, np.inf)
-    bw = np.where(ok, n * (1 + 1 / np.maximum(g, 1.0)) / safe, np.inf)
+        reduces = bool((not d.link) and d.reduce_eff > 0 and np.isfinite(d.size))
+        ok = ok & (ew.logical_not(on) | reduces)
+        rate = ew.where(on, ew.minimum(rate, d.rate_bytes_per_s * d.reduce_eff), rate)
+        alpha = ew.where(on, ew.maximum(alpha, d.reduce_alpha_s), alpha)
+    ok = ok & (g > 1)
+    safe = ew.where(ok & ew.isfinite(rate) & (rate > 0), rate, 1.0)
+    lat = ew.where(ok, alpha, np.inf)
+    bw = ew.where(ok, n * (1 + 1 / ew.maximum(g, 1.0)) / safe, np.inf)
     return lat, bw
 
 
@@ -243,7 +241,7 @@ def _level_allreduce(lvl, n_l):
 
 def _hier(gds, n, p, level_cost, shrink: bool = True, factor: float = 1.0):
     """Tiers in turn; bandwidth = (1-p) sum + p max over tiers (tiers on the same ports add)."""
-    lat = np.zeros_like(n)
+    lat = ew.zeros_like(n)
     per_ports: dict[frozenset, np.ndarray] = {}
     n_l = n
     for lvl in _levels(gds):
@@ -252,10 +250,9 @@ def _hier(gds, n, p, level_cost, shrink: bool = True, factor: float = 1.0):
         key = frozenset(gd.dim.ports // 10 for gd in lvl)
         per_ports[key] = per_ports.get(key, 0.0) + factor * b
         if shrink:
-            n_l = n_l / np.prod([gd.m for gd in lvl], axis=0)
-    bws = np.stack([np.broadcast_to(v, np.shape(n)) for v in per_ports.values()]) if per_ports \
-        else np.zeros((1,) + np.shape(n))
-    bw = (1 - p) * bws.sum(axis=0) + p * bws.max(axis=0)
+            n_l = n_l / ew.prod_rows([gd.m for gd in lvl])
+    bws = list(per_ports.values()) or [ew.zeros_like(n)]
+    bw = (1 - p) * ew.sum_rows(bws, np.shape(n)) + p * ew.max_rows(bws, np.shape(n))
     return lat, bw
 
 
@@ -292,13 +289,13 @@ def _bcast(alg: str, gds, n, p: float):
 
 
 def _seq_full(gds, n, phase):
-    lat = np.zeros_like(n)
-    bw = np.zeros_like(n)
+    lat = ew.zeros_like(n)
+    bw = ew.zeros_like(n)
     for gd in gds:
         a, b = phase(gd, n)
         used = gd.m > 1
-        lat = lat + np.where(used, a, 0.0)
-        bw = bw + np.where(used, b, 0.0)
+        lat = lat + ew.where(used, a, 0.0)
+        bw = bw + ew.where(used, b, 0.0)
     return lat, bw
 
 
@@ -328,11 +325,11 @@ def algorithm_cost(c: Collective, alg: str, gds, n, p: float):
     if c == Collective.SEND_RECV:
         if alg != "direct":
             return None
-        lat = np.zeros_like(n)
-        rate = np.full_like(n, np.inf)
+        lat = ew.zeros_like(n)
+        rate = ew.full_like(n, np.inf)
         for gd in gds:
             used = gd.m > 1
-            lat = lat + np.where(used, gd.dim.alpha_s * gd.h, 0.0)
-            rate = np.where(used, np.minimum(rate, _bi(gd)), rate)
-        return lat, n / np.where(np.isfinite(rate), rate, 1.0)
+            lat = lat + ew.where(used, gd.dim.alpha_s * gd.h, 0.0)
+            rate = ew.where(used, ew.minimum(rate, _bi(gd)), rate)
+        return lat, n / ew.where(ew.isfinite(rate), rate, 1.0)
     raise ValueError(f"unknown collective {c!r}")

@@ -41,7 +41,8 @@ import pandas as pd
 
 from perfmodel.catalog.calibration import Calibration
 from perfmodel.comm.algorithms import ALGORITHMS, Collective, algorithm_cost
-from perfmodel.comm.topology import GroupDim, core_dim, place_group, scope_key, topology_dims
+from perfmodel.comm.topology import GroupDim, core_dim, place, place_group, scope_key, topology_dims
+from perfmodel.core import elementwise as ew
 from perfmodel.core.hardware import Scope, System
 
 __all__ = ["ALGORITHMS", "BUS_FACTOR", "LAUNCH", "CollectiveCost", "collective_cost", "collective_fields",
@@ -83,10 +84,11 @@ class CollectiveCost:
 TIERS = ("none",) + tuple(scope_key(s) for s in Scope)
 
 
-def _outermost(gds: list[GroupDim], shape) -> np.ndarray:
-    out = np.full(shape, "none", dtype=object)
+def _outermost(gds: list[GroupDim], g) -> np.ndarray:
+    """The outermost tier each group spans (the groups g: an array, or one Python float and a name back)."""
+    out = "none" if ew.one(g) else np.full(np.shape(g), "none", dtype=object)
     for gd in gds:
-        out = np.where(gd.m > 1, scope_key(gd.dim.scope), out)
+        out = ew.where(gd.m > 1, scope_key(gd.dim.scope), out)
     return out
 
 
@@ -113,13 +115,13 @@ def _unavailable(alg: str, ranks: np.ndarray, crosses: np.ndarray, cal: Calibrat
     many ranks; `intranode_multistep_algorithms` = 0 leaves only the ring family (ring, bidir-ring)
     and, up to the cap, direct: no per-dimension rings, recursive halving-doubling or tiered
     schedules inside a node. A family file without these parameters restricts nothing."""
-    inside = np.isin(crosses, ("none", "node"))
+    inside = crosses in ("none", "node") if isinstance(crosses, str) else (crosses == "none") | (crosses == "node")
     cap = cal.get("intranode_direct_max_ranks", 0.0)
     if alg == "direct":
         return inside & (cap > 0) & (ranks > cap)
     if alg in ("2d-ring", "tree", "hierarchical"):
         return inside & (cal.get("intranode_multistep_algorithms", 1.0) == 0)
-    return np.zeros(np.shape(ranks), dtype=bool)
+    return False if ew.one(ranks) else np.zeros(np.shape(ranks), dtype=bool)
 
 
 FLAT_RINGS = ("ring", "bidir-ring")
@@ -135,12 +137,17 @@ def collective_cost(system: System, cal: Calibration, collective, nbytes, group,
     (a TP all-reduce's whole buffer on every rank)."""
     c = Collective(collective)
     n, g, s = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (nbytes, group, stride)))
-    n, g, s = n.copy(), g.copy(), s.copy()
-    r = int(ranks_per_chip)
-    gds = place_group(topology_dims(system, cal), g, s)
+    return _cost(system, cal, c, n.copy(), g.copy(), s.copy(), algorithm, launch, int(ranks_per_chip))
+
+
+def _cost(system: System, cal: Calibration, c: Collective, n, g, s, algorithm: str, launch: str,
+          r: int) -> CollectiveCost:
+    """collective_cost of messages n over groups g at strides s given as arrays of one shape, or as three Python
+    floats (one message: every field then a Python number or name, the same numbers; core/elementwise)."""
+    gds = place(topology_dims(system, cal), g, s)
     shared = gds
     if r > 1:
-        core = [GroupDim(core_dim(system, cal, r), np.full_like(g, float(r)), np.ones_like(g))]
+        core = [GroupDim(core_dim(system, cal, r), ew.full_like(g, float(r)), ew.ones_like(g))]
         # the r ranks of a chip share its links: where they all send at once (every algorithm but the flat
         # ring, whose steps cross a chip boundary once per chip), each rank gets 1/r of a chip's rate
         shared = core + [GroupDim(replace(gd.dim, rate_bytes_per_s=gd.dim.rate_bytes_per_s / r,
@@ -148,7 +155,7 @@ def collective_cost(system: System, cal: Calibration, collective, nbytes, group,
                          for gd in gds]
         gds = core + gds
     ranks = g * r
-    crosses = _outermost(gds, g.shape) if gds else np.full(g.shape, "none", dtype=object)
+    crosses = _outermost(gds, g)
     p = cal["hierarchical_pipelining"]
     active = (ranks > 1) & (n > 0)
     names = ALGORITHMS if algorithm == "auto" else (algorithm,)
@@ -157,24 +164,27 @@ def collective_cost(system: System, cal: Calibration, collective, nbytes, group,
         if alg not in ALGORITHMS:
             raise ValueError(f"unknown algorithm {alg!r} (choose from auto, {', '.join(ALGORITHMS)})")
         if not gds:
-            cost = (np.zeros_like(n), np.zeros_like(n))
+            cost = (ew.zeros_like(n), ew.zeros_like(n))
         else:
             cost = algorithm_cost(c, alg, gds if alg in FLAT_RINGS else shared, n, p)
         if cost is None:
-            inf = np.full_like(n, np.inf)
+            inf = ew.full_like(n, np.inf)
             per[alg] = (inf, inf, inf)
             continue
-        lat, bw = (np.where(active, x, 0.0) for x in cost)
+        lat, bw = (ew.where(active, x, 0.0) for x in cost)
         off = _unavailable(alg, ranks, crosses, cal) & active if algorithm == "auto" else False
-        per[alg] = (np.where(off, np.inf, lat + bw), lat, bw)
-    stack = np.stack([per[a][0] for a in names])
-    if not np.all(np.isfinite(stack.min(axis=0))):
+        per[alg] = (ew.where(off, np.inf, lat + bw), lat, bw)
+    totals = [per[a][0] for a in names]
+    idx = ew.argmin_rows(totals)  # the fastest (ties to the first); a group no algorithm applies to has only inf
+    if not np.all(ew.isfinite(ew.choose(idx, totals))):
         raise ValueError(f"algorithm {algorithm!r} does not apply to {c.value}")
-    idx = np.argmin(stack, axis=0)
-    pick = lambda k: np.choose(idx, [per[a][k] for a in names])
-    fixed = np.where(active, fixed_latency(cal, launch), 0.0)
-    alg_names = np.where(active, np.asarray(names, dtype=object)[idx], "none")
-    per = {a: (np.where(active, t + fixed, 0.0), la, bw) for a, (t, la, bw) in per.items()}
+
+    def pick(k: int):
+        return ew.choose(idx, [per[a][k] for a in names])
+
+    fixed = ew.where(active, fixed_latency(cal, launch), 0.0)
+    alg_names = ew.where(active, names[idx] if isinstance(idx, int) else np.asarray(names, dtype=object)[idx], "none")
+    per = {a: (ew.where(active, t + fixed, 0.0), la, bw) for a, (t, la, bw) in per.items()}
     return CollectiveCost(collective=c, time_s=pick(1) + pick(2) + fixed, algorithm=alg_names, latency_s=pick(1),
                           bandwidth_s=pick(2), fixed_s=fixed, group=g, nbytes=n, crosses=crosses,
                           per_algorithm=per, ranks=ranks)
@@ -289,16 +299,22 @@ def _one_message(system: System, cal: Calibration, collective, n: float, g: floa
         if hit is not None:
             _MEMO.move_to_end(key)
     if hit is None:
-        cost = collective_cost(system, cal, collective, np.array([n]), np.array([g]), np.array([s]), launch=launch,
-                               ranks_per_chip=ranks_per_chip)
-        hit = (system, {f: np.asarray(getattr(cost, f)) for f in fields})
+        try:  # Python arithmetic raises where numpy carries inf (a tier of zero bandwidth): numpy's path then
+            cost = _cost(system, cal, Collective(collective), n, g, s, "auto", launch, int(ranks_per_chip))
+            values = {f: np.array(v, dtype=float if isinstance(v, (int, float)) else object)
+                      for f, v in ((f, getattr(cost, f)) for f in fields)}
+        except ArithmeticError:
+            cost = collective_cost(system, cal, collective, np.array([n]), np.array([g]), np.array([s]),
+                                   launch=launch, ranks_per_chip=ranks_per_chip)
+            values = {f: np.asarray(getattr(cost, f)).reshape(()) for f in fields}
+        hit = (system, values)
         for a in hit[1].values():
             a.setflags(write=False)  # shared by later calls: never written
         with _MEMO_LOCK:
             _MEMO[key] = hit
             if len(_MEMO) > _MEMO_SIZE:
                 _MEMO.popitem(last=False)
-    return {f: v.reshape(()).copy() for f, v in hit[1].items()}
+    return {f: v.copy() for f, v in hit[1].items()}
 
 
 def collective_time(system: System, cal: Calibration, collective: Collective, nbytes, group, stride=1,

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfmodel.catalog.calibration import Calibration
+from perfmodel.core import elementwise as ew
 from perfmodel.core.hardware import Scope, System, Topology
 
 
@@ -114,25 +115,31 @@ def _switch_ports(system: System, k: int) -> int:
 def place_group(dims: tuple[Dim, ...], group, stride=1) -> list[GroupDim]:
     """Members and hop distance of a group along each dimension (arrays; innermost placement)."""
     g, s = np.broadcast_arrays(np.asarray(group, dtype=float), np.asarray(stride, dtype=float))
-    rem_g, rem_s = g.copy(), np.maximum(s, 1.0)
+    return place(dims, g.copy(), s)
+
+
+def place(dims: tuple[Dim, ...], g, s) -> list[GroupDim]:
+    """place_group of a group g and stride s given as arrays of one shape, or as two Python floats (one message:
+    GroupDim's m and h are then floats, the same numbers)."""
+    rem_g, rem_s = g, ew.maximum(s, 1.0)
     out = []
     for d in dims:
         if np.isinf(d.size):
-            out.append(GroupDim(d, rem_g.copy(), np.ones_like(g)))
-            rem_g = np.ones_like(g)
+            out.append(GroupDim(d, rem_g if ew.one(rem_g) else rem_g.copy(), ew.ones_like(g)))
+            rem_g = ew.ones_like(g)
             continue
         inside = rem_s < d.size
-        span = np.floor(d.size / rem_s)
-        m = np.where(inside, np.clip(np.minimum(rem_g, span), 1.0, None), 1.0)
-        h = np.where(inside, rem_s, 1.0)
+        span = ew.floor(d.size / rem_s)
+        m = ew.where(inside, ew.maximum(ew.minimum(rem_g, span), 1.0), 1.0)
+        h = ew.where(inside, rem_s, 1.0)
         if d.link:  # wrap-around hop of a part-filled ring; 2 members use the shorter way
             wrap = d.size - (m - 1) * h
-            h = np.where(m == 2, np.minimum(h, wrap), np.maximum(h, wrap))
-            h = np.maximum(h, 1.0)
+            h = ew.where(m == 2, ew.minimum(h, wrap), ew.maximum(h, wrap))
+            h = ew.maximum(h, 1.0)
         out.append(GroupDim(d, m, h))
-        rem_s = np.where(inside, 1.0, rem_s / d.size)
+        rem_s = ew.where(inside, 1.0, rem_s / d.size)
         rem_g = rem_g / m
-    if np.any(rem_g > 1 + 1e-9):
+    if ew.any_true(rem_g > 1 + 1e-9):
         raise ValueError("group larger than the system's topology (no scale-out tier to place the rest)")
     return out
 

@@ -26,7 +26,7 @@ class ObjectCache:
     def get(self, objects: tuple, scalars: tuple, make: Callable):
         key = (*map(id, objects), *scalars)
         hit = self._entries.get(key)
-        if hit is not None and all(a is b for a, b in zip(hit[0], objects)):
+        if hit is not None:  # the entry holds its objects: no other live object has their ids
             return hit[1]
         value = _read_only(make())
         if len(self._entries) >= self.maxsize:

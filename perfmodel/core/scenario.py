@@ -51,13 +51,16 @@ class Optimizer(str, Enum):
 
     @property
     def bytes_per_param(self) -> dict[str, float]:
-        """Breakdown {weights, gradients, master, optimizer} in bytes per parameter."""
-        return {
-            Optimizer.ADAM_MIXED: {"weights": 2, "gradients": 2, "master": 4, "optimizer": 8},
-            Optimizer.ADAM_BF16_SR: {"weights": 2, "gradients": 2, "master": 0, "optimizer": 4},
-            Optimizer.ADAM_FP32: {"weights": 4, "gradients": 4, "master": 0, "optimizer": 8},
-            Optimizer.SGD_MIXED: {"weights": 2, "gradients": 2, "master": 4, "optimizer": 0},
-        }[self]
+        """Breakdown {weights, gradients, master, optimizer} in bytes per parameter (a copy: callers may change it)."""
+        return dict(_OPTIMIZER_BYTES[self])
+
+
+_OPTIMIZER_BYTES = {
+    Optimizer.ADAM_MIXED: {"weights": 2, "gradients": 2, "master": 4, "optimizer": 8},
+    Optimizer.ADAM_BF16_SR: {"weights": 2, "gradients": 2, "master": 0, "optimizer": 4},
+    Optimizer.ADAM_FP32: {"weights": 4, "gradients": 4, "master": 0, "optimizer": 8},
+    Optimizer.SGD_MIXED: {"weights": 2, "gradients": 2, "master": 4, "optimizer": 0},
+}
 
 
 @dataclass(frozen=True)

@@ -245,7 +245,7 @@ def dispatch_bytes(kn: Knobs, cal: Calibration) -> np.ndarray:
     (they would quantize on arrival anyway), else the activation type. The combine returns BF16 outputs."""
     ba = _dtype_map(kn.activations, bytes_per_element)
     low = _dtype_map(kn.compute, _eight_bits_or_fewer) > 0
-    return where(low & (cal["moe_dispatch_fp8"] > 0), np.minimum(ba, FP8_DISPATCH_BYTES), ba)
+    return where(low & (cal["moe_dispatch_fp8"] > 0), minimum(ba, FP8_DISPATCH_BYTES), ba)
 
 
 def _eight_bits_or_fewer(d: DType) -> bool:

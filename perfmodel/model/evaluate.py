@@ -248,7 +248,7 @@ def _row(system: System, arch: ModelArch, scenario: Scenario, overlap: Overlap, 
     row["overlap"] = Overlap(overlap).value
     bad = [k for k, v in row.items() if isinstance(v, float) and not math.isfinite(v)]
     for k, v in summ.items():
-        row[k] = x = float(_first(v))
+        row[k] = x = float(v) if isinstance(v, float) else float(_first(v))  # numpy's float64 is a float
         if not math.isfinite(x):
             bad.append(k)
     if bad:

@@ -116,7 +116,7 @@ def _scalar_min(*a):
 
 
 def _scalar_ceil(x):
-    return float(math.ceil(x)) if math.isfinite(x) else x
+    return (float(math.ceil(x)) or math.copysign(0.0, x)) if math.isfinite(x) else x  # -0.5 -> -0.0, as numpy
 
 
 @functools.lru_cache(maxsize=1)

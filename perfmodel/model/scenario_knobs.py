@@ -6,12 +6,12 @@ Does not: bind symbols (bindings.py) or evaluate anything.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from perfmodel.core.dtypes import DType
+from perfmodel.core.elementwise import ceil, maximum, minimum, where  # noqa: F401  (used below and re-exported)
 from perfmodel.core.scenario import Optimizer, Phase, Scenario
 
 
@@ -40,35 +40,6 @@ def one_plan(kn) -> bool:
     """Every count knob one Python number >= 1 (a validated scenario's): the cost functions may then divide in
     Python floats (num), which raise on a zero where numpy's arrays carry inf to the feasibility rules."""
     return all(isinstance(x, (int, float)) and x >= 1 for x in (getattr(kn, k) for k in COUNTS))
-
-
-def where(cond, a, b):
-    """np.where(cond, a, b), as a plain conditional where cond is one Python bool and neither branch is an array
-    with dimensions (np.where would broadcast the one not chosen into the result's shape)."""
-    if isinstance(cond, bool) and getattr(a, "ndim", 0) == 0 and getattr(b, "ndim", 0) == 0:
-        return a if cond else b
-    return np.where(cond, a, b)
-
-
-def maximum(a, b):
-    """np.maximum(a, b), on two Python floats as numpy gives it (the larger; a NaN wins)."""
-    if isinstance(a, float) and isinstance(b, float):
-        return a if (a >= b or a != a) else b
-    return np.maximum(a, b)
-
-
-def minimum(a, b):
-    """np.minimum(a, b), on two Python floats as numpy gives it (the smaller; a NaN wins)."""
-    if isinstance(a, float) and isinstance(b, float):
-        return a if (a <= b or a != a) else b
-    return np.minimum(a, b)
-
-
-def ceil(x):
-    """np.ceil(x), on a finite Python float as a Python float."""
-    if isinstance(x, float) and math.isfinite(x):
-        return float(math.ceil(x))
-    return np.ceil(x)
 
 
 @dataclass(frozen=True)
