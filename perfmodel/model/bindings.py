@@ -253,19 +253,37 @@ def _eight_bits_or_fewer(d: DType) -> bool:
 
 
 def scenario_values(kn: Knobs, cal: Calibration) -> dict:
+    """The symbols a scenario's knobs set. The optimizer, ZeRO, LoRA and micro-batch symbols are bound in training
+    only: no inference graph has them (a graph missing a value says so: CompiledGraph.arguments)."""
     phase = Phase(kn.phase)
     T = num(1.0) if phase == Phase.DECODE else num(kn.seq_len)
     u = cal["moe_load_imbalance"] if kn.moe_imbalance is None else kn.moe_imbalance
-    opt = Optimizer(kn.optimizer).bytes_per_param
-    zero, dp, da, ep, cp, pp, lora = (num(x) for x in (kn.zero, kn.dp, kn.da, kn.ep, kn.cp, kn.pp, kn.lora_rank))
-    return {
+    da, ep, cp, pp = num(kn.da), num(kn.ep), num(kn.cp), num(kn.pp)
+    values = {
         S.B: num(kn.batch), S.T: T, S.C0: num(kn.context), S.t: num(kn.tp), ops.da: da,
-        S.ep: ep, S.cp: cp, ops.nmb: num(kn.microbatches), S.u: num(u),
+        S.ep: ep, S.cp: cp, S.u: num(u),
         ops.i_a2a: where(da > 1, 1.0, 0.0), ops.bdp: dispatch_bytes(kn, cal),
         ops.i_ep: where(ep > 1, 1.0, 0.0),
         S.bw: _dtype_map(kn.weights, bytes_per_element), S.bc: _dtype_map(kn.compute, bytes_per_element),
         S.ba: _dtype_map(kn.activations, bytes_per_element), S.bkv: _dtype_map(kn.kv_cache, bytes_per_element),
-        ops.dp_: dp, ops.zs: where(zero >= 1, kn.expert_dp, 1.0), ops.zsd: where(zero >= 1, kn.dense_dp, 1.0),
+        ops.i_pp: where(pp > 1, 1.0, 0.0), ops.i_cp: where(cp > 1, 1.0, 0.0),
+        ops.vpp: num(kn.pp_virtual),
+        ops.i_sp: where(flag(kn.sequence_parallel), 1.0, 0.0),
+        ops.i_sg: float(cal["pp_scatter_gather"]),
+        fm.i_mat: where(flag(kn.flash_attention), 0.0, 1.0),
+    }
+    if phase == Phase.TRAIN:
+        values.update(training_values(kn))
+    return values
+
+
+def training_values(kn: Knobs) -> dict:
+    """The training plan's symbols: micro-batches, data-parallel degree, ZeRO stage, LoRA rank, optimizer bytes."""
+    opt = Optimizer(kn.optimizer).bytes_per_param
+    zero, lora = num(kn.zero), num(kn.lora_rank)
+    return {
+        ops.nmb: num(kn.microbatches), ops.dp_: num(kn.dp),
+        ops.zs: where(zero >= 1, kn.expert_dp, 1.0), ops.zsd: where(zero >= 1, kn.dense_dp, 1.0),
         ops.bg: float(opt["gradients"]),
         ops.r_lo: lora, ops.i_fr: where(lora > 0, 1.0, 0.0),
         ops.bo_r: float(opt["gradients"] + opt["master"] + opt["optimizer"] + (opt["weights"] if not opt["master"] else 0)),
@@ -273,11 +291,6 @@ def scenario_values(kn: Knobs, cal: Calibration) -> dict:
         ops.bwt: float(opt["weights"]),
         ops.i_z0: where(zero == 0, 1.0, 0.0), ops.i_z1: where(zero == 1, 1.0, 0.0),
         ops.i_z2: where(zero == 2, 1.0, 0.0), ops.i_z3: where(zero == 3, 1.0, 0.0),
-        ops.i_pp: where(pp > 1, 1.0, 0.0), ops.i_cp: where(cp > 1, 1.0, 0.0),
-        ops.vpp: num(kn.pp_virtual),
-        ops.i_sp: where(flag(kn.sequence_parallel), 1.0, 0.0),
-        ops.i_sg: float(cal["pp_scatter_gather"]),
-        fm.i_mat: where(flag(kn.flash_attention), 0.0, 1.0),
     }
 
 

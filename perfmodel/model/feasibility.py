@@ -258,12 +258,15 @@ def feasibility(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
         fps = {(f, s): memory.footprint(system, arch, kn, cal, recompute, f, s) for f, s in switches}
 
     def pick(x):  # each configuration's value from the footprint of its (flash, sp) switches
-        if len(fps) == 1:
-            return _f(x(next(iter(fps.values()))))
         return sum(np.where((flash == f) & (sp == s), _f(x(fp)), 0.0) for (f, s), fp in fps.items())
 
-    total, host = pick(lambda fp: fp.total_bytes), pick(lambda fp: fp.host_bytes)
-    capacity, host_capacity = system.chip.hbm_capacity_bytes, next(iter(fps.values())).host_capacity_bytes
+    fp = next(iter(fps.values()))
+    if len(fps) == 1:  # one value of each switch: the footprint's own
+        total, host, host_fits = _f(fp.total_bytes), _f(fp.host_bytes), np.asarray(fp.host_fits, dtype=bool)
+    else:
+        total, host, host_fits = pick(lambda fp: fp.total_bytes), pick(lambda fp: fp.host_bytes), \
+            pick(lambda fp: fp.host_fits) > 0
+    capacity, host_capacity = system.chip.hbm_capacity_bytes, fp.host_capacity_bytes
     if valid.ndim == 0:  # one configuration's rules: the answer takes the footprint's shape as a view
         valid, reasons = np.asarray(valid).reshape(total.shape), np.asarray(reasons).reshape(total.shape)
     else:
@@ -271,7 +274,7 @@ def feasibility(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
         total, valid, reasons = (np.broadcast_to(x, shape) for x in (total, valid, reasons))
     # fits is about memory alone (an invalid plan's footprint is still reported): `usable` is both; offloaded
     # activations within the host memory per chip (Footprint.host_fits)
-    fits = np.isfinite(total) & (total <= capacity) & (pick(lambda fp: fp.host_fits) > 0)
+    fits = np.isfinite(total) & (total <= capacity) & host_fits
     return Feasibility(valid=valid, reasons=reasons, fits=fits, memory_bytes=total, capacity_bytes=capacity,
                        host_bytes=host, host_capacity_bytes=host_capacity)
 

@@ -114,12 +114,13 @@ def params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase = Phase.PREFIL
     experts=True / False selects routed-expert / other parameters; quantized: only the linear layers a
     low-precision training recipe quantizes (graph_training.quantized_linear); lora: the LoRA adapters of a
     training graph at kn.lora_rank (0 without LoRA), otherwise the model's own weights."""
-    phase = Phase.PREFILL if Phase(phase) == Phase.DECODE else Phase(phase)
+    phase = Phase(phase)
+    phase = Phase.PREFILL if phase == Phase.DECODE else phase
     if lora and phase != Phase.TRAIN:
         return np.zeros(())
     degrees = (kn.tp, kn.pp, kn.ep, kn.da) + ((kn.lora_rank,) if lora else ())
     if all(getattr(x, "ndim", 0) == 0 for x in degrees):  # one configuration (a loop of them): once per plan
-        return _PARAMS.get((arch,), (phase, experts, quantized, lora, *(float(x) for x in degrees)),
+        return _PARAMS.get((arch,), (phase, experts, quantized, lora) + tuple(map(float, degrees)),
                            lambda: _params_per_device(arch, kn, phase, experts, quantized, lora))
     return _params_per_device(arch, kn, phase, experts, quantized, lora)
 
@@ -212,6 +213,8 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
     f = bd.num if one else bd._arr  # one plan's numbers as Python floats (scenario_knobs.num), a sweep's as arrays
     P_dev = params_per_device(arch, kn, phase)
     P_exp = params_per_device(arch, kn, phase, experts=True) if arch.is_moe else 0.0
+    if one and P_dev.ndim == 0:  # one plan's counts as Python floats (kept as 0-d arrays: params_per_device)
+        P_dev, P_exp = float(P_dev), float(P_exp)
     bw = bd._dtype_map(kn.weights, bytes_per_element)
     bwe = bd._dtype_map(kn.weights if kn.expert_weights is None else kn.expert_weights, bytes_per_element)
     ba = bd._dtype_map(kn.activations, bytes_per_element)
@@ -223,8 +226,8 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
     notes, host = [], np.zeros(1)
     B, T, C0 = f(kn.batch), f(kn.seq_len), f(kn.context)
     tp, da, cp, pp, ep = f(kn.tp), f(kn.da), f(kn.cp), f(kn.pp), f(kn.ep)
-    layers_stage = np.ceil(arch.num_hidden_layers / pp)  # the heaviest stage (bindings.stage_stretch)
     if phase == Phase.TRAIN:
+        layers_stage = np.ceil(arch.num_hidden_layers / pp)  # the heaviest stage (bindings.stage_stretch)
         opt = Optimizer(kn.optimizer).bytes_per_param
 
         # LoRA: the base weights frozen (no gradients, master copies or optimizer state), the adapters trained

@@ -10,6 +10,7 @@ Does not: build a graph (graph.py), bind numbers or price anything.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from enum import Enum
 
@@ -174,6 +175,16 @@ class GraphKey:
     attn_gate: bool = False  # sigmoid output gate from q_proj (Qwen3-Next / Qwen3.5)
     qk_norm_per_layer: bool = False  # q/k norm weights span the layer's heads (MiniMax-M2)
     shared_expert_gate: bool = False  # sigmoid gate on the shared expert (Qwen3-Next / Qwen3.5)
+
+    def __hash__(self) -> int:  # every compiled-graph look-up hashes the key: its fields' hash, computed once
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash(dataclasses.astuple(self))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict:  # a string's hash differs between processes: a pickled key recomputes its own
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     @classmethod
     def of(cls, a: ModelArch) -> "GraphKey":

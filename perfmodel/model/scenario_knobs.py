@@ -39,7 +39,11 @@ COUNTS = ("batch", "tp", "da", "ep", "cp", "pp", "dp", "microbatches")
 def one_plan(kn) -> bool:
     """Every count knob one Python number >= 1 (a validated scenario's): the cost functions may then divide in
     Python floats (num), which raise on a zero where numpy's arrays carry inf to the feasibility rules."""
-    return all(isinstance(x, (int, float)) and x >= 1 for x in (getattr(kn, k) for k in COUNTS))
+    for k in COUNTS:
+        x = getattr(kn, k)
+        if not (isinstance(x, (int, float)) and x >= 1):
+            return False
+    return True
 
 
 @dataclass(frozen=True)
