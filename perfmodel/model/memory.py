@@ -263,8 +263,10 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
             notes.append("attention scores and probabilities materialised (no flash attention)")
     else:
         length = C0 + (1 if phase == Phase.DECODE else T)
+        per_token = _per_plan(one, arch, ("kv", tp, bkv, kn.head_shards),
+                              lambda: kv_bytes_per_token_layer(arch, tp, bkv, kn.head_shards))
         comp["kv_cache"] = (B / da) * kv_tokens_per_sequence(arch, length) / cp / pp * bd.stage_stretch(arch, pp) \
-            * kv_bytes_per_token_layer(arch, tp, bkv, kn.head_shards)
+            * per_token
         if arch.num_linear_layers:  # each sequence's fixed recurrent state (not split over context ranks)
             comp["kv_cache"] = comp["kv_cache"] + (B / da) / pp * bd.stage_stretch(arch, pp) \
                 * recurrent_state_bytes_per_sequence(arch, tp, ba)
@@ -272,7 +274,8 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
             comp["kv_cache"] = 0.0 if one else np.zeros(1)
         # transient working set: one layer's activations for the tokens of this step
         tokens = B * (1 if phase == Phase.DECODE else T) / (da * cp)
-        comp["activations"] = tokens * activation_bytes_per_token_layer(arch, tp, ep, ba, 1.0)
+        comp["activations"] = tokens * _per_plan(one, arch, ("activations", tp, ep, ba),
+                                                 lambda: activation_bytes_per_token_layer(arch, tp, ep, ba, 1.0))
     comp["reserved"] = np.asarray(cal["runtime_reserved_memory"], dtype=float)
     if one and all(getattr(v, "ndim", 0) == 0 for v in (P_dev, *comp.values())):  # one configuration: each
         # component a one-value array, as a sweep of one gives (views of one array: a single numpy call)
@@ -291,6 +294,18 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
                      params_per_device=np.asarray(P_dev).reshape(shape) if np.size(P_dev) == 1 and shape == (1,)
                      else np.broadcast_to(P_dev, shape), notes=tuple(notes), host_bytes=host,
                      host_capacity_bytes=node.host_memory_bytes / node.chips if node.host_memory_bytes else None)
+
+
+# one plan's bytes per token per layer (KV cache, activations) by model and plan: a loop's plans repeat
+_PER_TOKEN = ObjectCache(1024)
+
+
+def _per_plan(one: bool, arch: ModelArch, key: tuple, make):
+    """make() once per model and plan where the plan is one configuration's (the key's values Python numbers), else
+    every time."""
+    if one and all(isinstance(x, (int, float, str)) for x in key):
+        return _PER_TOKEN.get((arch,), key, make)
+    return make()
 
 
 def low_precision_weight_bytes(arch: ModelArch, kn: bd.Knobs, cal: Calibration) -> np.ndarray:
