@@ -73,7 +73,9 @@ def dtype_codes(values) -> tuple[np.ndarray, list]:
 
 def _dtype_map(values, fn) -> np.ndarray:
     """fn(DType) for every entry of a data-type field, called once per distinct type."""
-    if isinstance(values, (DType, str)):  # one configuration's type: a Python float (scenario_knobs.num)
+    if isinstance(values, DType):  # one configuration's type: a Python float (scenario_knobs.num)
+        return float(fn(values))
+    if isinstance(values, str):
         return float(fn(_parse_dtype(values)))
     codes, distinct = dtype_codes(values)
     table = np.asarray([fn(_parse_dtype(v)) for v in distinct], dtype=float)

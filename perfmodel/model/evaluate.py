@@ -71,11 +71,14 @@ class CompiledGraph:
         """Per quantity, one float array per operator at its own shape (a quantity that does not
         depend on the swept fields stays a scalar), and the configurations' broadcast shape."""
         args = self.arguments(values)
-        # only arrays with dimensions shape the result (floats and 0-d arrays do not): one configuration skips
-        # numpy's broadcast of ~50 scalars (~45 us, as long as the graph function itself)
-        dims = [a.shape for a in args if getattr(a, "ndim", 0)]
-        shape = np.broadcast_shapes(*dims) if dims else ()
-        raw = self._scalar(args) if shape == () and self.scalar_fn is not None else None
+        if self.scalar_fn is not None and set(map(type, args)) == {float}:  # one configuration's Python floats
+            shape, raw = (), self._scalar(args)
+        else:
+            # only arrays with dimensions shape the result (floats and 0-d arrays do not): one configuration skips
+            # numpy's broadcast of ~50 scalars (~45 us, as long as the graph function itself)
+            dims = [a.shape for a in args if getattr(a, "ndim", 0)]
+            shape = np.broadcast_shapes(*dims) if dims else ()
+            raw = self._scalar(args) if shape == () and self.scalar_fn is not None else None
         if raw is None:
             raw = self.fn(*args)
         n_q, n_ops = len(QUANTITIES), len(self.ops)

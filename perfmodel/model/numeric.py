@@ -99,19 +99,19 @@ def namespace() -> dict:
 # numpy spends about a microsecond on each operation on a scalar; the graph of one configuration is a few hundred.
 
 
-def _scalar_max(*a):
-    m = a[0]
-    for b in a[1:]:
-        if not (m >= b or m != m):
-            m = b
+def _scalar_max(a, b, *rest):
+    m = a if (a >= b or a != a) else b
+    for c in rest:
+        if not (m >= c or m != m):
+            m = c
     return m
 
 
-def _scalar_min(*a):
-    m = a[0]
-    for b in a[1:]:
-        if not (m <= b or m != m):
-            m = b
+def _scalar_min(a, b, *rest):
+    m = a if (a <= b or a != a) else b
+    for c in rest:
+        if not (m <= c or m != m):
+            m = c
     return m
 
 
