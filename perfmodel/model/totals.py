@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfmodel.core import elementwise as ew
 from perfmodel.core.dtypes import DType
 from perfmodel.core.hardware import System
 from perfmodel.core.object_cache import ObjectCache
@@ -130,7 +131,7 @@ def _sums_one(r: OpRows, t_ovh) -> dict:
 
 def _like(x, step):
     """x at step's shape (a sweep's array); one configuration's number as it is."""
-    return x * np.ones_like(step) if np.ndim(step) else x
+    return x * np.ones_like(step) if getattr(step, "ndim", 0) else x
 
 
 def summarize_rows(system: System, arch: ModelArch, kn: bd.Knobs, r: OpRows) -> dict[str, np.ndarray]:
@@ -169,7 +170,7 @@ def summarize_rows(system: System, arch: ModelArch, kn: bd.Knobs, r: OpRows) -> 
         "step_time_s": step, "compute_time_s": compute_s, "comm_time_s": comm_s, "fixed_overhead_s": overhead_s,
         "model_flop": model_flop_, "hardware_flop": hw_flop, "hbm_bytes": hbm,
         "mfu_frac": model_flop_ / (step * peak), "tensor_util_frac": model_flop_ / (step * rt),
-        "achieved_flop_per_s": model_flop_ / step, "intensity_flop_per_byte": hw_flop / np.maximum(hbm, 1.0),
+        "achieved_flop_per_s": model_flop_ / step, "intensity_flop_per_byte": hw_flop / ew.maximum(hbm, 1.0),
         "tokens_per_step": tokens, "tokens_per_s_per_replica": tokens / step,
         "tokens_per_s_per_chip": tokens / step / replica, "replica_chips": replica,
         "peak_flop_per_s": _like(peak, step), "tensor_rate_flop_per_s": _like(rt, step),
