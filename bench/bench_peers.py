@@ -6,8 +6,10 @@ The sweep, which all three tools can express: Llama-2-7B decode, time per output
 weights and KV cache), on an A100-SXM-80GB and an H100-SXM-80GB, over batch {1 .. 256} x
 context {128 .. 4000 tokens in the KV cache} x tensor parallel {1, 2, 4, 8}, keeping the
 configurations whose weights + KV cache fit in 90% of the 80 GB per GPU (so that no tool rejects
-one). perfmodel evaluates the grid vectorised (evaluate.evaluate_sweep, one call per GPU) and, for
-reference, one configuration at a time (evaluate.evaluate). Each peer is installed with pip into
+one). perfmodel evaluates the grid vectorised (evaluate.evaluate_sweep, one call per GPU) and one
+configuration at a time: evaluate.evaluate for up to 3 s, and evaluate.point (the summary row) walked over
+the grid as peer_worker walks it for a peer (passes until 3 s have passed), with its first pass (every
+configuration new to the process) printed apart. Each peer is installed with pip into
 its own throwaway virtual environment, bench/.peers/<tool>/ (git-ignored; never a perfmodel
 dependency), and runs bench/peer_worker.py there, looping over the grid in Python for up to
 --budget seconds; configs/s counts what ran. A tool that fails to install or run is reported

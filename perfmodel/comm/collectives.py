@@ -268,19 +268,10 @@ def collective_fields(system: System, cal: Calibration, collective, nbytes, grou
         out = {f: np.asarray(getattr(cost, f)) for f in fields}
         return {f: (out[f].reshape(shape) if inverse is None else out[f][inverse].reshape(shape)) for f in fields}
     key = _memo_key(system, cal, collective, launch, ranks_per_chip, fields, n, g, s)
-    with _MEMO_LOCK:  # sweeps price chunks on threads
-        hit = _MEMO.get(key)
-        if hit is not None:
-            _MEMO.move_to_end(key)
+    hit = _memo_get(key)
     if hit is None:
         cost = collective_cost(system, cal, collective, n, g, s, launch=launch, ranks_per_chip=ranks_per_chip)
-        hit = (system, {f: np.asarray(getattr(cost, f)) for f in fields})
-        for a in hit[1].values():
-            a.setflags(write=False)  # shared by later calls: never written
-        with _MEMO_LOCK:
-            _MEMO[key] = hit
-            if len(_MEMO) > _MEMO_SIZE:
-                _MEMO.popitem(last=False)
+        hit = _memo_put(key, system, {f: np.asarray(getattr(cost, f)) for f in fields})
     out = hit[1]
     if inverse is None:
         return {f: out[f].reshape(shape).copy() for f in fields}
@@ -294,10 +285,7 @@ def _one_message(system: System, cal: Calibration, collective, n: float, g: floa
     if fields == ("time_s",) and g * ranks_per_chip <= 1:
         return {"time_s": np.zeros(())}
     key = (id(system), cal.values_key, Collective(collective), launch, int(ranks_per_chip), fields, n, g, s)
-    with _MEMO_LOCK:
-        hit = _MEMO.get(key)
-        if hit is not None:
-            _MEMO.move_to_end(key)
+    hit = _memo_get(key)
     if hit is None:
         try:  # Python arithmetic raises where numpy carries inf (a tier of zero bandwidth): numpy's path then
             cost = _cost(system, cal, Collective(collective), n, g, s, "auto", launch, int(ranks_per_chip))
@@ -307,14 +295,29 @@ def _one_message(system: System, cal: Calibration, collective, n: float, g: floa
             cost = collective_cost(system, cal, collective, np.array([n]), np.array([g]), np.array([s]),
                                    launch=launch, ranks_per_chip=ranks_per_chip)
             values = {f: np.asarray(getattr(cost, f)).reshape(()) for f in fields}
-        hit = (system, values)
-        for a in hit[1].values():
-            a.setflags(write=False)  # shared by later calls: never written
-        with _MEMO_LOCK:
-            _MEMO[key] = hit
-            if len(_MEMO) > _MEMO_SIZE:
-                _MEMO.popitem(last=False)
+        hit = _memo_put(key, system, values)
     return {f: v.copy() for f, v in hit[1].items()}
+
+
+def _memo_get(key: tuple):
+    """A priced call's (system, fields) from the memo, or None (the entry becomes the most recent)."""
+    with _MEMO_LOCK:  # sweeps price chunks on threads
+        hit = _MEMO.get(key)
+        if hit is not None:
+            _MEMO.move_to_end(key)
+    return hit
+
+
+def _memo_put(key: tuple, system: System, values: dict) -> tuple:
+    """Keep a priced call's fields (read-only: later calls share them), the oldest entry leaving when full."""
+    for a in values.values():
+        a.setflags(write=False)
+    hit = (system, values)
+    with _MEMO_LOCK:
+        _MEMO[key] = hit
+        if len(_MEMO) > _MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    return hit
 
 
 def collective_time(system: System, cal: Calibration, collective: Collective, nbytes, group, stride=1,
