@@ -31,6 +31,8 @@ def stack_rows(rows: list, shape: tuple) -> np.ndarray:
     be Python ints: CompiledGraph.rows)."""
     if not rows:
         return np.zeros((0,) + tuple(shape))
+    if shape == () and all(getattr(r, "ndim", 0) == 0 for r in rows):  # one configuration's numbers: one array
+        return np.array(rows, dtype=np.float64)
     out = np.stack([np.broadcast_to(r, shape) for r in rows])
     return out if out.dtype == np.float64 else out.astype(np.float64)
 
