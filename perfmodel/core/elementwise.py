@@ -30,6 +30,7 @@ import operator
 
 import numpy as np
 
+
 def one(x) -> bool:
     """One Python number (a float, an int, a bool; numpy's scalar float counts as a float)."""
     return isinstance(x, (int, float))
