@@ -110,3 +110,18 @@ def test_the_scalar_helpers_are_numpys_where_and_asarray():
         # an array branch keeps numpy's broadcast: the sweep's shape survives a scalar condition
         assert np.array_equal(where(cond, np.asarray([5.0, 6.0]), 1.0), np.where(cond, [5.0, 6.0], 1.0))
     assert np.array_equal(where(np.asarray([True, False]), 1.0, 0.0), [1.0, 0.0])
+
+
+@pytest.mark.parametrize("count", ["tp", "pp", "da", "cp", "dp"])
+def test_a_scalar_count_below_one_is_an_invalid_row_not_an_error(count):
+    """A plan's single numbers run on Python floats, which raise on a division by zero; a count below 1 stays a
+    numpy value (Knobs.__post_init__), so the sweep returns the row with the rule that breaks, as for arrays."""
+    import warnings
+
+    from perfmodel.model import bindings as bd
+
+    s, a = catalog.load_system("dgx-h100"), workload_files.load_workload("llama-2-7b")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        df = evaluate.evaluate_sweep(s, a, bd.Knobs(phase=Phase.DECODE, context=100, **{count: 0}))
+    assert not df["valid"].iloc[0] and df["invalid_reason"].iloc[0].startswith("counts:")

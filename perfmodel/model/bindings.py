@@ -18,6 +18,7 @@ import pandas as pd
 from perfmodel.catalog.calibration import Calibration
 from perfmodel.core import symbols as S
 from perfmodel.core.dtypes import DType, bytes_per_element, is_microscaled, payload_bits
+from perfmodel.core.elementwise import any_true
 from perfmodel.core.hardware import System
 from perfmodel.core.object_cache import ObjectCache
 from perfmodel.core.scenario import Optimizer, Phase, Scenario
@@ -124,9 +125,9 @@ def stage_stretch(a: ModelArch, pp) -> np.ndarray:
     Runtimes split L layers unevenly over p stages (vLLM's and SGLang's layer partition, Megatron's
     first / last stage sizes); the slowest stage paces the pipeline, so a stage is priced with
     ceil(L / p) layers in the model's mix of layer kinds."""
-    pp = num(pp)
+    pp = num(pp)  # a Knobs' count below 1 is a numpy value (Knobs.__post_init__): its zero carries to NaN
     L = float(a.num_hidden_layers)
-    return ceil(L / pp) / (L / pp) if isinstance(pp, float) and pp > 0 else np.ceil(L / pp) / (L / pp)
+    return ceil(L / pp) / (L / pp)
 
 
 def model_values(a: ModelArch, pp) -> dict:
@@ -322,9 +323,15 @@ def sharded_heads(H, KV, shards) -> tuple[np.ndarray, np.ndarray]:
     return np.where(on, Hp, H), np.where(on, KVp, KV)
 
 
+def heads_sharded(H, KV, shards) -> tuple:
+    """sharded_heads, kept per (heads, KV heads, shards) where they are one plan's Python numbers."""
+    if isinstance(H, (int, float)) and isinstance(KV, (int, float)) and isinstance(shards, (int, float)):
+        return _sharded_heads_one(H, KV, shards)
+    return sharded_heads(H, KV, shards)
+
+
 @functools.lru_cache(maxsize=1024)
 def _sharded_heads_one(H: float, KV: float, shards: float) -> tuple[float, float]:
-    """sharded_heads of one plan, as Python floats."""
     Hp, KVp = sharded_heads(H, KV, shards)
     return float(Hp), float(KVp)
 
@@ -369,12 +376,9 @@ def bind(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) -> dict:
         # (graph_training.low_precision_casts / _weight_casts, f_8 = 1): its GEMMs convert nothing themselves
         keep = 1.0 - vals[fm.f8]
         vals[fm.q_a], vals[fm.q_w], vals[fm.q_we] = (vals[x] * keep for x in (fm.q_a, fm.q_w, fm.q_we))
-    n = kn.head_shards
-    if isinstance(n, (int, float)) and isinstance(vals[S.H], (int, float)) and isinstance(vals[S.KV], (int, float)):
-        if n > 0:  # one plan's: kept per (heads, KV heads, shards)
-            vals[S.H], vals[S.KV] = _sharded_heads_one(vals[S.H], vals[S.KV], n)
-    elif np.any(_arr(n) > 0):
-        vals[S.H], vals[S.KV] = sharded_heads(vals[S.H], vals[S.KV], n)
+    n = kn.head_shards if isinstance(kn.head_shards, (int, float)) else _arr(kn.head_shards)
+    if any_true(n > 0):
+        vals[S.H], vals[S.KV] = heads_sharded(vals[S.H], vals[S.KV], n)
     vals.update(scenario_values(kn, cal))
     vals[ops.f_rc] = kn.recompute_share(arch.num_hidden_layers)
     return vals

@@ -79,8 +79,8 @@ class CompiledGraph:
             dims = [a.shape for a in args if getattr(a, "ndim", 0)]
             shape = np.broadcast_shapes(*dims) if dims else ()
             raw = self._scalar(args) if shape == () and self.scalar_fn is not None else None
-        if raw is None:
-            raw = self.fn(*args)
+        if raw is None:  # one configuration the floats refused: numpy's values carry a zero to inf / NaN
+            raw = self.fn(*args) if shape else self.fn(*[np.asarray(a, dtype=float) for a in args])
         n_q, n_ops = len(QUANTITIES), len(self.ops)
         if shape == ():  # one configuration: Python numbers as the graph's source gives them (a constant's an int,
             # whose arithmetic with floats is a float's: the same numbers as a sweep's arrays)

@@ -160,12 +160,9 @@ def kv_bytes_per_token_layer(arch: ModelArch, tp, bkv: float, head_shards=0) -> 
     tp = tp if isinstance(tp, float) else np.asarray(tp, dtype=float)  # a Python float: one plan's (footprint)
     kv_dev = bd.maximum(arch.num_key_value_heads / tp, 1.0)
     n = head_shards if isinstance(head_shards, (int, float)) else np.asarray(head_shards, dtype=float)
-    if isinstance(n, (int, float)):  # one plan's shards: its KV heads kept per (heads, KV heads, shards)
-        if n > 0:
-            kv_dev = bd._sharded_heads_one(arch.num_attention_heads, arch.num_key_value_heads, n)[1] / tp
-    elif np.any(n > 0):
-        kv = bd.sharded_heads(arch.num_attention_heads, arch.num_key_value_heads, n)[1]
-        kv_dev = np.where(n > 0, kv / tp, kv_dev)
+    if bd.any_true(n > 0):
+        kv = bd.heads_sharded(arch.num_attention_heads, arch.num_key_value_heads, n)[1]
+        kv_dev = bd.where(n > 0, kv / tp, kv_dev)
     return 2 * kv_dev * arch.head_dim * bkv
 
 

@@ -85,6 +85,14 @@ class Knobs:
     lora_rank: object = 0  # training: LoRA adapters' rank, the base weights frozen (0: every weight trains)
     recompute_layers: object = 0  # full recompute: layers per stage it re-runs (0: all of them)
 
+    def __post_init__(self):
+        # a count below 1 is no plan (the feasibility rules name it): kept as a numpy value, whose divisions carry
+        # it to inf / NaN as a sweep's do, where a Python float (num, the one-configuration path) would raise
+        for k in COUNTS:
+            x = getattr(self, k)
+            if isinstance(x, (int, float)) and not x >= 1:
+                object.__setattr__(self, k, np.asarray(x, dtype=float))
+
     @property
     def dense_dp(self) -> np.ndarray:
         """Ranks that hold a copy of the dense (non-expert) weights: dp x da x cp (attention-DP and context-parallel
