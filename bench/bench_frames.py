@@ -2,8 +2,9 @@
 
     python bench/bench_frames.py [--n 10000000] [--parquet 2000000] [--chunk 65536]
 
-Runs a Llama-3-8B decode sweep (batch x context on trn2-ultraserver) three ways, in this process, after one
-small sweep has compiled the graph:
+Runs a Llama-3-8B decode sweep (batch x context on trn2-ultraserver) three ways, in this process, on the threads
+run_sweep takes unasked (--workers to choose; the frame is also returned once on one thread, for the ratio),
+after one small sweep has compiled the graph:
   engine    rows computed and dropped (run_sweep to a callback that keeps nothing): the engine's rate;
   frame     run_sweep(spec) returning the DataFrame (the README's Python API): its rate, and the growth of
             peak resident memory over the frame's own bytes (sweep/assemble.py fills preallocated columns;
@@ -30,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from perfmodel.sweep.engine import SweepSpec
-from perfmodel.sweep.run import run_sweep
+from perfmodel.sweep.run import default_workers, run_sweep
 
 SYSTEM, WORKLOAD = "trn2-ultraserver", "llama-3-8b"
 
@@ -65,19 +66,23 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=10_000_000, help="configurations of the frame sweep (default 10M)")
     ap.add_argument("--parquet", type=int, default=2_000_000, help="configurations written to Parquet (default 2M)")
     ap.add_argument("--chunk", type=int, default=65536)
+    ap.add_argument("--workers", type=int, default=None,
+                    help="threads (default: run_sweep's, the CPUs this process may use up to 4)")
     args = ap.parse_args()
+    workers = args.workers or default_workers()
     run_sweep(spec(4096), progress=False)  # compile the graph, allocate the first chunks
-    print(f"{WORKLOAD} decode on {SYSTEM}; chunk {args.chunk:,} rows; {machine_load()}")
+    print(f"{WORKLOAD} decode on {SYSTEM}; chunk {args.chunk:,} rows; {workers} thread(s) as run_sweep takes "
+          f"unasked; {machine_load()}")
 
     s = spec(args.n)
     t0 = time.perf_counter()
-    run_sweep(s, lambda df: None, chunk_size=args.chunk, progress=False)
+    run_sweep(s, lambda df: None, chunk_size=args.chunk, progress=False, workers=workers)
     engine = s.size / (time.perf_counter() - t0)
     print(f"engine (rows dropped):  {s.size:,} configs at {engine / 1e6:.2f}M/s  ({machine_load()})")
 
     before = peak_rss_bytes()
     t0 = time.perf_counter()
-    df = run_sweep(s, chunk_size=args.chunk, progress=False)
+    df = run_sweep(s, chunk_size=args.chunk, progress=False, workers=workers)
     rate = s.size / (time.perf_counter() - t0)
     size = int(df.memory_usage(deep=True, index=False).sum())
     grew = max(peak_rss_bytes() - before, 0)
@@ -86,11 +91,18 @@ def main() -> None:
           f"peak RSS grew {grew / 2**30:.2f} GiB = {grew / size:.2f}x the frame (target <= 1.2x)  ({machine_load()})")
     del df
     t0 = time.perf_counter()
-    df = run_sweep(s, chunk_size=args.chunk, progress=False)
+    df = run_sweep(s, chunk_size=args.chunk, progress=False, workers=workers)
     again = s.size / (time.perf_counter() - t0)
     print(f"frame again:            {len(df):,} rows at {again / 1e6:.2f}M/s = {again / engine:.2f}x the engine, into "
           f"memory the process used before (target >= 1.5M/s)  ({machine_load()})")
     del df
+    if workers > 1:
+        t0 = time.perf_counter()
+        df = run_sweep(s, chunk_size=args.chunk, progress=False, workers=1)
+        one = s.size / (time.perf_counter() - t0)
+        print(f"frame on one thread:    {len(df):,} rows at {one / 1e6:.2f}M/s ({workers} threads' first frame: "
+              f"{rate / one:.2f}x this)  ({machine_load()})")
+        del df
     fresh, reused = first_touch_gib_per_s()
     gib = size / 2**30
     print(f"this machine's memory:  first touch {fresh:.2f} GiB/s, rewrite {reused:.1f} GiB/s: a {gib:.2f} GiB "
@@ -99,7 +111,7 @@ def main() -> None:
     p = spec(args.parquet)
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        run = run_sweep(p, Path(tmp) / "sweep.parquet", chunk_size=args.chunk, progress=False)
+        run = run_sweep(p, Path(tmp) / "sweep.parquet", chunk_size=args.chunk, progress=False, workers=workers)
         prate = p.size / (time.perf_counter() - t0)
         mb = (Path(tmp) / "sweep.parquet").stat().st_size / 2**20
     print(f"parquet (written):      {run.rows:,} rows at {prate / 1e3:.0f}k/s = {prate / engine:.2f}x the engine; "

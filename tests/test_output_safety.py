@@ -202,13 +202,12 @@ def test_a_sweep_stopped_before_any_rows_leaves_nothing_and_an_old_file_untouche
 
 
 def test_cli_sweep_interrupted_says_where_the_partial_rows_are(tmp_path, capsys, monkeypatch):
-    calls, evaluate = [], sweep_run.evaluate_chunk
+    evaluate = sweep_run.evaluate_chunk
 
-    def ctrl_c_on_second(*a):
-        calls.append(1)
-        if len(calls) == 2:
+    def ctrl_c_on_second(plan, g, start, stop):  # the second chunk, on whichever thread evaluates it
+        if start == 4:
             raise KeyboardInterrupt
-        return evaluate(*a)
+        return evaluate(plan, g, start, stop)
 
     monkeypatch.setattr(sweep_run, "evaluate_chunk", ctrl_c_on_second)
     out = tmp_path / "r.parquet"

@@ -140,6 +140,22 @@ def test_dask_local_cluster_gives_the_same_rows(tmp_path):
     pd.testing.assert_frame_equal(run_sweep(spec, chunk_size=9, progress=False, workers=2), local)
 
 
+def test_threads_a_sweep_takes_unasked_give_the_rows_of_one_thread(monkeypatch):
+    """run_sweep's default threads (sweep.run.default_workers, at most DEFAULT_WORKERS_MAX): the same rows in the
+    same order as one thread, under a calibrated set too (the threads see the caller's)."""
+    from perfmodel.sweep import run as sweep_run
+
+    assert 1 <= sweep_run.default_workers() <= sweep_run.DEFAULT_WORKERS_MAX
+    monkeypatch.setattr(sweep_run, "default_workers", lambda: 3)
+    spec = SweepSpec(SYSTEM, MODEL, "decode", grid={"batch": "1:64", "context": [512, 2048, 9000], "tp": [1, 3]})
+    one = run_sweep(spec, chunk_size=7, progress=False, workers=1)
+    pd.testing.assert_frame_equal(run_sweep(spec, chunk_size=7, progress=False), one)
+    slow = calibration.CalibratedSet("neuron", {"hbm_efficiency": 0.5}, "test", "test")
+    with calibration.applied(slow):
+        pd.testing.assert_frame_equal(run_sweep(spec, chunk_size=7, progress=False),
+                                      run_sweep(spec, chunk_size=7, progress=False, workers=1))
+
+
 def test_decode_step_time_rises_with_context_and_prefill_with_length():
     dec = run_sweep(SweepSpec(SYSTEM, MODEL, "decode", grid={"batch": [1, 16, 256], "context": "256:131072:x2"}),
                     progress=False)

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfmodel.sweep.assemble import ColumnsFrame
+from perfmodel.sweep.assemble import ColumnsFrame, TextCodes, text_array
 from perfmodel.sweep.engine import SweepSpec, iter_chunks
 from perfmodel.sweep.run import run_sweep
 
@@ -38,6 +38,31 @@ def test_a_returned_sweep_frame_is_its_chunks_in_order():
     want = pd.concat(list(iter_chunks(spec, chunk_size=17)), ignore_index=True)
     assert len(got) == len(want) == 120
     pd.testing.assert_frame_equal(got, want, check_categorical=False)
+
+
+def test_text_codes_become_the_text_column_a_dataframe_makes_of_the_strings():
+    """Reasons given as codes into their distinct texts (TextCodes): chunks whose texts differ and come in other
+    orders give the column, dtype included, that pd.DataFrame makes of the Python strings."""
+    chunks = [(np.array([0, 1, 0]), ("", "tp: no")), (np.array([1, 0]), ("pp: no", "")), (np.array([0]), ("x; y",))]
+    whole = ColumnsFrame(10)
+    for codes, texts in chunks:
+        whole.add({"why": TextCodes(codes, texts), "x": np.zeros(len(codes))})
+    want = pd.DataFrame({"why": np.asarray([t[c] for codes, t in chunks for c in codes], dtype=object)})["why"]
+    got = whole.frame()["why"]
+    assert got.tolist() == ["", "tp: no", "", "", "pp: no", "x; y"]
+    pd.testing.assert_series_equal(got, want, check_exact=True)
+    alone = pd.DataFrame({"why": text_array(np.array([1, 1, 0]), ("a", "b"))})["why"]
+    pd.testing.assert_series_equal(alone, pd.Series(np.array(["b", "b", "a"], dtype=object), name="why"))
+
+
+def test_a_sweep_with_reasons_that_differ_by_chunk_returns_the_chunks_rows():
+    """Chunks with no invalid row, one reason or two (context past the positions, tp not dividing the heads)."""
+    spec = SweepSpec("dgx-h100", "llama-3-8b", "decode", grid={"context": [1024, 8192, 9000], "tp": [1, 3]},
+                     fixed={"batch": 8})
+    got = run_sweep(spec, chunk_size=2, progress=False)
+    want = pd.concat(list(iter_chunks(spec, chunk_size=2)), ignore_index=True)
+    assert got["invalid_reason"].nunique() == 4 and got["invalid_reason"].dtype == want["invalid_reason"].dtype
+    pd.testing.assert_frame_equal(got, want, check_categorical=False, check_exact=True)
 
 
 def test_label_codes_widen_when_later_chunks_bring_many_labels():

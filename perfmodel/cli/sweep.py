@@ -50,7 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a field held at one value, repeatable (e.g. --fixed tp=8 --fixed compute=fp8)")
     p.add_argument("--chunk", type=count(1, 2**24), default=None, metavar="N",
                    help="configurations per vectorised evaluation (default 65536)")
-    p.add_argument("--workers", type=count(1, 1024), default=1, metavar="N", help="threads in this process (default 1)")
+    p.add_argument("--workers", type=count(1, 1024), default=None, metavar="N",
+                   help="threads in this process (default: the CPUs it may use, at most 4)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--dask-scheduler", metavar="ADDRESS", help="run the chunks on this dask.distributed scheduler")
     g.add_argument("--dask-local", type=count(1, 1024), metavar="N",

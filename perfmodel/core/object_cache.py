@@ -6,13 +6,15 @@ model, a calibration: records that do not hash cheaply) and by scalars.
 
 An entry holds its objects, so an id is never reused while it is kept; when full, the oldest entry goes first.
 Values are shared by every caller: numpy arrays (alone or as a dict's values) are made read-only, so a caller
-that changes one in place fails instead of changing the next caller's answer.
+that changes one in place fails instead of changing the next caller's answer. Safe on a sweep's threads: a
+look-up reads the dict as it is, a store (and the eviction it may need) holds a lock.
 
 Does not: cache sweeps (callers skip the cache when a key field is an array).
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
 import numpy as np
@@ -22,6 +24,7 @@ class ObjectCache:
     def __init__(self, maxsize: int):
         self.maxsize = maxsize
         self._entries: dict = {}
+        self._lock = threading.Lock()
 
     def get(self, objects: tuple, scalars: tuple, make: Callable):
         key = (*map(id, objects), *scalars)
@@ -29,13 +32,15 @@ class ObjectCache:
         if hit is not None:  # the entry holds its objects: no other live object has their ids
             return hit[1]
         value = _read_only(make())
-        if len(self._entries) >= self.maxsize:
-            self._entries.pop(next(iter(self._entries)))
-        self._entries[key] = (tuple(objects), value)
+        with self._lock:  # another thread's store would change the dict under the eviction's iterator
+            if len(self._entries) >= self.maxsize:
+                self._entries.pop(next(iter(self._entries)))
+            self._entries[key] = (tuple(objects), value)
         return value
 
     def clear(self) -> None:
-        self._entries.clear()
+        with self._lock:
+            self._entries.clear()
 
 
 def _read_only(value):

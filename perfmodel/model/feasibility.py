@@ -170,6 +170,9 @@ class Feasibility:
     capacity_bytes: float
     host_bytes: np.ndarray | float = 0.0  # activations offloaded to host memory per chip
     host_capacity_bytes: float | None = None  # the node's host memory per chip
+    # reasons as (codes, distinct texts), reasons == texts[codes]: a sweep's column of millions of rows and a
+    # few texts is kept as codes (sweep/assemble.py), not converted from Python strings row by row
+    reason_codes: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def usable(self) -> np.ndarray:
@@ -215,6 +218,13 @@ def _reasons(rules, broken: list[bool], v: dict) -> str:
 def check_rules(system: System, arch: ModelArch, kn: bd.Knobs,
                 recompute: Recompute = Recompute.NONE) -> tuple[np.ndarray, np.ndarray]:
     """(valid, reasons) of the configurations in `kn`, broadcast together (recompute: the training policy)."""
+    valid, reasons, _ = _checked(system, arch, kn, recompute)
+    return valid, reasons
+
+
+def _checked(system: System, arch: ModelArch, kn: bd.Knobs, recompute: Recompute):
+    """check_rules' (valid, reasons) and, for arrays, the reasons as (codes, distinct texts) (None for one
+    configuration: its reasons are one text)."""
     v = _values(bd.on_system(system, kn))
     rules = _rules(system, arch, Phase(kn.phase), recompute)
     if all(isinstance(x, float) for x in v.values()):  # one configuration: its rules on Python floats and its
@@ -224,7 +234,7 @@ def check_rules(system: System, arch: ModelArch, kn: bd.Knobs,
             broken = None
         if broken is not None:
             text = _reasons(rules, broken, v)
-            return np.bool_(not text), text
+            return np.bool_(not text), text, None
     v = {k: np.asarray(x) for k, x in v.items()}  # numpy's division and modulo carry a zero to inf / NaN
     with np.errstate(divide="ignore", invalid="ignore"):
         broken = [np.asarray(r.broken(v), dtype=bool) for r in rules]
@@ -235,7 +245,8 @@ def check_rules(system: System, arch: ModelArch, kn: bd.Knobs,
     distinct, inverse = np.unique(code, return_inverse=True)
     texts = np.asarray([_reasons(rules, [bool(int(c) >> i & 1) for i in range(len(rules))], v) for c in distinct],
                        dtype=object)
-    return code == 0, texts[inverse.reshape(shape)]
+    codes = inverse.reshape(shape)
+    return code == 0, texts[codes], (codes, texts)
 
 
 def _distinct(x: np.ndarray) -> list:
@@ -246,7 +257,7 @@ def feasibility(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
                 recompute: Recompute = Recompute.NONE) -> Feasibility:
     """Validity and memory fit of every configuration in `kn` (see the module doc)."""
     cal = cal or calibration_for(system)
-    valid, reasons = check_rules(system, arch, kn, recompute)
+    valid, reasons, coded = _checked(system, arch, kn, recompute)
     flash, sp = kn.flash_attention, kn.sequence_parallel
     if isinstance(flash, bool) and isinstance(sp, bool):  # one value of each (a point's, most sweeps')
         switches = [(flash, sp)]
@@ -269,14 +280,16 @@ def feasibility(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     capacity, host_capacity = system.chip.hbm_capacity_bytes, fp.host_capacity_bytes
     if valid.ndim == 0:  # one configuration's rules: the answer takes the footprint's shape as a view
         valid, reasons = np.asarray(valid).reshape(total.shape), np.asarray(reasons).reshape(total.shape)
+        coded = coded and (np.asarray(coded[0]).reshape(total.shape), coded[1])
     else:
         shape = np.broadcast_shapes(valid.shape, total.shape)
         total, valid, reasons = (np.broadcast_to(x, shape) for x in (total, valid, reasons))
+        coded = coded and (np.broadcast_to(coded[0], shape), coded[1])
     # fits is about memory alone (an invalid plan's footprint is still reported): `usable` is both; offloaded
     # activations within the host memory per chip (Footprint.host_fits)
     fits = np.isfinite(total) & (total <= capacity) & host_fits
     return Feasibility(valid=valid, reasons=reasons, fits=fits, memory_bytes=total, capacity_bytes=capacity,
-                       host_bytes=host, host_capacity_bytes=host_capacity)
+                       host_bytes=host, host_capacity_bytes=host_capacity, reason_codes=coded)
 
 
 def oversubscribed_line(f: dict, chip: str) -> str:

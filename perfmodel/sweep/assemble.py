@@ -9,6 +9,9 @@ and no more (pd.concat of the chunks held every chunk and the result at once: 2.
                              joined once at the end
     .frame()                 the rows written, as a DataFrame over the same arrays (no copy, no
                              consolidation into blocks)
+    TextCodes(codes, texts)  a text column given as codes into its few distinct texts (a sweep's reasons):
+                             kept as codes like a categorical's, made pandas' text column once at the end
+                             (text_array: Arrow's take, not a conversion of millions of Python strings)
     .close()                 stops the page prefaulting below (frame() does; run.py on an interrupted sweep)
 
 The columns' pages are faulted in ahead of the writer by a thread (Linux: madvise MADV_POPULATE_WRITE, which
@@ -23,9 +26,11 @@ Does not: evaluate a chunk (engine.py) or choose where rows go (run.py).
 from __future__ import annotations
 
 import ctypes
+import functools
 import mmap
 import sys
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -49,6 +54,43 @@ def _madvise():
 def _codes_dtype(categories: int) -> np.dtype:
     """The integer type pandas keeps a Categorical's codes in for this many categories (coerce_indexer_dtype)."""
     return np.dtype(np.int8 if categories < 127 else np.int16 if categories < 32767 else np.int32)
+
+
+@functools.lru_cache(maxsize=1)
+def _text_dtype():
+    """What a DataFrame makes of a column of Python strings (pandas 3: Arrow-backed 'str'; before: object)."""
+    return pd.Series(np.array([""], dtype=object)).dtype
+
+
+def text_array(codes: np.ndarray, texts) -> object:
+    """texts[codes] as the column pd.DataFrame would make of those strings, equal to it value for value: under
+    pandas' Arrow-backed 'str', built by Arrow's take of the distinct texts (10M rows: 0.2-1 s, where converting
+    the Python strings takes ~2 s); otherwise the object array itself."""
+    dtype = _text_dtype()
+    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+        import pyarrow as pa
+
+        return pd.array(pa.array(list(texts), type=pa.large_string()).take(pa.array(codes)), dtype=dtype)
+    return np.asarray(list(texts), dtype=object)[codes]
+
+
+@dataclass(frozen=True)
+class TextCodes:
+    """A text column as codes into its distinct texts (its values are texts[codes]); `categories` and `codes`
+    as a Categorical has them, so ColumnsFrame keeps it as one."""
+
+    codes: np.ndarray
+    texts: tuple
+
+    @property
+    def categories(self) -> tuple:
+        return self.texts
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def array(self) -> object:
+        return text_array(self.codes, self.texts)
 
 
 class _Prefault:
@@ -93,6 +135,7 @@ class ColumnsFrame:
         self.columns: dict[str, np.ndarray] = {}
         self.categories: dict[str, list] = {}  # categorical column -> its categories so far
         self.category_dtype: dict[str, object] = {}
+        self.texts: set[str] = set()  # categorical columns given as TextCodes: text columns in the frame
         self.pieces: dict[str, list] = {}  # an extension-typed column (pandas' str): its chunks' arrays
         self.infer: set[str] = set()  # object columns given as arrays: typed at the end as a DataFrame would
         self.order: list[str] = []
@@ -103,9 +146,12 @@ class ColumnsFrame:
             s = chunk[name]
             if isinstance(s, pd.Series) and isinstance(s.dtype, pd.CategoricalDtype):
                 s = s.array
-            if isinstance(s, pd.Categorical):
+            if isinstance(s, (pd.Categorical, TextCodes)):
                 self.categories[name] = list(s.categories)
-                self.category_dtype[name] = s.categories.dtype
+                if isinstance(s, TextCodes):
+                    self.texts.add(name)
+                else:
+                    self.category_dtype[name] = s.categories.dtype
                 # a sweep's labels are few: the codes pandas keeps for them (int8 below 127 categories, so
                 # Categorical.from_codes takes the column as it is), widened if a later chunk adds more
                 self.columns[name] = np.empty(self.capacity, dtype=_codes_dtype(len(s.categories)))
@@ -162,7 +208,9 @@ class ColumnsFrame:
                 data[name] = pd.concat([pd.Series(a, copy=False) for a in self.pieces[name]], ignore_index=True)
                 continue
             col = self.columns[name][:self.n]
-            if name in self.categories:
+            if name in self.texts:
+                data[name] = text_array(col, self.categories[name])
+            elif name in self.categories:
                 data[name] = pd.Categorical.from_codes(
                     col, categories=pd.Index(self.categories[name], dtype=self.category_dtype[name]))
             elif name in self.infer:

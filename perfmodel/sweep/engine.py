@@ -43,6 +43,7 @@ from perfmodel.core.scenario import Phase, Recompute
 from perfmodel.model import bindings as bd
 from perfmodel.model import evaluate, feasibility
 from perfmodel.model.roofline import Overlap
+from perfmodel.sweep.assemble import TextCodes
 from perfmodel.sweep.fields import BOOLS, DTYPES, GROUPS, NUMERIC, Axis, _fail, make_axis
 
 # evaluate_sweep's input columns, then any other swept field
@@ -150,12 +151,20 @@ def _loaded(system: str, workload: str, variant: str, _active_calibration: tuple
 
 
 def _categorical(codes: np.ndarray, labels, dtype=None) -> pd.Categorical:
-    return pd.Categorical.from_codes(codes, categories=pd.Index(list(labels), dtype=dtype))
+    """codes (in range: the sweep's own indices) over labels; the categories' dtype built once per label set
+    (building an Index of the labels was most of a chunk's seven label columns)."""
+    return pd.Categorical.from_codes(codes, dtype=_category_dtype(tuple(labels), dtype), validate=False)
+
+
+@lru_cache(maxsize=256)
+def _category_dtype(labels: tuple, dtype) -> pd.CategoricalDtype:
+    return pd.CategoricalDtype(pd.Index(list(labels), dtype=dtype))
 
 
 def evaluate_chunk(plan: Plan, g: int, start: int, stop: int) -> pd.DataFrame:
     """Configurations [start, stop) of group g: one vectorised evaluation, one row each."""
-    df = pd.DataFrame(chunk_columns(plan, g, start, stop))
+    df = pd.DataFrame({k: v.array() if isinstance(v, TextCodes) else v
+                       for k, v in chunk_columns(plan, g, start, stop).items()})
     return df[df["valid"] & df["fits"] & df["finite"]].reset_index(drop=True) if plan.spec.fits_only else df
 
 
@@ -191,7 +200,10 @@ def chunk_columns(plan: Plan, g: int, start: int, stop: int) -> dict:
             kn = dataclasses.replace(kn, sequence_parallel=bool(opts["sequence_parallel"]))
         r = evaluate.run_rows(system, arch, kn, cal, recompute, opts["overlap"] or Overlap.PIPELINED)
         out = evaluate.summarize_rows(system, arch, kn, r)
-    feas = feasibility.feasibility(system, arch, kn, cal, recompute).columns()
+    fe = feasibility.feasibility(system, arch, kn, cal, recompute)
+    feas = fe.columns()
+    if fe.reason_codes is not None:  # the reasons as codes: a returned frame makes its text column once
+        feas["invalid_reason"] = TextCodes(np.ravel(fe.reason_codes[0]), tuple(fe.reason_codes[1]))
     numeric = [np.asarray(v, dtype=float) for v in out.values() if np.asarray(v).dtype != object]
     # every numeric output finite: a row that is not (a calibration value out of its range) is marked
     feas["finite"] = reduce(np.logical_and, [np.isfinite(v) for v in numeric], np.ones((), dtype=bool))
@@ -216,8 +228,9 @@ def chunk_columns(plan: Plan, g: int, start: int, stop: int) -> dict:
             frame[k] = _categorical(np.asarray([cats.index(x) for x in texts], dtype=np.int16)[codes], cats)
         else:
             frame[k] = np.broadcast_to(v, (n,))
-    for k, v in feas.items():  # reasons stay plain text: chunks' category sets would differ
-        frame[k] = np.broadcast_to(v, (n,))
+    for k, v in feas.items():  # reasons stay text (TextCodes): chunks' category sets would differ
+        frame[k] = TextCodes(np.broadcast_to(v.codes, (n,)), v.texts) if isinstance(v, TextCodes) \
+            else np.broadcast_to(v, (n,))
     return frame
 
 

@@ -16,9 +16,13 @@
 Chunks (sweep.Plan.tasks) are evaluated `window` at a time ahead of the sink and handed to it in
 order, so memory is bounded by window x chunk rows whatever the sweep's size; a returned DataFrame
 is written chunk by chunk into columns preallocated at the plan's size (assemble.py: its peak is about the
-frame itself, not the chunks and their concatenation). `workers` > 1 evaluates chunks on threads of this process (numpy
-releases the GIL inside its array loops). A progress bar (rich, on stderr) counts configurations;
-progress=False turns it off, a callable gets (done, total).
+frame itself, not the chunks and their concatenation). Chunks are evaluated on `workers` threads of this
+process (numpy releases the GIL inside its array loops); unset, as many as the CPUs the process may use, at
+most DEFAULT_WORKERS_MAX (default_workers), except where a chunk's work has effects of its own (a `reduce`
+function, dataset parts written where a chunk is evaluated): there one thread, unless `workers` says more.
+The rows are the same whatever the count (each chunk is evaluated alone; the sink receives them in order).
+A progress bar (rich, on stderr) counts configurations; progress=False turns it off, a callable gets
+(done, total).
 
 A file or dataset is written as `<stem>.partial<suffix>` (dataset: folder `<name>.partial`) and
 renamed onto `out` only when every chunk is in: nothing at `out` ever looks complete before it is.
@@ -131,6 +135,20 @@ WORKER_ENV = {"MALLOC_TRIM_THRESHOLD_": str(1 << 28), "MALLOC_MMAP_THRESHOLD_": 
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc malloc.h
+# Threads a sweep takes when not told: each holds two chunks in flight (~25 MB of rows each at 65,536 rows) and
+# numpy's array loops share the memory bandwidth; measured on 2 CPUs only (a 10M-row returned frame: 1.27M/s on
+# one thread, 1.80M/s on two, medians of three fresh processes, 2026-11-27), so larger machines get at most 4
+# until measured there.
+DEFAULT_WORKERS_MAX = 4
+
+
+def default_workers() -> int:
+    """The threads a sweep uses unless told: the CPUs this process may run on, at most DEFAULT_WORKERS_MAX."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, DEFAULT_WORKERS_MAX))
 
 
 @functools.lru_cache(maxsize=1)
@@ -208,7 +226,7 @@ def _ordered(submit, tasks, window: int) -> Iterator[pd.DataFrame]:
         yield pending.popleft().result()
 
 
-def frames(spec: SweepSpec | Plan, chunk_size: int = DEFAULT_CHUNK, client=None, workers: int = 1,
+def frames(spec: SweepSpec | Plan, chunk_size: int = DEFAULT_CHUNK, client=None, workers: int | None = 1,
            window: int | None = None, reduce: Callable | None = None, part: Path | None = None) -> Iterator:
     """The sweep's chunks as DataFrames (row counts when written as dataset parts into `part`), in
     order: in this process (`workers` threads) or on `client`."""
@@ -222,6 +240,7 @@ def frames(spec: SweepSpec | Plan, chunk_size: int = DEFAULT_CHUNK, client=None,
         yield from _ordered(lambda t: client.submit(_chunk_task, spec_f, cal, reduce, part, *t, pure=False), tasks,
                             window or 2 * n)
         return
+    workers = default_workers() if workers is None else workers
     if workers <= 1:
         for t in tasks:
             yield _chunk(plan, reduce, part, *t)
@@ -232,8 +251,11 @@ def frames(spec: SweepSpec | Plan, chunk_size: int = DEFAULT_CHUNK, client=None,
     if first is None:
         return
     yield _chunk(plan, reduce, part, *first)  # compiles the graph once, before the threads start
-    with ThreadPoolExecutor(workers) as pool:
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="perfmodel-sweep")
+    try:
         yield from _ordered(lambda t: pool.submit(_chunk, plan, reduce, part, *t), tasks, window or 2 * workers)
+    finally:  # stopped (an error, Ctrl-C): chunks not started are dropped, the running ones finish
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _progress(progress, total: int):
@@ -253,7 +275,7 @@ def _progress(progress, total: int):
 
 
 def run_sweep(spec: SweepSpec | Plan, out: str | Path | Callable | None = None, *, chunk_size: int = DEFAULT_CHUNK,
-              progress: bool | Callable = True, client=None, workers: int = 1, window: int | None = None,
+              progress: bool | Callable = True, client=None, workers: int | None = None, window: int | None = None,
               reduce: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> pd.DataFrame | SweepRun:
     """Evaluate every configuration of `spec` (see the module doc for sinks, Dask, memory and partial files)."""
     plan = spec if isinstance(spec, Plan) else spec.plan()
@@ -267,6 +289,8 @@ def run_sweep(spec: SweepSpec | Plan, out: str | Path | Callable | None = None, 
     sink_class = _file_sink(target) if target is not None and not dataset else None
     partial = safe_write.PartialTarget(target, folder=dataset).__enter__() if target is not None else None
     part = partial.path if dataset else None
+    if workers is None:  # threads unasked only where a chunk's work is the model's alone (module doc)
+        workers = 1 if reduce is not None or dataset else default_workers()
     sink = sink_class(partial.path) if sink_class else out if callable(out) else None
     # a returned frame: chunks copied into preallocated columns (peak ~ the frame), unless rows are filtered
     # (fits_only, reduce: the frame may be far smaller than the plan; its chunks are concatenated at the end)
