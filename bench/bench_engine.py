@@ -13,7 +13,8 @@ once with every row sent back to this process (--dask / 4 configurations) and on
 reduced to its best row on the worker (--dask configurations); the cluster's start and the
 workers' first compile are timed apart. The sink keeps nothing (rows counted), so the figures are
 the engine's, not a file system's. Every figure is measured in this run; the machine's load
-average is printed (other processes share the cores). Timing lives here, never in unit tests.
+average is printed (other processes share the cores). A one-thread rate below its target (RATE_TARGETS) exits
+non-zero naming it (bench/targets.py). Timing lives here, never in unit tests.
 """
 
 from __future__ import annotations
@@ -23,10 +24,16 @@ import os
 import threading
 import time
 
+from targets import Targets  # bench/ is on the path of a bench script
+
 from perfmodel.sweep.engine import SweepSpec
 from perfmodel.sweep.run import run_sweep
 
 SYSTEM = "trn2-ultraserver"
+# configs/s on one thread (the README's Performance table): decode and prefill metrics >= 1M/s, training with
+# communication >= 100k/s, for the dense model of each case
+RATE_TARGETS = {("(a)", "llama-3-8b"): 1e6, ("(b)", "llama-3-8b"): 1e6, ("(c)", "llama-3-70b"): 1e5}
+TARGETS = Targets()
 CASES = [  # (label, workload, phase, grid, fixed)
     ("(a) decode, 1 device", "llama-3-8b", "decode",
      {"batch": "1:1024", "context": "256:131072:256", "kv_cache": "bf16,fp8"}, {}),
@@ -101,11 +108,15 @@ def main() -> None:
     for label, wl, phase, grid, fixed in ([] if args.skip_cases else CASES):
         spec = SweepSpec(SYSTEM, wl, phase, grid=grid, fixed=fixed)
         warm(wl, phase)
-        t1, n, _ = timed_sweep(spec, chunk_size=args.chunk)
+        t1, n, _ = timed_sweep(spec, chunk_size=args.chunk, workers=1)
         t2, _, _ = timed_sweep(spec, chunk_size=args.chunk, workers=2)
+        aim = RATE_TARGETS.get((label[:3], wl))
+        verdict = f"; target {aim:,.0f}/s on 1 thread: {TARGETS.at_least(f'{label} {wl}', n / t1, aim, '/s')}" \
+            if aim else ""
         print(f"  {label:22s} {wl:12s} {n:>10,} configs: 1 thread {n / t1:>11,.0f}/s   "
-              f"2 threads {n / t2:>11,.0f}/s ({t1 / t2:.2f}x)")
+              f"2 threads {n / t2:>11,.0f}/s ({t1 / t2:.2f}x){verdict}")
     if args.quick:
+        TARGETS.exit()
         return
 
     # chunked sweep of --big configurations: decode, llama-3-8b, batch x context
@@ -152,6 +163,7 @@ def main() -> None:
         print(f"  {what:50s} {n:>10,} configs: Dask {n / dask[k]:>11,.0f}/s; in-process 1 thread "
               f"{n / local[(k, 1)]:>11,.0f}/s, 2 threads {n / local[(k, 2)]:>11,.0f}/s; Dask / in-process "
               f"{local[(k, 1)] / dask[k]:.2f}x (1 thread), {local[(k, 2)] / dask[k]:.2f}x (2 threads)")
+    TARGETS.exit()
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ sees), then again into memory it has used and freed. The gap between the two is 
 fresh pages, which the bench measures on its own (1 GiB written fresh, then again): on a virtual machine whose
 host backs guest memory lazily (the 2-core development machine: Firecracker) it is about 2 ms per MiB, 6 s for
 a 3 GiB frame, as long as the sweep's compute (assemble.py faults the columns in on a second thread).
-Prints the machine load beside every figure; ratios to the engine beside absolutes. Timing lives here, never
-in unit tests.
+Prints the machine load beside every figure; ratios to the engine beside absolutes; a missed target exits
+non-zero naming it (bench/targets.py). Timing lives here, never in unit tests.
 """
 
 from __future__ import annotations
@@ -29,11 +29,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+from targets import Targets  # bench/ is on the path of a bench script
 
 from perfmodel.sweep.engine import SweepSpec
 from perfmodel.sweep.run import default_workers, run_sweep
 
 SYSTEM, WORKLOAD = "trn2-ultraserver", "llama-3-8b"
+TARGETS = Targets()  # issue 21: the first frame >= 1.5M configs/s, its peak RSS growth <= 1.2x the frame
 
 
 def machine_load() -> str:
@@ -87,8 +89,10 @@ def main() -> None:
     size = int(df.memory_usage(deep=True, index=False).sum())
     grew = max(peak_rss_bytes() - before, 0)
     print(f"frame (returned):       {len(df):,} rows x {df.shape[1]} columns at {rate / 1e6:.2f}M/s = "
-          f"{rate / engine:.2f}x the engine (target >= 1.5M/s), into fresh memory; frame {size / 2**30:.2f} GiB, "
-          f"peak RSS grew {grew / 2**30:.2f} GiB = {grew / size:.2f}x the frame (target <= 1.2x)  ({machine_load()})")
+          f"{rate / engine:.2f}x the engine (target >= 1.5M/s: {TARGETS.at_least('frame rate', rate, 1.5e6, '/s')}), "
+          f"into fresh memory; frame {size / 2**30:.2f} GiB, peak RSS grew {grew / 2**30:.2f} GiB = "
+          f"{grew / size:.2f}x the frame (target <= 1.2x: {TARGETS.at_most('frame peak RSS', grew / size, 1.2, 'x')})"
+          f"  ({machine_load()})")
     del df
     t0 = time.perf_counter()
     df = run_sweep(s, chunk_size=args.chunk, progress=False, workers=workers)
@@ -116,6 +120,7 @@ def main() -> None:
         mb = (Path(tmp) / "sweep.parquet").stat().st_size / 2**20
     print(f"parquet (written):      {run.rows:,} rows at {prate / 1e3:.0f}k/s = {prate / engine:.2f}x the engine; "
           f"{mb:.0f} MiB  ({machine_load()})")
+    TARGETS.exit()
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ with the reason and the benchmark goes on.
 Prints each tool's configs/s, perfmodel's configs/s on the same grid and the ratios (by wall time
 and by CPU time: the CPU-time rates hold up when other work shares the machine), then the
 agreement: the decode latency of each tool on a few shared points and the ratio perfmodel / peer
-over every configuration a peer ran. All figures are measured in this run; timing lives here,
-never in unit tests.
+over every configuration a peer ran. Target (issue 21): point() one configuration at a time at least
+llm-analysis's configs/s, walked as the peer is walked; a miss exits non-zero (bench/targets.py). All figures
+are measured in this run; timing lives here, never in unit tests.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 from peer_venv import ensure_peer  # bench/ is on the path of a bench script
+from targets import Targets
 
 from perfmodel import catalog
 from perfmodel.catalog import workload_files
@@ -240,6 +242,12 @@ def main() -> None:
     print("(perfmodel applies its calibrated HBM efficiency, "
           + ", ".join(f"{GPUS[g][1]} {e:.2f}" for g, e in pm["hbm_efficiency"].items())
           + ", and per-operator overheads; llm-analysis and GenZ run at their default efficiency 1.0)")
+    if "llm-analysis" in peers:
+        targets, peer = Targets(), peers["llm-analysis"]
+        print(f"point() one at a time / llm-analysis: {pt['n'] / pt['s'] / (peer['done'] / peer['seconds']):.2f}x "
+              f"configs/s (target >= 1x: "
+              f"{targets.at_least('point() configs/s', pt['n'] / pt['s'], peer['done'] / peer['seconds'], '/s')})")
+        targets.exit()
 
 
 if __name__ == "__main__":

@@ -329,3 +329,36 @@ def test_one_message_on_python_floats_is_the_array_path_bit_for_bit():
                     assert w == v or (np.isnan(w) and np.isnan(v)), (name, c.value, g, alg)
             checked += 1
     assert checked > 50
+
+
+def test_dimensions_and_tiers_of_one_member_are_not_priced_and_change_no_number(monkeypatch):
+    """algorithms._alone skips a dimension (and a hierarchical tier of them) with one member in every
+    configuration: each algorithm masks such a dimension out and a tier of one member costs (0, 0), so every
+    field and every algorithm's breakdown equals the cost with nothing skipped, bit for bit (NaN where NaN),
+    on every catalogue system, collective, group, stride and rank count (a mixed group array included)."""
+    from perfmodel.comm import algorithms
+
+    n = np.array([0.0, 1.0, 4096.0, 3.3e6, 2.5e8, 1.0e10])
+    groups = (1.0, 2.0, 8.0, 64.0, np.array([1.0, 2.0, 1.0, 8.0, 1.0, 4.0]))
+    cases = [(c, g, stride, r) for c in Collective for g in groups for stride in (1.0, 4.0) for r in (1, 4)]
+
+    def costs():
+        out = {}
+        for name in catalog.list_systems():
+            s = catalog.load_system(name)
+            cal = calibration_for(s)
+            for i, (c, g, stride, r) in enumerate(cases):
+                try:
+                    cost = co.collective_cost(s, cal, c, n, g, stride, ranks_per_chip=r)
+                except ValueError:
+                    continue
+                out[name, i] = [np.asarray(x).tobytes() for x in (cost.time_s, cost.latency_s, cost.bandwidth_s)] \
+                    + [np.asarray(cost.algorithm).tolist()] \
+                    + [np.asarray(x).tobytes() for parts in cost.per_algorithm.values() for x in parts]
+        return out
+
+    skipped = costs()
+    monkeypatch.setattr(algorithms, "_alone", lambda gd: False)
+    priced = costs()
+    assert skipped.keys() == priced.keys() and len(skipped) > 200
+    assert [k for k in skipped if skipped[k] != priced[k]] == []

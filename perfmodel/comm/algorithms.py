@@ -148,12 +148,20 @@ def _levels(gds: list[GroupDim]) -> list[list[GroupDim]]:
     return list(out.values())
 
 
+def _alone(gd: GroupDim) -> bool:
+    """A dimension the group spans with one member in every configuration: its phase does nothing (each
+    algorithm masks it out, `used = m > 1`), so it is not priced at all."""
+    return not np.any(gd.m != 1)
+
+
 def _seq(gds: list[GroupDim], n, phase):
     """Apply a per-dimension phase inner to outer on shrinking data; sum latency and bandwidth."""
     lat = ew.zeros_like(n)
     bw = ew.zeros_like(n)
     n_d = n
     for gd in gds:
+        if _alone(gd):  # adds 0.0 to each sum and divides the data by 1: the same numbers without its phase
+            continue
         a, b = phase(gd, n_d)
         used = gd.m > 1
         lat = lat + ew.where(used, a, 0.0)
@@ -245,6 +253,8 @@ def _hier(gds, n, p, level_cost, shrink: bool = True, factor: float = 1.0):
     per_ports: dict[frozenset, np.ndarray] = {}
     n_l = n
     for lvl in _levels(gds):
+        if all(_alone(gd) for gd in lvl):  # a tier of one member costs (0, 0) at every level_cost: it would add
+            continue  # 0.0 to the latency and a 0.0 bandwidth term (test_collectives holds both)
         a, b = level_cost(lvl, n_l)
         lat = lat + factor * a
         key = frozenset(gd.dim.ports // 10 for gd in lvl)
@@ -292,6 +302,8 @@ def _seq_full(gds, n, phase):
     lat = ew.zeros_like(n)
     bw = ew.zeros_like(n)
     for gd in gds:
+        if _alone(gd):  # as in _seq
+            continue
         a, b = phase(gd, n)
         used = gd.m > 1
         lat = lat + ew.where(used, a, 0.0)

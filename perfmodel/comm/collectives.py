@@ -108,14 +108,19 @@ def fixed_latency(cal: Calibration, launch: str = "in-graph") -> float:
     return cal["collective_host_launch_latency"] + eager
 
 
-def _unavailable(alg: str, ranks: np.ndarray, crosses: np.ndarray, cal: Calibration) -> np.ndarray:
-    """Where the runtime does not offer `alg` for a group inside one node (True = not offered).
+def _inside_node(crosses) -> np.ndarray | bool:
+    """Where a group stays inside one node (its outermost dimension crossed is none or the node's)."""
+    return crosses in ("none", "node") if isinstance(crosses, str) else (crosses == "none") | (crosses == "node")
+
+
+def _unavailable(alg: str, ranks: np.ndarray, inside, cal: Calibration) -> np.ndarray:
+    """Where the runtime does not offer `alg` for a group inside one node (True = not offered; inside:
+    _inside_node of the groups, computed once for every algorithm: comparing names is the costly part).
 
     `intranode_direct_max_ranks` (0: no limit) caps the one-step all-to-all pattern ('direct') at that
     many ranks; `intranode_multistep_algorithms` = 0 leaves only the ring family (ring, bidir-ring)
     and, up to the cap, direct: no per-dimension rings, recursive halving-doubling or tiered
     schedules inside a node. A family file without these parameters restricts nothing."""
-    inside = crosses in ("none", "node") if isinstance(crosses, str) else (crosses == "none") | (crosses == "node")
     cap = cal.get("intranode_direct_max_ranks", 0.0)
     if alg == "direct":
         return inside & (cap > 0) & (ranks > cap)
@@ -156,6 +161,7 @@ def _cost(system: System, cal: Calibration, c: Collective, n, g, s, algorithm: s
         gds = core + gds
     ranks = g * r
     crosses = _outermost(gds, g)
+    inside = _inside_node(crosses) if algorithm == "auto" else False
     p = cal["hierarchical_pipelining"]
     active = (ranks > 1) & (n > 0)
     names = ALGORITHMS if algorithm == "auto" else (algorithm,)
@@ -172,7 +178,7 @@ def _cost(system: System, cal: Calibration, c: Collective, n, g, s, algorithm: s
             per[alg] = (inf, inf, inf)
             continue
         lat, bw = (ew.where(active, x, 0.0) for x in cost)
-        off = _unavailable(alg, ranks, crosses, cal) & active if algorithm == "auto" else False
+        off = _unavailable(alg, ranks, inside, cal) & active if algorithm == "auto" else False
         per[alg] = (ew.where(off, np.inf, lat + bw), lat, bw)
     totals = [per[a][0] for a in names]
     idx = ew.argmin_rows(totals)  # the fastest (ties to the first); a group no algorithm applies to has only inf
