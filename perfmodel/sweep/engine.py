@@ -170,7 +170,8 @@ def evaluate_chunk(plan: Plan, g: int, start: int, stop: int) -> pd.DataFrame:
 
 def chunk_columns(plan: Plan, g: int, start: int, stop: int) -> dict:
     """evaluate_chunk's columns before they become a DataFrame (every row, numpy arrays or Categoricals of
-    stop - start entries, some read-only broadcast views): what a returned frame copies into its columns."""
+    stop - start entries, some read-only broadcast views; the reasons as assemble.TextCodes): what a returned
+    frame copies into its columns."""
     n = stop - start
     gv = plan.group_values(g)
     system, arch, cal = _context(gv["system"], gv["workload"], plan.spec.variant)
