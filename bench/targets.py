@@ -20,7 +20,7 @@ class Targets:
         ratio = max(value, target) / max(min(value, target), 1e-300)
         if ok:
             return f"meets ({ratio:.2f}x headroom)"
-        self.missed.append(f"{what} {value:,.3g}{unit} against {target:,.3g}{unit}")
+        self.missed.append(f"{what} {_shown(value)}{unit} against {_shown(target)}{unit}")
         return f"MISSES ({ratio:.2f}x {miss_word})"
 
     def at_least(self, what: str, value: float, target: float, unit: str = "") -> str:
@@ -35,3 +35,7 @@ class Targets:
         """Exit non-zero naming every missed figure (run_all.py reports the benchmark and runs the next)."""
         if self.missed:
             raise SystemExit("missed: " + "; ".join(self.missed))
+
+
+def _shown(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"

@@ -151,7 +151,8 @@ def _levels(gds: list[GroupDim]) -> list[list[GroupDim]]:
 def _alone(gd: GroupDim) -> bool:
     """A dimension the group spans with one member in every configuration: its phase does nothing (each
     algorithm masks it out, `used = m > 1`), so it is not priced at all."""
-    return not np.any(gd.m != 1)
+    m = gd.m
+    return m == 1 if isinstance(m, (int, float)) else not np.any(m != 1)  # one message's: a Python number
 
 
 def _seq(gds: list[GroupDim], n, phase):
