@@ -127,6 +127,9 @@ def _direct_phase(gds: list[GroupDim], n):
     inner = ew.ones_like(g)
     for gd in gds:
         m, d = gd.m, gd.dim
+        if _alone(gd):  # no peer along d: no latency, a 0.0 term on its ports' bytes, inner x 1
+            per_ports.setdefault(d.ports, ew.zeros_like(n))
+            continue
         used = m > 1
         if d.link:
             moving = n * (m - 1) / m  # bytes whose coordinate along d differs
@@ -182,6 +185,8 @@ def _ring_rates(gds, bidir: bool) -> np.ndarray:
     m_in = ew.ones_like(gds[0].m)
     rate = ew.full_like(gds[0].m, np.inf)
     for gd in gds:
+        if _alone(gd):  # m_in x 1, the rate kept where m = 1
+            continue
         r = _bi(gd) if bidir else _uni(gd)
         if np.isinf(gd.dim.size):
             r = ew.minimum(gd.dim.rate_bytes_per_s * m_in, max(gd.dim.lone_rate_bytes_per_s, gd.dim.rate_bytes_per_s))
@@ -194,7 +199,9 @@ def _ring_rates(gds, bidir: bool) -> np.ndarray:
 def _flat_ring(gds, n, bidir: bool):
     g = ew.prod_rows([gd.m for gd in gds])
     used = [gd.m > 1 for gd in gds]
-    a = ew.max_rows([ew.where(u, gd.dim.alpha_s * gd.h, 0.0) for gd, u in zip(gds, used)])
+    # a dimension of one member adds a 0.0 term to the maximum of non-negative latencies: left out
+    a = ew.max_rows([ew.where(u, gd.dim.alpha_s * gd.h, 0.0) for gd, u in zip(gds, used) if not _alone(gd)]
+                    or [ew.zeros_like(g)])
     return (g - 1) * a, (g - 1) / g * n / _ring_rates(gds, bidir)
 
 
@@ -229,6 +236,8 @@ def _nvls_pair(gds, n):
     rate = ew.full_like(g, np.inf)
     alpha = ew.zeros_like(g)
     for gd in gds:
+        if _alone(gd):  # not on: ok, rate and alpha as they are
+            continue
         on = gd.m > 1
         d = gd.dim
         reduces = bool((not d.link) and d.reduce_eff > 0 and np.isfinite(d.size))
