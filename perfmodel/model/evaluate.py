@@ -106,6 +106,11 @@ class CompiledGraph:
 def compile_graph(key: GraphKey, phase: Phase, recompute: Recompute, overlap: Overlap) -> CompiledGraph:
     """Lambdify every operator quantity of a graph into one numpy function (cached in the process, and its
     source with the operators' records on disk for the next process, which then builds no sympy: graph_cache)."""
+    with graph_cache.BUILD:
+        return _compile(key, phase, recompute, overlap)
+
+
+def _compile(key: GraphKey, phase: Phase, recompute: Recompute, overlap: Overlap) -> CompiledGraph:
     parts = (repr(key), Phase(phase).value, Recompute(recompute).value, Overlap(overlap).value)
     hit = graph_cache.load(parts)
     if hit is not None and isinstance(hit[2], list):

@@ -14,6 +14,9 @@ $XDG_CACHE_HOME/perfmodel, else ~/.cache/perfmodel; PERFMODEL_CACHE_DIR=off turn
 entry that cannot be read or written is ignored (the graph is compiled as without the cache); writes are
 atomic (a temporary file, then os.replace), so concurrent processes never see half an entry.
 
+BUILD is the lock under which evaluate.compile_graph and memory's parameter counts build or read back a graph: a
+sweep's threads (sweep/run.py) would otherwise run sympy, which is not made for threads, side by side.
+
 Does not: build or evaluate a graph (evaluate.compile_graph does).
 """
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +35,8 @@ if TYPE_CHECKING:  # sympy is imported where a graph is read or fingerprinted: t
     import sympy as sp
 
 FORMAT = 2  # 2: entries carry the graph's operator records (meta)
+# sympy's caches are not made for threads: a sweep's threads build (or read back) graphs one at a time
+BUILD = threading.RLock()
 
 
 def directory() -> Path | None:

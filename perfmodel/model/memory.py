@@ -94,7 +94,12 @@ class Footprint:
 @functools.lru_cache(maxsize=256)
 def _params_fn(key: ops.GraphKey, phase: Phase, experts: bool | None, quantized: bool = False, lora: bool = False):
     """(symbols, numpy function, is zero) of the per-device parameter count of a graph structure (cached in the
-    process and on disk: graph_cache)."""
+    process and on disk: graph_cache; built one at a time: graph_cache.BUILD)."""
+    with graph_cache.BUILD:
+        return _build_params_fn(key, phase, experts, quantized, lora)
+
+
+def _build_params_fn(key: ops.GraphKey, phase: Phase, experts: bool | None, quantized: bool, lora: bool):
     parts = ("parameters", repr(key), Phase(phase).value, repr(experts)) + (("quantized",) if quantized else ()) \
         + (("lora",) if lora else ())
     hit = graph_cache.load(parts)
