@@ -140,12 +140,34 @@ def test_dask_local_cluster_gives_the_same_rows(tmp_path):
     pd.testing.assert_frame_equal(run_sweep(spec, chunk_size=9, progress=False, workers=2), local)
 
 
-def test_threads_a_sweep_takes_unasked_give_the_rows_of_one_thread(monkeypatch):
-    """run_sweep's default threads (sweep.run.default_workers, at most DEFAULT_WORKERS_MAX): the same rows in the
-    same order as one thread, under a calibrated set too (the threads see the caller's)."""
+def test_threads_a_sweep_takes_unasked(monkeypatch):
+    """default_workers: the CPUs the process may run on, at most DEFAULT_WORKERS_MAX; run_sweep evaluates chunks on
+    that many threads unasked, but keeps a reduce function on the calling thread."""
+    import os
+    import threading
+
     from perfmodel.sweep import run as sweep_run
 
-    assert 1 <= sweep_run.default_workers() <= sweep_run.DEFAULT_WORKERS_MAX
+    for cpus, want in ((1, 1), (2, 2), (16, sweep_run.DEFAULT_WORKERS_MAX)):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=cpus: set(range(n)), raising=False)
+        assert sweep_run.default_workers() == want
+    monkeypatch.setattr(sweep_run, "default_workers", lambda: 3)
+    seen, columns, evaluate_chunk_ = set(), sweep_run.chunk_columns, sweep_run.evaluate_chunk
+    monkeypatch.setattr(sweep_run, "chunk_columns", lambda *a: seen.add(threading.current_thread().name) or columns(*a))
+    monkeypatch.setattr(sweep_run, "evaluate_chunk",
+                        lambda *a: seen.add(threading.current_thread().name) or evaluate_chunk_(*a))
+    spec = SweepSpec(SYSTEM, MODEL, "decode", grid={"batch": "1:64", "context": [512, 2048]})
+    run_sweep(spec, chunk_size=7, progress=False)
+    assert sum(name.startswith("perfmodel-sweep") for name in seen) >= 2  # the pool's threads did the work
+    seen.clear()
+    run_sweep(spec, chunk_size=7, progress=False, reduce=lambda df: df)
+    assert seen == {threading.current_thread().name}
+
+
+def test_threads_give_the_rows_of_one_thread(monkeypatch):
+    """The rows in the same order as one thread's, under a calibrated set too (the threads see the caller's)."""
+    from perfmodel.sweep import run as sweep_run
+
     monkeypatch.setattr(sweep_run, "default_workers", lambda: 3)
     spec = SweepSpec(SYSTEM, MODEL, "decode", grid={"batch": "1:64", "context": [512, 2048, 9000], "tp": [1, 3]})
     one = run_sweep(spec, chunk_size=7, progress=False, workers=1)

@@ -78,7 +78,7 @@ _BYTES = {d: _bytes_per_element(d) for d in _PAYLOAD_BITS}  # the formula below,
 
 def bytes_per_element(dtype: DType) -> float:
     """Stored bytes per element including block-scale overhead, e.g. mxfp4 -> 4.25/8 = 0.53125."""
-    return _BYTES[dtype] if isinstance(dtype, DType) else _BYTES[DType(dtype)]
+    return _BYTES[_as_dtype(dtype)]
 
 
 def is_microscaled(dtype: DType) -> bool:

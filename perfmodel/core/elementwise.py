@@ -8,6 +8,7 @@ reduced over its first axis adds and multiplies the rows one after another).
 
     where(c, a, b)          np.where; a plain conditional when c is a Python bool and neither branch has dimensions
     maximum / minimum       np.maximum / np.minimum (a NaN wins)
+    scalar_max / scalar_min / scalar_ceil   the same on Python numbers alone (any number of terms for the first two)
     floor / ceil            np.floor / np.ceil (a finite float as a float)
     isfinite / isinf        np.isfinite / np.isinf
     logical_not             np.logical_not (~ on a Python bool would give -2)
@@ -44,18 +45,38 @@ def where(cond, a, b):
     return np.where(cond, a, b)
 
 
+def scalar_max(a, b, *rest):
+    """numpy's maximum over Python numbers (the largest; a NaN wins): maximum's one-number case, and the
+    compiled graph's vmax on one configuration (model/numeric.scalar_namespace)."""
+    m = a if (a >= b or a != a) else b
+    for c in rest:
+        if not (m >= c or m != m):
+            m = c
+    return m
+
+
+def scalar_min(a, b, *rest):
+    """numpy's minimum over Python numbers (the smallest; a NaN wins)."""
+    m = a if (a <= b or a != a) else b
+    for c in rest:
+        if not (m <= c or m != m):
+            m = c
+    return m
+
+
+def scalar_ceil(x):
+    """numpy's ceil of a Python number: a float, a zero keeping x's sign (-0.5 -> -0.0), inf and NaN as they are."""
+    return (float(math.ceil(x)) or math.copysign(0.0, x)) if math.isfinite(x) else x
+
+
 def maximum(a, b):
     """np.maximum(a, b), on two Python floats as numpy gives it (the larger; a NaN wins)."""
-    if isinstance(a, float) and isinstance(b, float):
-        return a if (a >= b or a != a) else b
-    return np.maximum(a, b)
+    return scalar_max(a, b) if isinstance(a, float) and isinstance(b, float) else np.maximum(a, b)
 
 
 def minimum(a, b):
     """np.minimum(a, b), on two Python floats as numpy gives it (the smaller; a NaN wins)."""
-    if isinstance(a, float) and isinstance(b, float):
-        return a if (a <= b or a != a) else b
-    return np.minimum(a, b)
+    return scalar_min(a, b) if isinstance(a, float) and isinstance(b, float) else np.minimum(a, b)
 
 
 def floor(x):
@@ -66,10 +87,8 @@ def floor(x):
 
 
 def ceil(x):
-    """np.ceil(x), on a finite Python float as a Python float (a zero keeps x's sign, as numpy's does)."""
-    if isinstance(x, float) and math.isfinite(x):
-        return float(math.ceil(x)) or math.copysign(0.0, x)
-    return np.ceil(x)
+    """np.ceil(x), on a Python float as a Python float (scalar_ceil)."""
+    return scalar_ceil(x) if isinstance(x, float) else np.ceil(x)
 
 
 def isfinite(x):

@@ -283,9 +283,6 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
         # component a one-value array, as a sweep of one gives (views of one array: a single numpy call)
         shape, table = (1,), np.array([float(v) for v in comp.values()])
         comp = {k: table[i:i + 1] for i, k in enumerate(comp)}
-    elif np.ndim(P_dev) == 0 and all(np.shape(v) in ((), (1,)) for v in comp.values()):
-        shape = (1,)
-        comp = {k: np.asarray(v, dtype=float).reshape(shape) for k, v in comp.items()}
     else:
         shape = np.broadcast_shapes(*[np.shape(v) for v in comp.values()], np.shape(P_dev))
         single = int(np.prod(shape)) == 1  # a one-value array takes the shape as a view (no broadcast)

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import builtins
 import functools
-import math
 
 import numpy as np
 import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
+
+from perfmodel.core import elementwise as ew
 
 
 class vmax(sp.Function):  # noqa: N801 - the name lambdify prints and the compiled source calls
@@ -95,31 +96,12 @@ def namespace() -> dict:
 
 
 # One configuration: the same compiled source run on Python floats, its maxima, minima and ceilings as the
-# scalar operations numpy's are (numpy.maximum: a if a >= b or a is NaN, else b; numpy.ceil keeps inf and NaN).
-# numpy spends about a microsecond on each operation on a scalar; the graph of one configuration is a few hundred.
-
-
-def _scalar_max(a, b, *rest):
-    m = a if (a >= b or a != a) else b
-    for c in rest:
-        if not (m >= c or m != m):
-            m = c
-    return m
-
-
-def _scalar_min(a, b, *rest):
-    m = a if (a <= b or a != a) else b
-    for c in rest:
-        if not (m <= c or m != m):
-            m = c
-    return m
-
-
-def _scalar_ceil(x):
-    return (float(math.ceil(x)) or math.copysign(0.0, x)) if math.isfinite(x) else x  # -0.5 -> -0.0, as numpy
+# scalar operations numpy's are (core/elementwise: numpy.maximum is a if a >= b or a is NaN, else b; numpy.ceil
+# keeps inf, NaN and a zero's sign). numpy spends about a microsecond on each operation on a scalar; the graph of
+# one configuration is a few hundred.
 
 
 @functools.lru_cache(maxsize=1)
 def scalar_namespace() -> dict:
     """namespace() with vmax / vmin / ceil for Python floats (the compiled source's only functions)."""
-    return {**namespace(), "vmax": _scalar_max, "vmin": _scalar_min, "ceil": _scalar_ceil}
+    return {**namespace(), "vmax": ew.scalar_max, "vmin": ew.scalar_min, "ceil": ew.scalar_ceil}
