@@ -7,6 +7,7 @@ cost F, all efficiencies 1, so each expected time is the docstring formula in co
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from types import MappingProxyType
 
 import numpy as np
@@ -362,3 +363,34 @@ def test_dimensions_and_tiers_of_one_member_are_not_priced_and_change_no_number(
     priced = costs()
     assert skipped.keys() == priced.keys() and len(skipped) > 200
     assert [k for k in skipped if skipped[k] != priced[k]] == []
+
+
+def test_one_group_of_many_messages_is_placed_once_and_gives_every_field_the_arrays_give(monkeypatch):
+    """A sweep whose plan is fixed prices many messages over one group: collective_fields then hands _cost the
+    group and stride as Python numbers (placed once, not once per message). Every field equals the cost with the
+    group spread over the messages, bit for bit and dtype for dtype, on every catalogue system, collective, group,
+    stride and rank count; repeated messages are priced once and spread back; the one-group path is the one taken."""
+    fields = ("time_s", "latency_s", "bandwidth_s", "fixed_s", "algorithm", "crosses", "group", "ranks", "nbytes")
+    n = np.array([0.0, 1.0, 4096.0, 3.3e6, 2.5e8, 1.0e10, 4096.0, 1.0])  # two repeats: distinct() spreads them
+    n = np.concatenate([n, np.logspace(0, 10, 120)])
+    taken = []
+    one_group = co._one_group
+    monkeypatch.setattr(co, "_one_group", lambda *a: taken.append(a[4]) or one_group(*a))
+    checked = 0
+    for name in catalog.list_systems():
+        s = catalog.load_system(name)
+        cal = calibration_for(s)
+        for c, g, stride, r in itertools.product(Collective, (2.0, 8.0, 72.0), (1.0, 4.0), (1, 4)):
+            try:
+                spread = co.collective_cost(s, cal, c, n, np.full(n.shape, g), np.full(n.shape, stride),
+                                            ranks_per_chip=r)
+            except ValueError:
+                continue
+            got = co.collective_fields(s, cal, c, n, g, stride, fields, ranks_per_chip=r)
+            for f in fields:
+                want = np.asarray(getattr(spread, f))
+                assert got[f].dtype == want.dtype and got[f].shape == want.shape, (name, c, g, f)
+                same = got[f].tolist() == want.tolist() if want.dtype == object else got[f].tobytes() == want.tobytes()
+                assert same, (name, c, g, stride, r, f)
+            checked += 1
+    assert checked > 1000 and len(taken) >= checked

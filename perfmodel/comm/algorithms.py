@@ -140,7 +140,7 @@ def _direct_phase(gds: list[GroupDim], n):
             lat_sw = ew.maximum(lat_sw, ew.where(used, d.alpha_s, 0.0))
         per_ports[d.ports] = per_ports.get(d.ports, 0.0) + ew.where(used, t, 0.0)
         inner = inner * m
-    bw = ew.max_rows(list(per_ports.values()), np.shape(g))
+    bw = ew.max_rows(list(per_ports.values()), np.broadcast_shapes(np.shape(g), np.shape(n)))  # one group: g a number
     return lat_link + lat_sw, bw
 
 

@@ -206,7 +206,7 @@ def distinct(*arrays, min_size: int = 64, cache: dict | None = None):
     size = int(np.prod(shape))
     if size < min_size:
         return None
-    key, n_keys = np.zeros(size, dtype=np.int64), 1
+    key, n_keys, varied = np.zeros(size, dtype=np.int64), 1, 0
     for a in arrs:
         if a.size == 1:
             continue
@@ -221,7 +221,9 @@ def distinct(*arrays, min_size: int = 64, cache: dict | None = None):
             return None
         key = key * len(uniq) + codes
         n_keys *= len(uniq)
-    inverse, uniq_keys = pd.factorize(key)
+        varied += 1
+    # one array varying: its codes are already the rows' (factorize numbers them in order of first appearance)
+    inverse, uniq_keys = (key, range(n_keys)) if varied == 1 else pd.factorize(key)
     if 2 * len(uniq_keys) > size:
         return None
     # factorize numbers rows in order of first appearance: the running maximum steps up there
@@ -261,27 +263,49 @@ def collective_fields(system: System, cal: Calibration, collective, nbytes, grou
     g = np.asarray(group, dtype=float)
     if fields == ("time_s",) and g.ndim == 0 and g * ranks_per_chip <= 1:  # no peer: collective_cost's time is 0.0 everywhere
         return {"time_s": np.zeros(np.broadcast_shapes(np.shape(nbytes), np.shape(stride)))}
-    d = None if g.ndim == 0 and np.ndim(nbytes) == 0 and np.ndim(stride) == 0 \
-        else distinct(nbytes, group, stride, cache=cache)  # one message: nothing to deduplicate
+    # one group for every message (a sweep whose plan is fixed: only the sizes vary) goes to _cost as Python numbers:
+    # its placement, tiers and algorithms' group terms are worked out once, not once per distinct message (half a
+    # prefill sweep's collective time), the same numbers (an IEEE operation on a number and on an array of it agree)
+    one_group = g.ndim == 0 and np.ndim(stride) == 0
+    d = None if one_group and np.ndim(nbytes) == 0 \
+        else distinct(nbytes, *(() if one_group else (group, stride)), cache=cache)  # one message: nothing to do
     if d is None:
         n, g, s = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (nbytes, group, stride)))
         inverse, shape = None, n.shape
-        n, g, s = n.ravel(), g.ravel(), s.ravel()
+        n, g, s = n.ravel().copy(), g.ravel(), s.ravel()
     else:
-        (n, g, s), inverse, shape = d
-    if n.size > _MEMO_MAX_MESSAGES:
-        cost = collective_cost(system, cal, collective, n, g, s, launch=launch, ranks_per_chip=ranks_per_chip)
-        out = {f: np.asarray(getattr(cost, f)) for f in fields}
-        return {f: (out[f].reshape(shape) if inverse is None else out[f][inverse].reshape(shape)) for f in fields}
-    key = _memo_key(system, cal, collective, launch, ranks_per_chip, fields, n, g, s)
-    hit = _memo_get(key)
+        rows, inverse, shape = d
+        n, g, s = (rows[0], g, np.asarray(stride, dtype=float)) if one_group else rows
+    if one_group:
+        g, s = float(g.ravel()[0]), float(s.ravel()[0])
+    key = None if n.size > _MEMO_MAX_MESSAGES else \
+        _memo_key(system, cal, collective, launch, ranks_per_chip, fields, n, np.asarray(g), np.asarray(s))
+    hit = None if key is None else _memo_get(key)
     if hit is None:
-        cost = collective_cost(system, cal, collective, n, g, s, launch=launch, ranks_per_chip=ranks_per_chip)
-        hit = _memo_put(key, system, {f: np.asarray(getattr(cost, f)) for f in fields})
+        cost = _one_group(system, cal, collective, n, g, s, launch, ranks_per_chip) if one_group else \
+            collective_cost(system, cal, collective, n, g, s, launch=launch, ranks_per_chip=ranks_per_chip)
+        values = {f: np.broadcast_to(_as_array(getattr(cost, f)), n.shape) for f in fields}  # a group's, spread
+        hit = (system, values) if key is None else _memo_put(key, system, values)
     out = hit[1]
     if inverse is None:
         return {f: out[f].reshape(shape).copy() for f in fields}
     return {f: out[f][inverse].reshape(shape) for f in fields}
+
+
+def _one_group(system: System, cal: Calibration, collective, n: np.ndarray, g: float, s: float, launch: str,
+               ranks_per_chip: int) -> CollectiveCost:
+    """_cost of messages n over one group g at stride s given as Python numbers, or of every entry's arrays where
+    Python arithmetic raises what numpy carries as inf (a tier of zero bandwidth)."""
+    try:
+        return _cost(system, cal, Collective(collective), n, g, s, "auto", launch, int(ranks_per_chip))
+    except ArithmeticError:
+        return collective_cost(system, cal, collective, n, np.full(n.shape, g), np.full(n.shape, s),
+                               launch=launch, ranks_per_chip=ranks_per_chip)
+
+
+def _as_array(v) -> np.ndarray:
+    """A field as the arrays give it: a Python number a float, a name (one tier, one algorithm) an object."""
+    return v if isinstance(v, np.ndarray) else np.array(v, dtype=float if isinstance(v, (int, float)) else object)
 
 
 def _one_message(system: System, cal: Calibration, collective, n: float, g: float, s: float, fields: tuple[str, ...],

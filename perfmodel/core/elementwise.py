@@ -157,9 +157,13 @@ def argmin_rows(xs: list):
             if x < xs[best]:
                 best = i
         return best
-    return np.argmin(np.stack(xs), axis=0)
+    return np.argmin(np.stack(np.broadcast_arrays(*xs)), axis=0)  # a term may be one number beside arrays
 
 
 def choose(i, xs: list):
-    """np.choose(i, xs): xs[i] for one index."""
-    return xs[i] if isinstance(i, int) else np.choose(i, xs)
+    """np.choose(i, xs): xs[i] for one index; for an index array each entry taken from the terms stacked
+    (np.choose itself is ~3x slower at a sweep's sizes: the collectives' picks among their algorithms)."""
+    if isinstance(i, int):
+        return xs[i]
+    i, *xs = np.broadcast_arrays(i, *xs)
+    return np.take_along_axis(np.stack(xs), i[None], axis=0)[0]

@@ -366,7 +366,15 @@ def fixed_values(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) -
     parts = tuple(_scalar_key(getattr(kn, f)) for f in ("pp", "compute", "weights", "expert_weights"))
     if _SWEPT in parts:
         return _fixed_values(system, arch, cal, kn)
-    return _FIXED.get((system, arch, cal), parts, lambda: _fixed_values(system, arch, cal, kn))
+    return _FIXED.get((system, arch, cal), parts, lambda: _python_numbers(_fixed_values(system, arch, cal, kn)))
+
+
+def _python_numbers(vals: dict) -> dict:
+    """vals with its one-number numpy values (a layer count per stage, a lane count) as the Python floats their
+    neighbours are: the same IEEE values, and a configuration's arguments then all floats (the compiled graph's
+    scalar path takes them as they are)."""
+    return {k: float(v) if isinstance(v, np.generic) or (isinstance(v, np.ndarray) and v.ndim == 0) else v
+            for k, v in vals.items()}
 
 
 def bind(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) -> dict:
