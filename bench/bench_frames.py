@@ -11,10 +11,11 @@ after one small sweep has compiled the graph:
             target: at most 1.2x the frame, at least 1.5M configs/s at 10M rows);
   parquet   run_sweep(spec, out="....parquet"): its rate (floats written without dictionary pages).
 The frame is returned twice: the first time into memory the process has never touched (what a fresh process
-sees), then again into memory it has used and freed. The gap between the two is the machine's first touch of
-fresh pages, which the bench measures on its own (1 GiB written fresh, then again): on a virtual machine whose
-host backs guest memory lazily (the 2-core development machine: Firecracker) it is about 2 ms per MiB, 6 s for
-a 3 GiB frame, as long as the sweep's compute (assemble.py faults the columns in on a second thread).
+sees), then again after the first is let go. Either pays the first touch of 3 GiB of pages, which the bench
+measures on its own (1 GiB written fresh, then again, in the base pages the frame's columns take and in the huge
+pages np.empty asks for): on a virtual machine whose host backs guest memory lazily (the 2-core development
+machine: Firecracker) it costs up to 2 ms per MiB, as long as the sweep's compute; assemble.py faults the columns
+in on a second thread, in base pages (assemble.fresh_column: huge-page faults compacted memory in the kernel).
 Prints the machine load beside every figure; ratios to the engine beside absolutes; a missed target exits
 non-zero naming it (bench/targets.py). Timing lives here, never in unit tests.
 """
@@ -31,6 +32,7 @@ from pathlib import Path
 import numpy as np
 from targets import Targets  # bench/ is on the path of a bench script
 
+from perfmodel.sweep.assemble import fresh_column
 from perfmodel.sweep.engine import SweepSpec
 from perfmodel.sweep.run import default_workers, run_sweep
 
@@ -51,9 +53,9 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: kB
 
 
-def first_touch_gib_per_s(gib: int = 1) -> tuple[float, float]:
+def first_touch_gib_per_s(allocate, gib: int = 1) -> tuple[float, float]:
     """(fresh, reused) write rates in GiB/s: `gib` GiB of never-touched pages written, then the same pages again."""
-    a = np.empty(gib << 27)  # float64: 2^27 per GiB
+    a = allocate(gib << 27)  # float64: 2^27 per GiB
     t0 = time.perf_counter()
     a[:] = 1.0
     fresh = time.perf_counter() - t0
@@ -107,10 +109,12 @@ def main() -> None:
         print(f"frame on one thread:    {len(df):,} rows at {one / 1e6:.2f}M/s ({workers} threads' first frame: "
               f"{rate / one:.2f}x this)  ({machine_load()})")
         del df
-    fresh, reused = first_touch_gib_per_s()
+    fresh, reused = first_touch_gib_per_s(lambda n: fresh_column(n, np.float64))
+    huge, _ = first_touch_gib_per_s(np.empty)
     gib = size / 2**30
-    print(f"this machine's memory:  first touch {fresh:.2f} GiB/s, rewrite {reused:.1f} GiB/s: a {gib:.2f} GiB "
-          f"frame's first touch alone costs {gib / fresh:.1f} s ({machine_load()})")
+    print(f"this machine's memory:  first touch {fresh:.2f} GiB/s in base pages (the frame's columns: "
+          f"assemble.fresh_column), {huge:.2f} GiB/s in the huge pages np.empty asks for; rewrite {reused:.1f} GiB/s: "
+          f"a {gib:.2f} GiB frame's first touch alone costs {gib / fresh:.1f} s ({machine_load()})")
 
     p = spec(args.parquet)
     with tempfile.TemporaryDirectory() as tmp:

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfmodel.sweep.assemble import ColumnsFrame, TextCodes, text_array
+from perfmodel.sweep.assemble import ColumnsFrame, TextCodes, fresh_column, text_array
 from perfmodel.sweep.engine import SweepSpec, iter_chunks
 from perfmodel.sweep.run import run_sweep
 
@@ -91,3 +91,61 @@ def test_large_frames_are_faulted_in_ahead_of_the_writer_without_touching_rows()
     got = whole.frame()
     assert not whole.prefault.thread.is_alive()
     assert np.array_equal(got["x"].to_numpy(), np.arange(n, dtype=float)) and (got["k"] == 7).all()
+
+
+def _vm_flags(a: np.ndarray) -> list[str] | None:
+    """The kernel's VmFlags of the mapping holding a's first byte (Linux /proc/self/smaps), or None."""
+    try:
+        text = open("/proc/self/smaps").read()
+    except OSError:
+        return None
+    where, inside = a.ctypes.data, False
+    for line in text.splitlines():
+        head = line.split()[0] if line else ""
+        if "-" in head and all(c in "0123456789abcdef-" for c in head):
+            lo, hi = (int(x, 16) for x in head.split("-"))
+            inside = lo <= where < hi
+        elif inside and line.startswith("VmFlags:"):
+            return line.split()[1:]
+    return None
+
+
+def test_large_columns_take_base_pages_and_small_ones_numpys_memory():
+    """A frame's large column is its own mapping marked no-huge-pages (the kernel's 'nh' flag: no synchronous
+    compaction on its first touch), writable and freed with its arrays; a small one, and any object column,
+    is numpy's own empty array. The frame's rows are the same either way."""
+    big = fresh_column(1 << 20, np.float64)  # 8 MiB
+    small = fresh_column(1000, np.float64)
+    assert big.flags.writeable and big.shape == (1 << 20,) and big.dtype == np.float64
+    flags = _vm_flags(big)
+    if flags is None:
+        pytest.skip("no /proc/self/smaps here")
+    assert "nh" in flags and "hg" not in flags
+    assert small.base is None and fresh_column(1 << 20, object).dtype == object
+    frame = ColumnsFrame(1 << 20)
+    frame.add({"x": np.arange(1 << 20, dtype=float), "c": pd.Categorical(["a", "b"] * (1 << 19))})
+    got = frame.frame()
+    assert "nh" in _vm_flags(frame.columns["x"])
+    assert np.array_equal(got["x"].to_numpy(), np.arange(1 << 20, dtype=float))
+    assert got["c"].tolist()[:3] == ["a", "b", "a"]
+
+
+def test_a_frame_and_its_columns_are_freed_when_let_go_without_the_cycle_collector():
+    """Once the frame is taken, nothing the prefault thread held keeps the columns alive in a reference cycle:
+    letting go of the builder and the frame frees them at once (a cycle would hold gigabytes until Python's
+    collector ran, mid-way through whatever runs next)."""
+    import gc
+    import weakref
+
+    n, step = 3 << 20, 1 << 16
+    whole = ColumnsFrame(n)
+    for lo in range(0, n, step):
+        whole.add({"x": np.arange(lo, lo + step, dtype=float)})
+    got = whole.frame()
+    column = weakref.ref(whole.columns["x"])
+    gc.disable()
+    try:
+        del whole, got
+        assert column() is None
+    finally:
+        gc.enable()

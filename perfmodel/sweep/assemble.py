@@ -20,6 +20,15 @@ a frame's first touch of fresh memory is otherwise paid on the sweep's critical 
 3 GiB; on a virtual machine whose host backs guest memory lazily, about 2 ms per MiB, as long as the sweep's
 own compute), and the kernel's work on that thread runs beside numpy's on another core.
 
+A large column is its own anonymous mapping in base pages (fresh_column: MADV_NOHUGEPAGE). np.empty would ask
+for transparent huge pages (numpy madvises MADV_HUGEPAGE from 4 MiB), and under the kernel's usual THP defrag
+setting ("madvise") a huge-page fault in such a region may compact memory synchronously, in the kernel, while
+the sweep's threads wait for cores: on the 2-core development VM a process's first 10M-row frame spent 6.4-8.8 s
+of system time with huge-page columns against 2.4-3.4 s with base pages, and was returned at 1.00-1.30M/s
+against 1.58-2.08M/s (runs of each rotated in both orders; bench_frames.py). A column is written once, in order,
+so huge pages' fewer TLB misses buy it little. The text column's Arrow buffers come from the system allocator
+for the same reason (text_array).
+
 Does not: evaluate a chunk (engine.py) or choose where rows go (run.py).
 """
 
@@ -37,6 +46,7 @@ import pandas as pd
 
 _MADV_POPULATE_WRITE = 23  # Linux >= 5.14 (include/uapi/asm-generic/mman-common.h)
 _PREFAULT_ROWS = 1 << 20  # rows per madvise call and column: 8 MiB of float64
+_OWN_MAPPING_BYTES = 4 << 20  # numpy madvises huge pages from 4 MiB (HUGEPAGE_THRESHOLD in alloc.c); below, np.empty
 
 
 def _madvise():
@@ -49,6 +59,18 @@ def _madvise():
         return None
     f.argtypes, f.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
     return f
+
+
+def fresh_column(capacity: int, dtype) -> np.ndarray:
+    """An uninitialised column of `capacity` rows; from 4 MiB its own anonymous mapping in base pages (module doc),
+    freed with the last array over it."""
+    dtype = np.dtype(dtype)
+    nbytes = capacity * dtype.itemsize
+    if nbytes < _OWN_MAPPING_BYTES or dtype.hasobject or not hasattr(mmap, "MADV_NOHUGEPAGE"):
+        return np.empty(capacity, dtype=dtype)
+    pages = mmap.mmap(-1, nbytes)
+    pages.madvise(mmap.MADV_NOHUGEPAGE)
+    return np.frombuffer(pages, dtype=dtype, count=capacity)
 
 
 def _codes_dtype(categories: int) -> np.dtype:
@@ -64,13 +86,18 @@ def _text_dtype():
 
 def text_array(codes: np.ndarray, texts) -> object:
     """texts[codes] as the column pd.DataFrame would make of those strings, equal to it value for value: under
-    pandas' Arrow-backed 'str', built by Arrow's take of the distinct texts (10M rows: 0.2-1 s, where converting
+    pandas' Arrow-backed 'str', built by Arrow's take of the distinct texts (10M rows: ~0.25 s, where converting
     the Python strings takes ~2 s); otherwise the object array itself."""
     dtype = _text_dtype()
     if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
         import pyarrow as pa
+        import pyarrow.compute as pc
 
-        return pd.array(pa.array(list(texts), type=pa.large_string()).take(pa.array(codes)), dtype=dtype)
+        # the system allocator's pages: Arrow's default pool (mimalloc) takes transparent huge pages, whose
+        # synchronous compaction made this take of 10M rows 0.5-1.1 s inside a sweep, against 0.25 s (module doc)
+        taken = pc.take(pa.array(list(texts), type=pa.large_string()), pa.array(codes),
+                        memory_pool=pa.system_memory_pool())
+        return pd.array(taken, dtype=dtype)
     return np.asarray(list(texts), dtype=object)[codes]
 
 
@@ -125,6 +152,10 @@ class _Prefault:
         self.stopped = True
         if self.thread.is_alive():
             self.thread.join()
+        # the columns and the writer's counter (a closure over the ColumnsFrame, which holds this object) let go:
+        # otherwise the frame's gigabytes wait for Python's cycle collector, which frees them later, mid-way
+        # through whatever runs then (a second 10M-row sweep: 0.99-1.3M/s instead of 1.7M/s, bench_frames.py)
+        self.columns, self.written = [], None
 
 
 class ColumnsFrame:
@@ -154,9 +185,9 @@ class ColumnsFrame:
                     self.category_dtype[name] = s.categories.dtype
                 # a sweep's labels are few: the codes pandas keeps for them (int8 below 127 categories, so
                 # Categorical.from_codes takes the column as it is), widened if a later chunk adds more
-                self.columns[name] = np.empty(self.capacity, dtype=_codes_dtype(len(s.categories)))
+                self.columns[name] = fresh_column(self.capacity, _codes_dtype(len(s.categories)))
             elif isinstance(s.dtype, np.dtype):
-                self.columns[name] = np.empty(self.capacity, dtype=s.dtype)
+                self.columns[name] = fresh_column(self.capacity, s.dtype)
                 if not isinstance(s, pd.Series) and s.dtype == object:
                     self.infer.add(name)
             else:
