@@ -111,9 +111,9 @@ def _vm_flags(a: np.ndarray) -> list[str] | None:
 
 
 def test_large_columns_take_base_pages_and_small_ones_numpys_memory():
-    """A frame's large column is its own mapping marked no-huge-pages (the kernel's 'nh' flag: no synchronous
-    compaction on its first touch), writable and freed with its arrays; a small one, and any object column,
-    is numpy's own empty array. The frame's rows are the same either way."""
+    """A frame's large column is its own writable mapping marked no-huge-pages (the kernel's 'nh' flag: no
+    synchronous compaction on its first touch); a small one, and any object column, is numpy's own empty array;
+    the frame's rows are what was added."""
     big = fresh_column(1 << 20, np.float64)  # 8 MiB
     small = fresh_column(1000, np.float64)
     assert big.flags.writeable and big.shape == (1 << 20,) and big.dtype == np.float64
