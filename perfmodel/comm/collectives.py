@@ -261,7 +261,7 @@ def collective_fields(system: System, cal: Calibration, collective, nbytes, grou
         return _one_message(system, cal, collective, float(nbytes), float(group), float(stride), fields, launch,
                             ranks_per_chip)
     g = np.asarray(group, dtype=float)
-    if fields == ("time_s",) and g.ndim == 0 and g * ranks_per_chip <= 1:  # no peer: collective_cost's time is 0.0 everywhere
+    if fields == ("time_s",) and g.ndim == 0 and g * ranks_per_chip <= 1:  # no peer: the time is 0.0 everywhere
         return {"time_s": np.zeros(np.broadcast_shapes(np.shape(nbytes), np.shape(stride)))}
     # one group for every message (a sweep whose plan is fixed: only the sizes vary) goes to _cost as Python numbers:
     # its placement, tiers and algorithms' group terms are worked out once, not once per distinct message (half a
@@ -275,9 +275,9 @@ def collective_fields(system: System, cal: Calibration, collective, nbytes, grou
         n, g, s = n.ravel().copy(), g.ravel(), s.ravel()
     else:
         rows, inverse, shape = d
-        n, g, s = (rows[0], g, np.asarray(stride, dtype=float)) if one_group else rows
-    if one_group:
-        g, s = float(g.ravel()[0]), float(s.ravel()[0])
+        n, g, s = (rows[0], g, stride) if one_group else rows
+    if one_group:  # the group and stride as Python numbers (the comment above)
+        g, s = float(np.ravel(g)[0]), float(np.ravel(s)[0])
     key = None if n.size > _MEMO_MAX_MESSAGES else \
         _memo_key(system, cal, collective, launch, ranks_per_chip, fields, n, np.asarray(g), np.asarray(s))
     hit = None if key is None else _memo_get(key)
@@ -319,8 +319,7 @@ def _one_message(system: System, cal: Calibration, collective, n: float, g: floa
     if hit is None:
         try:  # Python arithmetic raises where numpy carries inf (a tier of zero bandwidth): numpy's path then
             cost = _cost(system, cal, Collective(collective), n, g, s, "auto", launch, int(ranks_per_chip))
-            values = {f: np.array(v, dtype=float if isinstance(v, (int, float)) else object)
-                      for f, v in ((f, getattr(cost, f)) for f in fields)}
+            values = {f: _as_array(getattr(cost, f)) for f in fields}
         except ArithmeticError:
             cost = collective_cost(system, cal, collective, np.array([n]), np.array([g]), np.array([s]),
                                    launch=launch, ranks_per_chip=ranks_per_chip)
