@@ -265,7 +265,8 @@ def scenario_values(kn: Knobs, cal: Calibration) -> dict:
     values = {
         S.B: num(kn.batch), S.T: T, S.C0: num(kn.context), S.t: num(kn.tp), ops.da: da,
         S.ep: ep, S.cp: cp, S.u: num(u),
-        ops.i_a2a: where(da > 1, 1.0, 0.0), ops.bdp: dispatch_bytes(kn, cal),
+        ops.i_a2a: where((da > 1) & (ep >= num(kn.tp) * da), 1.0, 0.0),
+        ops.i_ag: where((da > 1) & (ep < num(kn.tp) * da), 1.0, 0.0), ops.bdp: dispatch_bytes(kn, cal),
         ops.i_ep: where(ep > 1, 1.0, 0.0),
         S.bw: _dtype_map(kn.weights, bytes_per_element), S.bc: _dtype_map(kn.compute, bytes_per_element),
         S.ba: _dtype_map(kn.activations, bytes_per_element), S.bkv: _dtype_map(kn.kv_cache, bytes_per_element),

@@ -35,7 +35,7 @@ _EXTRA_LATEX = {fm.q_a: "q_a", fm.q_w: "q_w", fm.q_we: "q_{we}", fm.x_tr: "x_{tr
                 fm.p_sm: "p_{sm}", fm.qb: "q_b", ops.Lfa: "L_{full}", ops.Lsw: "L_{sw}", ops.Ld: "L_{dense}",
                 ops.Lla: "L_{lin}", av.cg: "c_{gdn}", _m: "m", _hk: "h_k", _dk: "d_k", _C: "C",
                 ops.Lm: "L_{moe}",
-                ops.da: "d_a", ops.nmb: "m", ops.i_a2a: r"\mathbb{1}_{a2a}",
+                ops.da: "d_a", ops.nmb: "m", ops.i_a2a: r"\mathbb{1}_{a2a}", ops.i_ag: r"\mathbb{1}_{ag}",
                 ops.i_ep: r"\mathbb{1}_{ep}", ops.zs: "z", ops.zsd: "z_d", ops.bg: "b_g",
                 ops.r_lo: "r", ops.i_fr: r"\mathbb{1}_{frozen}", ops.f_rc: "f_{rc}",
                 ops.bo_r: "b_{o,r}", ops.bo_w: "b_{o,w}", ops.dp_: "d_p", _S: r"\bar{S}", _Skv: "S_{kv}",

@@ -30,7 +30,7 @@ from perfmodel.model.formulas import Work
 from perfmodel.model.graph_attention_variants import linear_attention_block, sparse_mla_core
 from perfmodel.model.graph_training import is_lora_adapter, quantized_linear, training_ops
 from perfmodel.model.ops import (TV, Comm, GraphKey, KV_dev, Ld, Lfa, Lm, Lsw, N_dev, N_rep, Op, OpKind, P, Pass, bdp,
-                                 da, i_a2a, i_cp, i_ep, n_rep, nmb)
+                                 da, i_a2a, i_ag, i_cp, i_ep, n_rep, nmb)
 from perfmodel.model.ops import forward_op as _op
 
 
@@ -190,12 +190,25 @@ def _grouped_experts(g: GraphKey) -> list[Op]:
 
 
 def _moe_block(g: GraphKey) -> list[Op]:
-    """Router, top-k, dispatch, the local experts (_grouped_experts), shared experts, combine."""
+    """Router, top-k, dispatch, the local experts (_grouped_experts), shared experts, combine.
+
+    How the tokens reach the experts depends on the plan (t tensor, d_a attention-DP, e expert ranks; the
+    replica's n = t d_a ranks hold E / e experts each, split e-ways by expert and n / e ways in width):
+        d_a = 1           every rank already has the replica's tokens (attention TP): no dispatch; the
+                          partial outputs are all-reduced over t
+        d_a > 1, e = n    all-to-all over e of each token's k copies (1_a2a), the combine mirrors it
+        d_a > 1, e < n    expert-TP spans attention-DP ranks: all-gather of the replica's N_r hidden states
+                          over the d_a group (1_ag), each rank runs its experts' width slice on all of them,
+                          reduce-scatter of the partial outputs back over d_a, then the all-reduce over t
+                          (TensorRT-LLM's attention-DP all-gather / reduce-scatter path)
+    """
     ops = [_op("moe.norm", "moe", OpKind.NORM, Lm, fm.norm(N_dev, D, g.norm), formula="norm")]
     ops.append(_op("moe.router", "moe", OpKind.MATMUL, Lm, fm.matmul(N_dev, D, E, bias=g.router_bias), formula="matmul"))
     ops.append(_op("moe.topk", "moe", OpKind.ELEMENTWISE, Lm, fm.elementwise(N_dev * E, vector=4, exp=1, writes=0)))
     ops.append(_op("moe.dispatch", "moe", OpKind.COLLECTIVE, Lm, Work(),
                    Comm(Collective.ALL_TO_ALL, i_a2a * N_dev * k * D * bdp, "ep")))
+    ops.append(_op("moe.gather", "moe", OpKind.COLLECTIVE, Lm, Work(),
+                   Comm(Collective.ALL_GATHER, i_ag * N_rep * D * bdp, "da")))
     ops += _grouped_experts(g)
     if g.shared_experts:
         ops += _mlp(N_dev, Fs / t, g, "moe.shared", "moe", Lm)
@@ -205,6 +218,8 @@ def _moe_block(g: GraphKey) -> list[Op]:
                        + fm.elementwise(N_dev * D, vector=1, reads=2), formula="matmul"))
     ops.append(_op("moe.combine", "moe", OpKind.COLLECTIVE, Lm, Work(),
                    Comm(Collective.ALL_TO_ALL, i_a2a * N_dev * k * D * ba, "ep")))
+    ops.append(_op("moe.reduce_scatter", "moe", OpKind.COLLECTIVE, Lm, Work(),
+                   Comm(Collective.REDUCE_SCATTER, i_ag * N_rep * D * ba, "da")))
     ops.append(_op("moe.tp_all_reduce", "moe", OpKind.COLLECTIVE, Lm, Work(),
                    Comm(Collective.ALL_REDUCE, (1 - i_a2a) * N_dev * D * ba, "tp")))
     ops.append(_op("moe.residual", "moe", OpKind.ELEMENTWISE, Lm, fm.elementwise(N_dev * D, vector=1, reads=2)))

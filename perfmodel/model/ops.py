@@ -32,7 +32,10 @@ da = sp.Symbol("da", positive=True)  # attention data parallel inside the replic
 nmb = sp.Symbol("nmb", positive=True)  # micro-batches per step
 P = sp.Symbol("P", nonnegative=True)  # learned position embeddings (max_position_embeddings)
 TV = sp.Symbol("TV", nonnegative=True)  # token-type vocabulary (BERT)
-i_a2a = sp.Symbol("i_a2a", nonnegative=True)  # 1 when MoE tokens move by all-to-all (d_a > 1), else 0
+i_a2a = sp.Symbol("i_a2a", nonnegative=True)  # 1 when MoE tokens move by all-to-all (d_a > 1, e = t d_a), else 0
+# 1 when attention-DP ranks share experts split over expert-TP (d_a > 1, e < t d_a): every rank gathers the replica's
+# tokens over the d_a group and reduce-scatters its partial outputs back, else 0
+i_ag = sp.Symbol("i_ag", nonnegative=True)
 bdp = sp.Symbol("bdp", positive=True)  # bytes per element of a dispatched MoE activation (the engine's dispatch type)
 i_ep = sp.Symbol("i_ep", nonnegative=True)  # 1 when experts are split over expert-parallel ranks (e > 1)
 dp_ = sp.Symbol("dp", positive=True)  # data-parallel replicas (gradient traffic)
