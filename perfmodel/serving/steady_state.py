@@ -18,15 +18,17 @@ Per replica (times in s; symbols: t_d decode stage step, t_f prefill stage step,
                      attention-DP rank per step, so prompts must not arrive faster than (C / O) n <= d_a
                      (else the chunks queue without bound: refused, as the simulation shows)
 
-    aggregated       TPOT = p t_d + (C / O) o_f      (prefill time interleaved per output token:
-                     a replica finishing C/O requests per step must prefill as many)
+    aggregated       cycle = p t_d + (C / O) o_f     (replica time per decode step: a replica finishing C/O
+                     requests per step must prefill as many)
+                     TPOT = p t_d + ((C - 1) / O) o_f  (a request's own prefill is in its TTFT; while it
+                     decodes its O tokens the other C - 1 sequences' prefills interleave)
                      TTFT = t_d / 2 (wait for the running step) + L_f
     disaggregated    TPOT = p t_d;  TTFT = L_f + KV transfer (I tokens of KV over the scale-up
                      links of the replica's chips); prefill pool = r o_f replicas per decode
                      replica (r = C / (O TPOT) requests/s), same plan as the decode replica
 
     interactivity    = 1 / TPOT   output tokens/s per user
-    throughput       = C / TPOT   output tokens/s per decode replica; per chip divides by the
+    throughput       = C / cycle  output tokens/s per decode replica (C / TPOT disaggregated); per chip divides by the
                      replica's chips (x (1 + r o_f) when disaggregated); per node x node chips;
                      per scale-up domain x floor(domain / replica chips) replicas (a fraction when
                      a disaggregated unit is larger than the domain)
@@ -298,7 +300,7 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
     step = p * t_d + host  # an engine's (or a stack's) host time joins every step
     chips = grid.replica_chips
     if mode == Mode.DISAGGREGATED:
-        tpot = step / E
+        tpot = cycle = step / E
         codes, kv_types = bd.dtype_codes(grid.kv_cache)  # each distinct KV type priced once
         kv_req = np.asarray([float(kv_bytes_per_sequence(arch, I - h, _dt(d))) for d in kv_types])[codes]
         ttft = lat_f + kv_req / (chips * handoff_bytes_per_s_per_chip(system))
@@ -309,12 +311,13 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
         w_dec, w_pre = 1.0 / (1 + prefill_share), prefill_share / (1 + prefill_share)
         act = {e: w_dec * p * busy_d[e] / step + w_pre * busy_f[e] / t_f for e in ACTIVITY_ENGINES}
     else:
-        tpot = step / E + (C / O) * occ_f
+        cycle = step / E + (C / O) * occ_f
+        tpot = step / E + ((C - 1) / O) * occ_f
         ttft = (0.5 * tpot + n_chunks * (step + t_f) + (p - 1) * t_f) if mode == Mode.CHUNKED else 0.5 * t_d + lat_f
         chips_eff = chips.astype(float)
         prefill_share = np.zeros(len(grid))
         stall = step + t_f
-        act = {e: (p * busy_d[e] / E + (C / O) * n_chunks * busy_f[e] / da) / tpot for e in ACTIVITY_ENGINES}
+        act = {e: (p * busy_d[e] / E + (C / O) * n_chunks * busy_f[e] / da) / cycle for e in ACTIVITY_ENGINES}
     act = {e: np.clip(v, 0.0, 1.0) for e, v in act.items()}
     ctx = (I + O if options.kv_reserve == "peak" else I + O / 2) - h  # the prefix's blocks are shared
     fits, used, cmax = kv_fit(system, arch, grid, ctx, cal, prof["kv_memory_fraction"] if prof else None)
@@ -323,7 +326,7 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
         valid, reasons = _chunk_rate(C, O, n_chunks, da, valid, reasons)
     if prof:
         ttft, valid, reasons = _with_engine(prof, mode, ttft, t_d, t_f, C, valid, reasons)
-    per_replica = C / tpot
+    per_replica = C / cycle
     per_chip = per_replica / chips_eff
     # whole replicas per scale-up domain; a disaggregated unit larger than the domain (decode replica plus
     # its prefill share) counts fractionally: a fleet average over several domains
