@@ -1,6 +1,6 @@
 """CLI: `simulate` (thin over perfmodel/simulation): a deployment under traffic, request by request.
 
-    perfmodel simulate --hardware p5.48xlarge --workload llama-3.1-8b --rate 10 --requests 20000
+    perfmodel simulate --hardware p5.48xlarge --workload llama-3.1-8b --rate 10 --replicas 2 --requests 20000
     perfmodel simulate --hardware trn2.48xlarge --workload gpt-oss-120b --tp 4 --traffic gamma --cv 3 --rate 2
     perfmodel simulate ... --traffic closed --clients 64 --engine vllm
     perfmodel simulate ... --mode disaggregated --prefill-workers 2 --decode-workers 3
@@ -8,13 +8,16 @@
     perfmodel simulate ... --draft eagle3-llama-3.1-8b --draft-tokens 3 --acceptance 0.865 0.725 0.635
 
 Prints the run's summary (p50 / p90 / p99 TTFT, TPOT, e2e, throughput, goodput under --ttft / --tpot, queue,
-preemption and prefix-cache figures, the simulation's own speed); --requests-out FILE writes one row per
-request (CSV). Does not: compute anything itself.
+preemption and prefix-cache figures, the simulation's own speed) and the deployment's service capacity
+(simulation/capacity.py) with the utilisation offered / capacity; an offered rate above the capacity (the
+queue grows without bound) is a one-line warning on stderr naming the replicas that would hold it.
+--requests-out FILE writes one row per request (CSV). Does not: compute anything itself.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from perfmodel.cli.common import (
     add_output_options,
@@ -31,6 +34,9 @@ SUMMARY = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "tpot_p90_s",
            "e2e_p99_s", "request_rate_per_s", "output_tokens_per_s", "sla_met_share", "goodput_requests_per_s",
            "mean_running_per_worker", "mean_waiting_per_worker", "max_waiting_per_worker", "preempted_share",
            "prefix_hit_tokens_share", "requests", "measured_requests", "sim_wall_s", "sim_requests_per_min")
+CAPACITY = ("offered_requests_per_s", "capacity_requests_per_s", "capacity_per_replica_requests_per_s",
+            "capacity_per_prefill_requests_per_s", "capacity_per_decode_requests_per_s", "utilisation",
+            "replicas_to_hold", "prefill_workers_to_hold", "decode_workers_to_hold")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -91,11 +97,13 @@ def _long(summary):
     from perfmodel.core import units
 
     rows = []
-    for k in SUMMARY:
-        if k not in summary:
+    for k in SUMMARY + CAPACITY:
+        if k not in summary or (k in CAPACITY and summary[k] != summary[k]):  # NaN: not defined for this traffic
             continue
         v = float(summary[k])
-        if k.endswith("_per_s") or k.endswith("_per_min"):
+        if k == "utilisation":
+            text, name = f"{100 * v:.1f}%", "utilisation (offered / capacity)"
+        elif k.endswith("_per_s") or k.endswith("_per_min"):
             text, name = f"{v:,.2f}", k.replace("_", " ")
         elif k.endswith("_s"):
             text, name = f"{v / units.MS:,.1f} ms", k[:-2].replace("_", " ")
@@ -113,16 +121,21 @@ def cmd_simulate(args) -> int:
     from perfmodel.cli.serve import _load, _overrides, speculation
     from perfmodel.report import charts, export
     from perfmodel.serving.steady_state import Mix, ServingOptions
-    from perfmodel.simulation import compare, deployment, metrics, traffic
+    from perfmodel.simulation import capacity, compare, deployment, metrics, traffic
+
+    from perfmodel.catalog import serving_engines
+    from perfmodel.serving import search
 
     system, arch, cal = _load(args.hardware, args.workload, _overrides(args), args.variant)
+    args.dtype = args.dtype or search.native_dtype(system).value
+    engine = serving_engines.resolve(args.engine, system)[0]
     ew = args.expert_dtype or (arch.expert_weight_dtype.value if arch.expert_weight_dtype else None)
     plan = deployment.one_plan(tp=args.tp, da=args.da, ep=args.ep, pp=args.pp, cp=args.cp, compute=args.dtype,
                                expert_weights=ew)
     if args.prefix_cached:
         raise ValueError("--prefix-cached is the steady state's; a simulation draws its prefixes: --prefix-share F "
                          "--prefix-tokens N --prefixes G")
-    options = ServingOptions(mode=args.mode, chunk_tokens=args.chunk, engine=args.engine,
+    options = ServingOptions(mode=args.mode, chunk_tokens=args.chunk, engine=engine,
                              speculative=speculation(args))
     label = f"{system.display_name}: {arch.name}, tp{args.tp} da{args.da} ep{args.ep} pp{args.pp} {args.dtype}"
     if args.load_sweep:
@@ -142,10 +155,14 @@ def cmd_simulate(args) -> int:
                            path=args.trace or "")
     layout = deployment.Layout(replicas=args.replicas, prefill=args.prefill_workers, decode=args.decode_workers,
                                max_running=args.max_running, token_budget=args.token_budget, kv_blocks=args.kv_blocks)
-    with progress_bar(f"simulating {args.requests:,} requests", not args.no_progress):
+    reqs = traffic.draw(traf, shapes, args.requests, args.seed)
+    cap = capacity.assess(system, arch, plan, traf, reqs, options, layout, cal)
+    if cap.warning():
+        print(f"perfmodel simulate: warning: {cap.warning()}", file=sys.stderr, flush=True)
+    with progress_bar(f"simulating {len(reqs):,} requests", not args.no_progress):
         run = deployment.simulate(system, arch, plan, traf, shapes, args.requests, options, layout, seed=args.seed,
-                                  cal=cal)
-    summary = metrics.summarize(run, (args.ttft, args.tpot))
+                                  cal=cal, reqs=reqs)
+    summary = {**metrics.summarize(run, (args.ttft, args.tpot)), **cap.columns()}
     if args.requests_out:
         write_extra(args.requests_out, metrics.requests_frame(run).to_csv(index=False), args.force)
     if args.timeline_out or args.chart:
@@ -156,9 +173,9 @@ def cmd_simulate(args) -> int:
             write_chart(lambda: charts.queue_over_time(queue, f"{label}: queue over time ({args.traffic}, {run.mode})"),
                         args.chart, args.force)
     df = pd.DataFrame([{"system": system.name, "workload": arch.name, "mode": run.mode, "traffic": args.traffic,
-                        **{k: summary[k] for k in SUMMARY if k in summary}}])
+                        **{k: summary[k] for k in SUMMARY + CAPACITY if k in summary}}])
     if args.format in ("table", "md"):  # one run: a column of quantities reads better than a 25-column row
         df = _long(summary)
     print_result(export.emit(df, args.format, f"{label}: simulated {args.traffic} traffic ({run.mode})", args.out,
-                             default_name="simulate"))
+                             meta={"capacity": cap.meta()}, default_name="simulate"))
     return 0
