@@ -11,6 +11,11 @@ beyond the GPU's, s) and first_token_steps (engine steps between a prompt's pref
 token reaching the client; _disagg: through a disaggregated deployment's router and KV hand-off).
 A protocol holds a benchmark client's load pattern: waves (requests /
 concurrency) and length_range_ratio (lengths drawn from [ratio x L, L]).
+An envelope ([envelopes.<engine>]) holds what measured serving covers for an engine (serving/envelope.py):
+max_running (the most sequences per replica of a measured aggregated deployment) and max_attention_dp (the
+largest attention-DP degree measured); outside it an answer is extrapolated. [defaults] names the engine a
+search assumes per hardware family (`default_for`): the GPU engine the measured corpus supports best, and
+the Neuron serving stack on Trainium.
 
 Every parameter carries status and source: "assumed" (an engine's documented default) or "fitted"
 (to measured serving, with the fit's data and its cross-validation grouped by model in `fit`).
@@ -40,6 +45,7 @@ from perfmodel.catalog.spec_schema import STRICT, CatalogError, validate_file
 ENGINE_PARAMS = ("token_budget", "max_running", "kv_memory_fraction", "prefill_first", "step_cost",
                  "first_token_steps", "first_token_steps_disagg")
 PROTOCOL_PARAMS = ("waves", "length_range_ratio", "prefill_utilization")
+ENVELOPE_PARAMS = ("max_running", "max_attention_dp")
 
 
 class _Param(BaseModel):
@@ -58,11 +64,20 @@ class _Table(BaseModel):
     params: dict[str, _Param]
 
 
+class _Defaults(BaseModel):
+    model_config = STRICT
+    gpu: str
+    neuron: str
+    reason: str
+
+
 class _File(BaseModel):
     model_config = STRICT
     schema_version: Literal[1]
+    defaults: _Defaults
     engines: dict[str, _Table]
     protocols: dict[str, _Table] = {}
+    envelopes: dict[str, _Table] = {}
 
 
 @dataclass(frozen=True)
@@ -125,12 +140,13 @@ def _profile(path: str, scope: str, name: str, table: _Table, required: tuple[st
 
 
 @lru_cache(maxsize=4)
-def _load(root: str) -> tuple[dict[str, Profile], dict[str, Profile]]:
+def _load(root: str) -> tuple[dict[str, Profile], dict[str, Profile], dict[str, Profile], _Defaults]:
     path = root or str(catalog_root() / "hardware_specs" / "serving" / "engines.toml")
     f = validate_file(_File, read_toml(Path(path)), path, None)
     engines = {n: _profile(path, "engines", n, t, ENGINE_PARAMS) for n, t in f.engines.items()}
     protocols = {n: _profile(path, "protocols", n, t, PROTOCOL_PARAMS) for n, t in f.protocols.items()}
-    return engines, protocols
+    envelopes = {n: _profile(path, "envelopes", n, t, ENVELOPE_PARAMS) for n, t in f.envelopes.items()}
+    return engines, protocols, envelopes, f.defaults
 
 
 _ACTIVE: dict[str, Profile] = {}  # profiles replaced for the duration of a `using` block
@@ -174,3 +190,33 @@ def protocol(name: str, path: str = "") -> Profile:
         raise CatalogError(f"unknown benchmark protocol {name!r}{did_you_mean(name, known)} "
                            f"(known: {', '.join(known)})")
     return known[name]
+
+
+def envelope(name: str, path: str = "") -> Profile:
+    """What measured serving covers for engine (or Neuron stack) `name` (ENVELOPE_PARAMS)."""
+    known = _load(path)[2]
+    if name not in known:
+        raise CatalogError(f"no measured envelope for serving engine {name!r}{did_you_mean(name, known)} "
+                           f"(known: {', '.join(known)})")
+    return known[name]
+
+
+def default_for(system, path: str = "") -> str:
+    """The serving engine a search assumes on `system` when none is named: [defaults] by hardware family."""
+    d = _load(path)[3]
+    return d.neuron if system.chip.family.is_neuron else d.gpu
+
+
+def default_reason(path: str = "") -> str:
+    return _load(path)[3].reason
+
+
+def resolve(name: str | None, system) -> tuple[str, Profile | None]:
+    """(engine, its measured envelope) a command runs on `system`: the engine named, "none" for the accelerator
+    alone ("", no envelope: the roofline), or None for the hardware family's default (default_for)."""
+    if name is None:
+        name = default_for(system)
+    if name == "none":
+        return "", None
+    known = _load("")[2]
+    return name, known.get(name)

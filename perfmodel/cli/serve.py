@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # pandas and the model are imported inside the functions (sta
 SET_HELP = ("what-if override, repeatable: a spec value (hbm_bandwidth, tensor_rate, link_bandwidth, tdp, price, "
             "...) or a calibration parameter (hbm_efficiency, power_idle_frac, pue, node_other_power, ...); VALUE "
             "sets ('6 TB/s', '0.8', '690 W') or scales ('x1.5', '+50%%'). 'perfmodel knobs --hardware NAME' lists them")
-SUMMARY_COLS = ("system", "mode", "engine", "tp", "da", "ep", "pp", "concurrency", "compute_dtype", "expert_weights_dtype",
+SUMMARY_COLS = ("system", "mode", "engine", "envelope", "tp", "da", "ep", "pp", "concurrency", "compute_dtype", "expert_weights_dtype",
                 "tokens_per_s_per_user", "ttft_s", "time_per_output_token_s", "e2e_latency_s",
                 "output_tokens_per_s_per_chip", "output_tokens_per_s_per_scaleup", "concurrency_per_scaleup",
                 "chip_power_w", "output_tokens_per_s_per_mw", "output_tokens_per_s_per_mw_at_low_power",
@@ -96,11 +96,14 @@ def _plan_args(p: argparse.ArgumentParser, many: bool) -> None:
     g.add_argument("--prefix-cached", type=count(0, "MAX_SEQ_TOKENS"), default=0, metavar="N",
                    help="mean prompt tokens served from the prefix cache (hit rate x shared prefix length): "
                         "prefilled once, their KV blocks shared")
-    g.add_argument("--engine", default="", metavar="NAME",
+    g.add_argument("--engine", default=None, metavar="NAME",
                    help="serving engine around the GPU: vllm, trtllm or sglang (hardware_specs/serving/engines.toml: "
                         "host time per step, steps to the first token, KV allotment, running cap); on Neuron, a "
                         "software stack: nxd-inference or transformers-neuronx-2.18 (hardware_specs/stacks/neuron.toml: "
-                        "its graphs' fixed costs, collectives, attention, decode span); default: the accelerator alone")
+                        "its graphs' fixed costs, collectives, attention, decode span); 'none': the accelerator alone (the roofline); "
+                        "default: the hardware family's engine (vllm on GPUs, nxd-inference on Trainium: "
+                        "engines.toml [defaults]), and each answer says whether it lies inside that engine's "
+                        "measured envelope (column envelope)")
     g.add_argument("--draft", metavar="NAME", help="speculative decoding: a draft (workloads/drafts/) or 'mtp'")
     g.add_argument("--draft-tokens", type=count(1, 16), default=1, metavar="K", help="draft tokens per step")
     g.add_argument("--acceptance", type=positive(), nargs="+", metavar="A",
@@ -109,7 +112,9 @@ def _plan_args(p: argparse.ArgumentParser, many: bool) -> None:
         g.add_argument("--dtypes", nargs="+", type=dtype_arg, metavar="TYPE",
                        help="compute types to sweep (default: bf16 fp8 mxfp8 mxfp4 where supported)")
     else:
-        g.add_argument("--dtype", type=dtype_arg, default="bf16", metavar="TYPE", help="compute / weight type")
+        g.add_argument("--dtype", type=dtype_arg, metavar="TYPE",
+                       help="compute / weight type (default: what the system runs natively: mxfp8 on Trainium3 and Blackwell, fp8 "
+                            "on Trainium1-2 and Hopper, bf16 elsewhere)")
         g.add_argument("--expert-dtype", type=dtype_arg, metavar="TYPE",
                        help="routed-expert weight type (default: the workload's shipped type, e.g. mxfp4)")
 
@@ -229,19 +234,22 @@ def _emit(df: pd.DataFrame, args, title: str, name: str, meta: dict | None = Non
 
 
 def cmd_serve(args) -> int:
+    from perfmodel.catalog import serving_engines
     from perfmodel.report import charts, export
     from perfmodel.serving import cost, search
     from perfmodel.serving.steady_state import Grid, Mix
 
     system, arch, cal = _load(args.hardware, args.workload, _overrides(args), args.variant)
     ew = args.expert_dtype or (arch.expert_weight_dtype.value if arch.expert_weight_dtype else None)
+    args.dtype = args.dtype or search.native_dtype(system).value
     grid = Grid.of(tp=args.tp, da=args.da, ep=args.ep, pp=args.pp, cp=args.cp, concurrency=args.concurrency,
                    compute=args.dtype,
                    expert_weights=ew)
     price = cost.price_for(system, cal, args.price)
+    engine, env = serving_engines.resolve(args.engine, system)
     df = search.frontier_sweep(system, arch, Mix(args.input, args.output), [args.mode], grid=grid, cal=cal,
-                               price=price, tdp_w=args.tdp, chunk_tokens=args.chunk, engine=args.engine,
-                               prefix_tokens=args.prefix_cached, speculative=speculation(args))
+                               price=price, tdp_w=args.tdp, chunk_tokens=args.chunk, engine=engine,
+                               prefix_tokens=args.prefix_cached, speculative=speculation(args), envelope_profile=env)
     title = f"{system.display_name}: {arch.name} serving ({args.mode}, {args.input}/{args.output} tokens)"
     misfit = ""
     if not df["kv_fits"].all():
@@ -281,6 +289,7 @@ def _listed(v) -> str:
 def cmd_pareto(args) -> int:
     import pandas as pd
 
+    from perfmodel.catalog import serving_engines
     from perfmodel.report import charts, export
     from perfmodel.serving import cost, search
 
@@ -307,11 +316,13 @@ def cmd_pareto(args) -> int:
             import numpy as np
 
             grid = grid.take(np.isin(grid.ep, args.ep))
+        engine, env = serving_engines.resolve(args.engine, system)
         with progress_bar(f"{name}: {len(grid) * len(modes):,} configurations", not args.no_progress) as cb:
             frames.append(search.frontier_sweep(system, arch, Mix(args.input, args.output), modes, grid=grid,
                                                 cal=cal, price=price, tdp_w=args.tdp, max_ttft_s=args.max_ttft,
-                                                chunk_tokens=args.chunk, progress=cb, engine=args.engine,
-                                                prefix_tokens=args.prefix_cached, speculative=speculation(args)))
+                                                chunk_tokens=args.chunk, progress=cb, engine=engine,
+                                                prefix_tokens=args.prefix_cached, speculative=speculation(args),
+                                                envelope_profile=env))
     df = pd.concat(frames, ignore_index=True)
     ycol = {"concurrency": "concurrency_per_scaleup"}.get(args.y, search.Y_COLS.get(args.y))
     for name, grp in df.groupby("system"):
@@ -339,6 +350,7 @@ def cmd_pareto(args) -> int:
 
 
 def cmd_sensitivity(args) -> int:
+    from perfmodel.catalog import serving_engines
     from perfmodel.report import export
     from perfmodel.serving import cost, search, sensitivity
     from perfmodel.serving.steady_state import Grid, Mix
@@ -355,14 +367,14 @@ def cmd_sensitivity(args) -> int:
         system, arch, cal = _load(args.hardware, args.workload, _overrides(args), args.variant)
         ew = args.expert_dtype or (arch.expert_weight_dtype.value if arch.expert_weight_dtype else None)
         grid = Grid.of(tp=args.tp, da=args.da, ep=args.ep, pp=args.pp, cp=args.cp, concurrency=args.concurrency[0],
-                       compute=args.dtype, expert_weights=ew)
+                       compute=args.dtype or search.native_dtype(system).value, expert_weights=ew)
         mix = Mix(args.input, args.output)
 
         def fn(inputs) -> float:
             s, c = inputs["system"]
             df = search.frontier_sweep(s, arch, mix, [args.mode], grid=grid, cal=c,
                                        price=cost.price_for(s, c, args.price), tdp_w=args.tdp,
-                                       chunk_tokens=args.chunk, engine=args.engine,
+                                       chunk_tokens=args.chunk, engine=serving_engines.resolve(args.engine, s)[0],
                                        prefix_tokens=args.prefix_cached, speculative=speculation(args))
             if args.metric not in df:
                 raise ValueError(f"unknown metric {args.metric!r}; choose a numeric column such as "

@@ -15,7 +15,7 @@ import argparse
 
 from perfmodel.cli.common import add_output_options, print_result, refuse, same_file
 
-SHOW = ("all", "cases", "summary", "not-expressed", "fidelity")
+SHOW = ("all", "cases", "summary", "not-expressed", "fidelity", "frontier")
 TITLES = {"cases": "validation cases (error = (predicted - measured) / measured)",
           "by_phase": "by phase (target: median |error| <= 15%, p90 <= 40%)",
           "by_hardware_family": "by hardware family", "by_metric": "by metric", "by_family": "by family",
@@ -23,7 +23,13 @@ TITLES = {"cases": "validation cases (error = (predicted - measured) / measured)
           "fidelity_overall": "fidelity by metric, backend and plan (as written, or pools sized by rule) (target: "
                               "TPOT median <= 15%, p90 <= 40%; TTFT 25%, 60%)",
           "fidelity": "fidelity by system x backend x model x mode (gap: what the model lacks where it misses)",
-          "fidelity_cases": "serving cases by backend, model and mode"}
+          "fidelity_cases": "serving cases by backend, model and mode",
+          "frontier_summary": "frontier fidelity over (system, model, lengths) groups: the model's searched frontier "
+                              "at each measured frontier point, predicted / measured output tokens/s per GPU "
+                              "(target for the engine frontier: median |ratio - 1| <= 20%)",
+          "frontier_groups": "frontier fidelity per group (engine: the default engine's frontier inside its measured "
+                             "envelope; roofline: no engine, every plan)",
+          "frontier_points": "measured frontier points with the model frontiers' best at their interactivity"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,9 +46,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                    "also reference/inferencex_serving_dev.csv's format)")
     p.add_argument("--show", choices=SHOW, default="all",
                    help="cases, summary (by phase, hardware family, metric), not-expressed, fidelity (serving "
-                        "cases by system x backend x model x mode, with the gap each weak cell names), or all "
-                        "(default)")
+                        "cases by system x backend x model x mode, with the gap each weak cell names), frontier "
+                        "(the searched serving frontier against the measured one per system, model and lengths: "
+                        "engine and roofline frontiers), or all (default; without frontier)")
     p.add_argument("--summary-only", action="store_true", help="same as --show summary")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (--show frontier)")
     add_output_options(p)
     p.set_defaults(func=cmd_validate)
 
@@ -58,9 +66,18 @@ def cmd_validate(args) -> int:
         return refuse("validate", f"--out {args.out} is the measurements file this command reads (the default "
                                   "--cases); choose another output file")
     show = "summary" if args.summary_only else args.show
-    sheets = validation.sheets(args.cases, args.families or None)
+    if show == "frontier":
+        from perfmodel.cli.common import progress_bar
+        from perfmodel.validation import frontier
+
+        src = frontier.rows_of(args.cases)
+        with progress_bar("frontier search per (system, model, lengths) group", not args.no_progress) as cb:
+            sheets = frontier.sheets(src, cb)
+    else:
+        sheets = validation.sheets(args.cases, args.families or None)
     pick = {"cases": ["cases"], "summary": ["by_phase", "by_hardware_family", "by_metric", "by_family"],
             "not-expressed": ["not_expressed"], "fidelity": ["fidelity_overall", "fidelity"],
+            "frontier": ["frontier_summary", "frontier_groups", "frontier_points"],
             "all": list(sheets)}[show]
     if not pick or any(k not in sheets for k in pick):
         return refuse("validate", "--show fidelity needs serving cases with backend and mode (e.g. --cases "
@@ -76,7 +93,8 @@ def cmd_validate(args) -> int:
         print_result(export.emit(chosen[pick[0]], "csv", out=args.out))
         return 0
     # people read the verdict first: the summaries, then what was not expressed, then every case
-    lead = ["by_phase", "by_family", "by_hardware_family", "by_metric", "fidelity_overall", "not_expressed"]
+    lead = ["by_phase", "by_family", "by_hardware_family", "by_metric", "fidelity_overall", "not_expressed",
+            "frontier_summary", "frontier_groups"]
     order = [k for k in lead if k in chosen] + [k for k in chosen if k not in lead]
     text = "\n\n".join(export.emit(chosen[k], args.format, TITLES[k]) for k in order if len(chosen[k]))
     if args.out:

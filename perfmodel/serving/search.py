@@ -37,7 +37,7 @@ from perfmodel.core.dtypes import DType
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Precision
 from perfmodel.core.workload import ModelArch
-from perfmodel.serving import cost, power
+from perfmodel.serving import cost, envelope, power
 from perfmodel.serving.steady_state import Grid, Mix, Mode, ServingOptions, serve
 
 SWEEP_DTYPES = (DType.BF16, DType.FP8, DType.MXFP8, DType.MXFP4)
@@ -52,6 +52,18 @@ def default_concurrency(max_c: int = 8192, per_octave: int = 2) -> np.ndarray:
     8, 11, 16, ... for per_octave = 2: steps of at most 1.5x)."""
     k = np.arange(0, int(np.log2(max_c) * per_octave) + 1)
     return np.unique(np.round(2.0 ** (k / per_octave))).astype(int)
+
+
+NATIVE_ORDER = (DType.MXFP8, DType.FP8, DType.BF16)
+
+
+def native_dtype(system: System) -> DType:
+    """The compute / weight type a system serves a checkpoint in when none is named: the first of NATIVE_ORDER its
+    tensor engine runs (MXFP8 on Trainium3 and Blackwell, FP8 on Trainium1-2 and Hopper, BF16 on A100).
+    8-bit is what serving engines deploy by default on hardware with 8-bit tensor rates (FP8 checkpoints, vLLM's
+    and NxD Inference's FP8 / MX quantisation); 4-bit dense weights change the model's accuracy and are only
+    swept (`pareto`) or asked for (--dtype). Routed experts keep their shipped type (gpt-oss: MXFP4)."""
+    return next(d for d in NATIVE_ORDER if system.chip.supports(d) or d == DType.BF16)
 
 
 def recipes(system: System, arch: ModelArch, dtypes: Iterable | None = None) -> list[tuple[DType, DType, DType, DType]]:
@@ -157,15 +169,18 @@ def frontier_sweep(system: System, arch: ModelArch, mix: Mix = Mix(), modes: Ite
                    grid: Grid | None = None, cal: Calibration | None = None, price: cost.Price | None = None,
                    tdp_w: float | None = None, max_ttft_s: float | None = None, chunk_tokens: int = 512,
                    kv_reserve: str = "peak", progress: Callable[[int, int], None] | None = None,
-                   engine: str = "", prefix_tokens: int = 0, speculative=None, **grid_kw) -> pd.DataFrame:
+                   engine: str = "", prefix_tokens: int = 0, speculative=None, envelope_profile=None,
+                   **grid_kw) -> pd.DataFrame:
     """All configurations of `grid` (default plan_grid(**grid_kw)) in every serving mode, with
     power, cost and frontier columns: on_frontier_{chip,mw,usd} (among rows that fit in HBM and
-    meet max_ttft_s). progress(done, total) is called after each chunk."""
+    meet max_ttft_s), and `envelope` (measured | extrapolated: inside the engine's measured envelope
+    `envelope_profile`, serving/envelope.py; extrapolated everywhere without one). progress(done, total) is
+    called after each chunk."""
     cal = cal or calibration_for(system)
     grid = grid if grid is not None else plan_grid(system, arch, **grid_kw)
     df = serve_sweep(system, arch, mix, modes, grid, cal, chunk_tokens, kv_reserve, progress, engine, prefix_tokens,
                      speculative)
-    return finish_sweep(df, system, cal, price, tdp_w, max_ttft_s)
+    return envelope.label(finish_sweep(df, system, cal, price, tdp_w, max_ttft_s), envelope_profile)
 
 
 def finish_sweep(df: pd.DataFrame, system: System, cal: Calibration, price: cost.Price | None = None,

@@ -1,0 +1,186 @@
+"""Frontier fidelity: the model's searched serving frontier against the frontier measured engines deliver.
+
+A planner reads answers off a search (pareto, plan, report), not at measured configurations, so the check that
+matters is the frontier. From any measured serving file in the InferenceX format (inferencex.py):
+
+    measured point   x = 1 / TPOT (output tokens/s per user);
+                     y = C O / (TTFT + (O - 1) TPOT) / GPUs (output tokens/s per GPU of a closed loop of C clients:
+                     each finishes a request of O tokens every TTFT + (O - 1) TPOT; O the protocol's mean length)
+                     GPUs: the row's replica (agg) or prefill and decode pools with their worker counts (disagg);
+                     a disagg row that gives no worker counts has no GPU count and joins no frontier
+    measured frontier the points of a (system, model, input length, output length) group not dominated in (x, y):
+                     every backend, mode and precision together (model: the catalogue workload a Hugging Face id
+                     maps to, so a checkpoint's re-quantisations and an identical architecture's ids join one
+                     group; the id itself where none)
+    model frontiers  per group, serving.search over every plan, data type and concurrency (aggregated serving,
+                     the protocol's mean lengths):
+                       roofline  no engine (`engine` ""): the hardware's upper bound
+                       engine    the system's default engine (serving_defaults.engine_for) with its profile,
+                                 restricted to the engine's measured envelope (serving/envelope.py): what
+                                 today's engines deliver
+    ratio            at each measured frontier point, the best modelled y at interactivity >= its x, over the
+                     measured y (NaN where the model's frontier does not reach that interactivity)
+
+    groups(...)  one row per group: points, frontier points, median ratio of each model frontier
+    points(...)  one row per measured frontier point with both ratios
+    summary(...) the median over groups of |ratio - 1| and the geometric mean ratio, per frontier
+
+Does not: fit anything (the envelope and the engine are read from the engine profiles' file).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from perfmodel import catalog
+from perfmodel.catalog import serving_engines, workload_files
+from perfmodel.serving import envelope, search
+from perfmodel.serving.steady_state import Mix
+from perfmodel.validation import harness, inferencex, inferencex_engine
+from perfmodel.validation.inferencex_map import map_rows
+
+KEYS = ["system", "model", "isl", "osl"]
+Y = "output_tokens_per_s_per_chip"
+FRONTIERS = ("engine", "roofline")
+
+
+def _gpus(m: pd.DataFrame) -> np.ndarray:
+    """GPUs of each mapped row: the replica (agg) or both pools x their worker counts (disagg; NaN if not given)."""
+    out = np.full(len(m), np.nan)
+    for j, (mode, pools, workers, n_pre) in enumerate(zip(m["mode"], m["pools"], m["workers"], m["n_pre"])):
+        if mode == "agg" and pools.get("agg") is not None:
+            out[j] = pools["agg"].chips
+        elif mode == "disagg" and None not in (pools.get("prefill"), pools.get("decode")) \
+                and pd.notna(workers) and pd.notna(n_pre):
+            out[j] = pools["prefill"].chips * n_pre + pools["decode"].chips * workers
+    return out
+
+
+def measured_points(src: pd.DataFrame) -> pd.DataFrame:
+    """Every measured row as a frontier point (x, y) with its group and whether it is on its group's frontier."""
+    src = src.reset_index(drop=True)
+    m = map_rows(src)
+    m["n_pre"] = pd.to_numeric(src.get("prefill_num_workers", pd.Series(np.nan, index=src.index)), errors="coerce")
+    m.loc[m["mode"].eq("agg"), "n_pre"] = 1.0
+    ttft = pd.to_numeric(src["silicon_ttft_ms"], errors="coerce").to_numpy() / 1e3
+    tpot = pd.to_numeric(src["silicon_tpot_ms"], errors="coerce").to_numpy() / 1e3
+    isl, osl = pd.to_numeric(src["isl"], errors="coerce"), pd.to_numeric(src["osl"], errors="coerce")
+    o_mean = np.asarray([inferencex_engine.mean_mix(int(i), int(o)).output_tokens if np.isfinite(i + o) else np.nan
+                         for i, o in zip(isl, osl)], dtype=float)
+    gpus = _gpus(m)
+    total = pd.to_numeric(m["total"], errors="coerce").to_numpy(float)
+    pts = pd.DataFrame({"id": src["id"], "system": src["system"].astype(str).str.strip(),
+                        "model": m["workload"].where(m["workload"].ne(""), src["model_path"].astype(str).str.strip()),
+                        "isl": isl, "osl": osl,
+                        "catalog_system": m["system"], "workload": m["workload"], "backend": src["backend"],
+                        "mode": m["mode"], "concurrency": total, "gpus": gpus,
+                        "tokens_per_s_per_user": 1.0 / tpot,
+                        "measured_tokens_per_s_per_gpu": total * o_mean / (ttft + (o_mean - 1) * tpot) / gpus})
+    ok = np.isfinite(pts["tokens_per_s_per_user"]) & np.isfinite(pts["measured_tokens_per_s_per_gpu"])
+    pts["on_frontier"] = False
+    for _, idx in pts[ok].groupby(KEYS, sort=False).indices.items():
+        sub = pts[ok].index[idx]
+        pts.loc[sub, "on_frontier"] = search.pareto_mask(pts.loc[sub, "tokens_per_s_per_user"],
+                                                         pts.loc[sub, "measured_tokens_per_s_per_gpu"])
+    return pts
+
+
+def coverage(src: pd.DataFrame) -> pd.DataFrame:
+    """What the measured aggregated rows of each backend cover (the envelope's values, engines.toml
+    [envelopes]): max_running, the most requests in flight per replica; max_attention_dp, the largest
+    attention-DP degree (blank or 0 = 1)."""
+    m = map_rows(src.reset_index(drop=True))
+    agg = m["mode"].eq("agg") & m["pools"].map(lambda p: p.get("agg") is not None)
+    a = m[agg].assign(backend=src.reset_index(drop=True).loc[agg, "backend"].astype(str).str.strip(),
+                      da=m.loc[agg, "pools"].map(lambda p: p["agg"].da),
+                      running=pd.to_numeric(m.loc[agg, "concurrency"], errors="coerce"))
+    return a.groupby("backend").agg(max_running=("running", "max"), max_attention_dp=("da", "max"))
+
+
+def model_frontier(system, arch, mix: Mix, engine: str, env=None, progress=None) -> pd.DataFrame:
+    """The model's per-chip frontier of every aggregated plan (search.frontier_sweep), with the engine's profile
+    (engine "" = the roofline) and, where `env` is given, only the points inside that measured envelope."""
+    df = search.frontier_sweep(system, arch, mix, engine=engine, progress=progress)
+    if env is not None:
+        df = search.mark_frontiers(df[envelope.inside(df, env)].reset_index(drop=True))
+    return search.frontier(df, "chip")
+
+
+def points(src: pd.DataFrame, progress=None) -> pd.DataFrame:
+    """One row per measured frontier point: measured y, each model frontier's best y at its x, and their ratio."""
+    pts = measured_points(src)
+    front = pts[pts["on_frontier"]].copy()
+    for f in FRONTIERS:
+        front[f"{f}_tokens_per_s_per_gpu"] = np.nan
+    front["engine"] = ""
+    groups = list(front.groupby(KEYS, sort=False))
+    for n, (_, g) in enumerate(groups):
+        sysname, wname = g["catalog_system"].iloc[0], g["workload"].iloc[0]
+        if sysname and wname:
+            system, arch = catalog.load_system(sysname), workload_files.load_workload(wname)
+            mix = inferencex_engine.mean_mix(int(g["isl"].iloc[0]), int(g["osl"].iloc[0]))
+            eng = serving_engines.default_for(system)
+            env = serving_engines.envelope(eng)
+            fronts = {"engine": model_frontier(system, arch, mix, eng, env),
+                      "roofline": model_frontier(system, arch, mix, "")}
+            for f, fr in fronts.items():
+                front.loc[g.index, f"{f}_tokens_per_s_per_gpu"] = search.best_at(fr, Y, g["tokens_per_s_per_user"])
+            front.loc[g.index, "engine"] = eng
+        if progress:
+            progress(n + 1, len(groups))
+    for f in FRONTIERS:
+        front[f"{f}_ratio"] = front[f"{f}_tokens_per_s_per_gpu"] / front["measured_tokens_per_s_per_gpu"]
+    return front.reset_index(drop=True)
+
+
+def _gmean(r: pd.Series) -> float:
+    r = r.dropna()
+    return float(np.exp(np.log(r).mean())) if len(r) else np.nan
+
+
+def groups(front: pd.DataFrame) -> pd.DataFrame:
+    """Per group: its measured frontier points, the engine used and each frontier's median and geometric mean
+    ratio over the points it reaches."""
+    rows = []
+    for key, g in front.groupby(KEYS, sort=True):
+        row = dict(zip(KEYS, key), engine=g["engine"].iloc[0], frontier_points=len(g),
+                   best_measured_tokens_per_s_per_gpu=g["measured_tokens_per_s_per_gpu"].max())
+        for f in FRONTIERS:
+            r = g[f"{f}_ratio"]
+            row[f"{f}_median_ratio"] = float(r.median()) if r.notna().any() else np.nan
+            row[f"{f}_gmean_ratio"] = _gmean(r)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def summary(per_group: pd.DataFrame) -> pd.DataFrame:
+    """Over groups, per frontier: groups predicted, median |median ratio - 1|, geometric mean of the groups'
+    median ratios, and the share of groups within 20%."""
+    rows = []
+    for f in FRONTIERS:
+        r = per_group[f"{f}_median_ratio"].dropna()
+        rows.append({"frontier": f, "groups": len(per_group), "predicted": len(r),
+                     "median_abs_ratio_minus_1": float((r - 1).abs().median()) if len(r) else np.nan,
+                     "gmean_ratio": _gmean(r), "within_20pct_frac": float(((r - 1).abs() <= 0.2).mean())
+                     if len(r) else np.nan})
+    return pd.DataFrame(rows)
+
+
+def rows_of(path) -> pd.DataFrame:
+    """The measured serving rows of a measurements file (one per deployment and load); ValueError (one line)
+    when the file is not serving rows in the InferenceX format."""
+    cases = harness.measurements(path=path)
+    if "format" not in cases.columns or not cases["format"].eq(inferencex.FORMAT).any():
+        raise ValueError(f"{path or harness.CSV}: --show frontier needs measured serving rows in the InferenceX "
+                         f"format (columns {', '.join(inferencex.COLUMNS[:6])}, ...)")
+    return cases[cases["format"].eq(inferencex.FORMAT)].drop_duplicates("id").reset_index(drop=True)
+
+
+def sheets(src: pd.DataFrame, progress=None) -> dict[str, pd.DataFrame]:
+    """What `validate --show frontier` shows: the summary, the per-group table and every measured frontier point."""
+    front = points(src, progress)
+    per_group = groups(front)
+    cols = KEYS + ["backend", "mode", "concurrency", "gpus", "tokens_per_s_per_user", "measured_tokens_per_s_per_gpu",
+                   "engine"] + [f"{f}_{c}" for f in FRONTIERS for c in ("tokens_per_s_per_gpu", "ratio")]
+    return {"frontier_summary": summary(per_group), "frontier_groups": per_group, "frontier_points": front[cols]}
