@@ -177,28 +177,23 @@ def protocols(path: str = "") -> dict[str, Profile]:
     return dict(_load(path)[1])
 
 
-def engine(name: str, path: str = "") -> Profile:
-    known = engines(path)
+def _named(known: Mapping[str, Profile], name: str, what: str) -> Profile:
     if name not in known:
-        raise CatalogError(f"unknown serving engine {name!r}{did_you_mean(name, known)} (known: {', '.join(known)})")
+        raise CatalogError(f"{what} {name!r}{did_you_mean(name, known)} (known: {', '.join(known)})")
     return known[name]
+
+
+def engine(name: str, path: str = "") -> Profile:
+    return _named(engines(path), name, "unknown serving engine")
 
 
 def protocol(name: str, path: str = "") -> Profile:
-    known = _load(path)[1]
-    if name not in known:
-        raise CatalogError(f"unknown benchmark protocol {name!r}{did_you_mean(name, known)} "
-                           f"(known: {', '.join(known)})")
-    return known[name]
+    return _named(_load(path)[1], name, "unknown benchmark protocol")
 
 
 def envelope(name: str, path: str = "") -> Profile:
     """What measured serving covers for engine (or Neuron stack) `name` (ENVELOPE_PARAMS)."""
-    known = _load(path)[2]
-    if name not in known:
-        raise CatalogError(f"no measured envelope for serving engine {name!r}{did_you_mean(name, known)} "
-                           f"(known: {', '.join(known)})")
-    return known[name]
+    return _named(_load(path)[2], name, "no measured envelope for serving engine")
 
 
 def default_for(system, path: str = "") -> str:
