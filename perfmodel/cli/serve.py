@@ -38,7 +38,8 @@ if TYPE_CHECKING:  # pandas and the model are imported inside the functions (sta
 SET_HELP = ("what-if override, repeatable: a spec value (hbm_bandwidth, tensor_rate, link_bandwidth, tdp, price, "
             "...) or a calibration parameter (hbm_efficiency, power_idle_frac, pue, node_other_power, ...); VALUE "
             "sets ('6 TB/s', '0.8', '690 W') or scales ('x1.5', '+50%%'). 'perfmodel knobs --hardware NAME' lists them")
-SUMMARY_COLS = ("system", "mode", "engine", "envelope", "tp", "da", "ep", "pp", "concurrency", "compute_dtype", "expert_weights_dtype",
+SUMMARY_COLS = ("system", "mode", "engine", "envelope", "tp", "da", "ep", "pp", "concurrency", "compute_dtype",
+                "expert_weights_dtype",
                 "tokens_per_s_per_user", "ttft_s", "time_per_output_token_s", "e2e_latency_s",
                 "output_tokens_per_s_per_chip", "output_tokens_per_s_per_scaleup", "concurrency_per_scaleup",
                 "chip_power_w", "output_tokens_per_s_per_mw", "output_tokens_per_s_per_mw_at_low_power",
@@ -100,7 +101,8 @@ def _plan_args(p: argparse.ArgumentParser, many: bool) -> None:
                    help="serving engine around the GPU: vllm, trtllm or sglang (hardware_specs/serving/engines.toml: "
                         "host time per step, steps to the first token, KV allotment, running cap); on Neuron, a "
                         "software stack: nxd-inference or transformers-neuronx-2.18 (hardware_specs/stacks/neuron.toml: "
-                        "its graphs' fixed costs, collectives, attention, decode span); 'none': the accelerator alone (the roofline); "
+                        "its graphs' fixed costs, collectives, attention, decode span); 'none': the accelerator alone "
+                        "(the roofline); "
                         "default: the hardware family's engine (vllm on GPUs, nxd-inference on Trainium: "
                         "engines.toml [defaults]), and each answer says whether it lies inside that engine's "
                         "measured envelope (column envelope)")
@@ -113,8 +115,8 @@ def _plan_args(p: argparse.ArgumentParser, many: bool) -> None:
                        help="compute types to sweep (default: bf16 fp8 mxfp8 mxfp4 where supported)")
     else:
         g.add_argument("--dtype", type=dtype_arg, metavar="TYPE",
-                       help="compute / weight type (default: what the system runs natively: mxfp8 on Trainium3 and Blackwell, fp8 "
-                            "on Trainium1-2 and Hopper, bf16 elsewhere)")
+                       help="compute / weight type (default: what the system runs natively: mxfp8 on Trainium3 "
+                            "and Blackwell, fp8 on Trainium1-2 and Hopper, bf16 elsewhere)")
         g.add_argument("--expert-dtype", type=dtype_arg, metavar="TYPE",
                        help="routed-expert weight type (default: the workload's shipped type, e.g. mxfp4)")
 

@@ -141,7 +141,8 @@ def _compile(key: GraphKey, phase: Phase, recompute: Recompute, overlap: Overlap
 # group -> (size knob, stride knobs): groups are placed innermost first (tp, da/ep, cp, pp, dp); the training plan's
 # data-parallel groups are every rank holding a copy: 'dp' of the dense weights (dp x da x cp, Knobs.dense_dp),
 # 'edp' of the routed experts (dp x cp, Knobs.expert_dp)
-_GROUPS = {"tp": ("tp", ()), "ep": ("ep", ()), "da": ("da", ("tp",)), "cp": ("cp", ("tp", "da")), "pp": (None, ("tp", "da", "cp")),
+_GROUPS = {"tp": ("tp", ()), "ep": ("ep", ()), "da": ("da", ("tp",)), "cp": ("cp", ("tp", "da")),
+           "pp": (None, ("tp", "da", "cp")),
            "dp": ("dense_dp", ("dense_dp_stride",)), "edp": ("expert_dp", ("expert_dp_stride",))}
 
 
