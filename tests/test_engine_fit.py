@@ -18,7 +18,7 @@ def _rows(n: int = 24) -> pd.DataFrame:
     agg = np.arange(n) % 3 != 0
     t = pd.DataFrame({
         "backend": np.where(np.arange(n) % 2 == 0, "vllm", "trtllm"), "agg": agg, "total": c, "c_rep": c,
-        "s_rep": c, "d_a_pre": 1.0, "n_pre": np.where(agg, 1.0, 2.0), "isl": 922.0, "osl": 922.0,
+        "s_rep": c, "d_a_pre": 1.0, "d_a_dec": np.where(np.arange(n) % 5 == 0, 2.0, 1.0), "n_pre": np.where(agg, 1.0, 2.0), "isl": 922.0, "osl": 922.0,
         "t_d": rng.uniform(0.005, 0.02, n), "t_f": rng.uniform(0.02, 0.2, n),
         "model": np.where(np.arange(n) % 4 < 2, "model-a", "model-b"),
     })
@@ -26,8 +26,10 @@ def _rows(n: int = 24) -> pd.DataFrame:
     return t
 
 
-TRUTH = {"vllm": {"step_cost": 0.0008, "first_token_steps": 6.0, "first_token_steps_disagg": 6.0},
-         "trtllm": {"step_cost": 0.0002, "first_token_steps": 20.0, "first_token_steps_disagg": 40.0},
+TRUTH = {"vllm": {"step_cost": 0.0008, "step_cost_per_sequence": 10e-6, "first_token_steps": 6.0,
+                  "first_token_steps_disagg": 6.0},
+         "trtllm": {"step_cost": 0.0002, "step_cost_per_sequence": 25e-6, "first_token_steps": 20.0,
+                    "first_token_steps_disagg": 40.0},
          "prefill_utilization": 0.37}
 
 
@@ -41,8 +43,21 @@ def test_the_fit_recovers_the_values_that_made_the_rows():
     got = engine_fit.fit(t)
     for eng in ("vllm", "trtllm"):
         assert got[eng]["step_cost"] == pytest.approx(TRUTH[eng]["step_cost"], abs=1e-9)
+        assert got[eng]["step_cost_per_sequence"] == pytest.approx(TRUTH[eng]["step_cost_per_sequence"], abs=1e-11)
         assert got[eng]["first_token_steps"] == pytest.approx(TRUTH[eng]["first_token_steps"], abs=0.5)
     assert got["trtllm"]["first_token_steps_disagg"] == pytest.approx(40.0, abs=0.5)
+
+
+def test_the_median_line_is_the_least_absolute_deviation_line():
+    # y = 1 + 2x on four points and one far outlier: the median line ignores the outlier, least squares would not
+    x = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    y = 1.0 + 2.0 * x
+    y[2] += 100.0
+    a, b = engine_fit.median_line(x, y)
+    assert (a, b) == (pytest.approx(1.0, abs=1e-9), pytest.approx(2.0, abs=1e-9))
+    # both bounded below by zero: a falling residual gives slope 0, not a negative host time
+    a, b = engine_fit.median_line(x, 10.0 - x)
+    assert b == 0.0 and a == pytest.approx(7.0, abs=1e-9)
 
 
 def test_held_out_errors_are_those_of_a_fit_without_the_held_out_model():

@@ -24,22 +24,32 @@ def _pair(mode: Mode, engine: str, concurrency: int = 64):
 def test_aggregated_adds_the_engines_step_and_first_token_by_hand(engine):
     gpu, eng = _pair(Mode.AGGREGATED, engine)
     p = serving_engines.engine(engine)
-    tau, kappa, t_d = p["step_cost"], p["first_token_steps"], gpu["decode_step_s"]
+    # host time per step: tau_0 + tau_1 S / d_a, here S = 64 sequences on one attention-DP rank
+    tau, kappa, t_d = p["step_cost"] + p["step_cost_per_sequence"] * 64, p["first_token_steps"], gpu["decode_step_s"]
     assert eng["time_per_output_token_s"] == pytest.approx(gpu["time_per_output_token_s"] + tau)
     # GPU alone: t_d / 2 + L_f; with the engine: kappa t_s + t_s / 2 + L_f, t_s = t_d + tau
     assert eng["ttft_s"] == pytest.approx(gpu["ttft_s"] + kappa * (t_d + tau) + tau / 2)
     assert eng["engine"] == engine and gpu["engine"] == "none"
-    # host time per step costs throughput (TensorRT-LLM's fitted host time is 0: none lost)
-    if tau > 0:
-        assert eng["output_tokens_per_s_per_chip"] < gpu["output_tokens_per_s_per_chip"]
-    else:
-        assert eng["output_tokens_per_s_per_chip"] == pytest.approx(gpu["output_tokens_per_s_per_chip"])
+    # host time per step costs throughput
+    assert tau > 0 and eng["output_tokens_per_s_per_chip"] < gpu["output_tokens_per_s_per_chip"]
+
+
+def test_host_time_grows_with_the_sequences_each_attention_dp_rank_schedules():
+    s, a = catalog.load_system(SYSTEM), workload_files.load_workload(WORKLOAD)
+    prof = serving_engines.engine("trtllm").with_overrides({"step_cost": "1 ms", "step_cost_per_sequence": "20 us"})
+    with serving_engines.using({"trtllm": prof}):
+        rows = {c: (serve_one(s, a, tp=8, concurrency=c, compute="fp8", options=ServingOptions()),
+                    serve_one(s, a, tp=8, concurrency=c, compute="fp8", options=ServingOptions(engine="trtllm")))
+                for c in (16, 128)}
+    for c, (gpu, eng) in rows.items():  # 1 ms + 20 us x C on one rank, in every step and so in TPOT
+        host = 1e-3 + 20e-6 * c
+        assert eng["time_per_output_token_s"] - gpu["time_per_output_token_s"] == pytest.approx(host, rel=1e-9)
 
 
 def test_disaggregated_uses_its_own_steps_to_the_first_token():
     gpu, eng = _pair(Mode.DISAGGREGATED, "trtllm")
     p = serving_engines.engine("trtllm")
-    t_s = gpu["decode_step_s"] + p["step_cost"]
+    t_s = gpu["decode_step_s"] + p["step_cost"] + p["step_cost_per_sequence"] * 64
     assert eng["ttft_s"] == pytest.approx(gpu["ttft_s"] + p["first_token_steps_disagg"] * t_s + t_s / 2)
 
 

@@ -51,7 +51,7 @@ def test_overrides_are_range_checked_and_active_only_inside_using():
      r"engines\.vllm\.params\.kv_memory_fraction: must be in \(0, 1\] .*got 1\.9"),
     ("[engines.vllm.params.max_running]", "[engines.vllm.params.max_runnin]",
      "missing max_running.*unknown max_runnin"),
-    ('value = "0.608 ms"', 'value = "0.608 GB"', r"engines\.vllm\.params\.step_cost"),
+    ('value = "0.651 ms"', 'value = "0.651 GB"', r"engines\.vllm\.params\.step_cost"),
 ])
 def test_a_bad_file_is_one_line_naming_file_and_field(tmp_path, old, new, match):
     text = FILE.read_text()

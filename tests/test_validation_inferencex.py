@@ -165,8 +165,10 @@ def test_every_plan_rule_broken_is_listed(dev):
 # ---------------------------------------------------------------- the predictions: steady state + engine + client
 
 
-def _tau(engine: str) -> float:
-    return serving_engines.engine(engine)["step_cost"]
+def _tau(engine: str, running: float, da: float = 1.0) -> float:
+    """The engine's host time per step, tau_0 + tau_1 S / d_a, from the letters."""
+    p = serving_engines.engine(engine)
+    return p["step_cost"] + p["step_cost_per_sequence"] * running / da
 
 
 def test_agg_prices_the_gpu_at_the_protocols_mean_lengths_then_adds_the_engine(dev):
@@ -179,7 +181,7 @@ def test_agg_prices_the_gpu_at_the_protocols_mean_lengths_then_adds_the_engine(d
               Grid.of(tp=4, concurrency=4, compute=DType.FP8, weights=DType.FP8), Mix(922, 922),
               ServingOptions(mode=Mode.AGGREGATED)).iloc[0]
     assert m.at[f"{case}:tpot", "predicted_unfitted"] == pytest.approx(r["time_per_output_token_s"] * 1e3)
-    assert m.at[f"{case}:tpot", "predicted"] == pytest.approx((r["time_per_output_token_s"] + _tau("trtllm")) * 1e3)
+    assert m.at[f"{case}:tpot", "predicted"] == pytest.approx((r["time_per_output_token_s"] + _tau("trtllm", 4)) * 1e3)
     assert m.at[f"{case}:ttft", "predicted_unfitted"] > r["ttft_s"] * 1e3  # a burst of 4, then waves
     assert m.at[f"{case}:ttft", "predicted"] > m.at[f"{case}:ttft", "predicted_unfitted"]
 
@@ -193,7 +195,8 @@ def test_disagg_ttft_from_the_prefill_pool_and_tpot_from_the_decode_pool(dev):
     pre = serve(system, arch, Grid.of(tp=1, da=4, ep=4, concurrency=4, **fp4), Mix(922, 922), opts).iloc[0]
     dec = serve(system, arch, Grid.of(tp=8, ep=8, concurrency=12, **fp4), Mix(922, 922), opts).iloc[0]
     assert m.at[f"{case}:ttft", "predicted_unfitted"] >= pre["ttft_s"] * 1e3
-    assert m.at[f"{case}:tpot", "predicted"] == pytest.approx((dec["time_per_output_token_s"] + _tau("trtllm")) * 1e3)
+    assert m.at[f"{case}:tpot", "predicted"] == pytest.approx((dec["time_per_output_token_s"]
+                                                               + _tau("trtllm", 12)) * 1e3)
     assert "TP1 DA4 EP4" in m.at[f"{case}:ttft", "note"] and "TP8 DA1 EP8" in m.at[f"{case}:tpot", "note"]
 
 

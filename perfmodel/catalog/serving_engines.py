@@ -6,8 +6,9 @@
 An engine profile holds what a serving engine adds to the GPU's work (serving/closed_loop.py uses
 it): token_budget (tokens one step schedules), max_running (sequences decoding at once),
 kv_memory_fraction (share of each GPU's memory for weights + KV), prefill_first (1: prefill batches run
-alone and before decoding, SGLang's scheduler; 0: prefill chunks ride in decode steps), step_cost (host time per step
-beyond the GPU's, s) and first_token_steps (engine steps between a prompt's prefill and its first
+alone and before decoding, SGLang's scheduler; 0: prefill chunks ride in decode steps), step_cost and
+step_cost_per_sequence (host time per step beyond the GPU's, s: tau_0 + tau_1 x sequences per attention-DP
+rank) and first_token_steps (engine steps between a prompt's prefill and its first
 token reaching the client; _disagg: through a disaggregated deployment's router and KV hand-off).
 A protocol holds a benchmark client's load pattern: waves (requests /
 concurrency) and length_range_ratio (lengths drawn from [ratio x L, L]).
@@ -43,7 +44,7 @@ from perfmodel.catalog.files import catalog_root, did_you_mean, read_toml
 from perfmodel.catalog.spec_schema import STRICT, CatalogError, validate_file
 
 ENGINE_PARAMS = ("token_budget", "max_running", "kv_memory_fraction", "prefill_first", "step_cost",
-                 "first_token_steps", "first_token_steps_disagg")
+                 "step_cost_per_sequence", "first_token_steps", "first_token_steps_disagg")
 PROTOCOL_PARAMS = ("waves", "length_range_ratio", "prefill_utilization")
 ENVELOPE_PARAMS = ("max_running", "max_attention_dp")
 

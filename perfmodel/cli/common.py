@@ -387,3 +387,14 @@ def write_chart(chart, path: str | None, force: bool) -> None:
     ch = chart()
     data = {"svg": lambda: charts.to_svg(ch), "png": lambda: charts.to_png(ch), "html": lambda: ch.to_html()}[kind]()
     write_extra(path, data, force)
+
+
+def add_engine_option(p) -> None:
+    """--engine for the commands that price serving (serve, pareto, sensitivity, simulate, plan)."""
+    p.add_argument("--engine", default=None, metavar="NAME",
+                   help="serving engine: vllm, trtllm, sglang (hardware_specs/serving/engines.toml: host time per "
+                        "step, steps to the first token, KV allotment, running cap); on Neuron a software stack, "
+                        "nxd-inference or transformers-neuronx-2.18 (hardware_specs/stacks/neuron.toml); 'none': the "
+                        "accelerator alone (the roofline); default: the hardware family's (vllm on GPUs, nxd-inference "
+                        "on Trainium), each answer saying whether it lies inside that engine's measured envelope "
+                        "(column envelope)")

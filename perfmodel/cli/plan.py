@@ -15,13 +15,22 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from perfmodel.cli.common import add_chart_option, add_output_options, count, lengths_arg, positive, progress_bar
+from perfmodel.cli.common import (
+    add_chart_option,
+    add_engine_option,
+    add_output_options,
+    count,
+    lengths_arg,
+    positive,
+    progress_bar,
+)
 from perfmodel.cli.serve import _emit
 
 # the answer first (what it costs, how many chips, whether it meets the SLA), the plan that gives it after:
 # a narrow terminal shows the first columns that fit (report/fit_columns.py)
 PLAN_COLS = ("system", "feasible", "chips", "usd_per_month", "usd_per_million_output_tokens", "facility_power_peak_w",
-             "ttft_s", "time_per_output_token_s", "instances", "scaleups", "mode", "tp", "da", "ep", "pp",
+             "ttft_s", "time_per_output_token_s", "engine", "envelope", "instances", "scaleups", "mode", "tp", "da",
+             "ep", "pp",
              "compute_dtype", "expert_weights_dtype", "concurrency", "capacity_concurrency", "replicas",
              "prefill_workers", "facility_power_peak_at_low_tdp_w", "facility_power_peak_at_high_tdp_w",
              "price_status", "note")
@@ -70,6 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "demand file's, else the steady state's values)")
     p.add_argument("--no-verify", action="store_true", help="with a percentile: skip the simulation (analytic only)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_engine_option(p)
     add_output_options(p)
     add_chart_option(p, "$ per month and chips per system (serving plans)")
     p.set_defaults(func=cmd_plan)
@@ -108,7 +118,8 @@ def cmd_plan(args) -> int:
         demand = dataclasses.replace(demand, percentile=float(args.percentile))
         demand.validate("--percentile: demand field ")
     opts = planner.PlanOptions(modes=tuple(args.mode), objective=args.objective,
-                               whole_scaleup=args.whole_ultraserver, max_replica_chips=args.max_replica_chips)
+                               whole_scaleup=args.whole_ultraserver, max_replica_chips=args.max_replica_chips,
+                               engine=args.engine)
     with progress_bar(f"planning {len(args.systems)} systems", not args.no_progress) as cb:
         df = planner.plan_serving(demand, args.systems, opts, progress=cb)
     cols, at = PLAN_COLS, ""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from perfmodel.cli.common import (
     add_chart_option,
+    add_engine_option,
     add_output_options,
     chart_svg,
     count,
@@ -97,15 +98,7 @@ def _plan_args(p: argparse.ArgumentParser, many: bool) -> None:
     g.add_argument("--prefix-cached", type=count(0, "MAX_SEQ_TOKENS"), default=0, metavar="N",
                    help="mean prompt tokens served from the prefix cache (hit rate x shared prefix length): "
                         "prefilled once, their KV blocks shared")
-    g.add_argument("--engine", default=None, metavar="NAME",
-                   help="serving engine around the GPU: vllm, trtllm or sglang (hardware_specs/serving/engines.toml: "
-                        "host time per step, steps to the first token, KV allotment, running cap); on Neuron, a "
-                        "software stack: nxd-inference or transformers-neuronx-2.18 (hardware_specs/stacks/neuron.toml: "
-                        "its graphs' fixed costs, collectives, attention, decode span); 'none': the accelerator alone "
-                        "(the roofline); "
-                        "default: the hardware family's engine (vllm on GPUs, nxd-inference on Trainium: "
-                        "engines.toml [defaults]), and each answer says whether it lies inside that engine's "
-                        "measured envelope (column envelope)")
+    add_engine_option(g)
     g.add_argument("--draft", metavar="NAME", help="speculative decoding: a draft (workloads/drafts/) or 'mtp'")
     g.add_argument("--draft-tokens", type=count(1, 16), default=1, metavar="K", help="draft tokens per step")
     g.add_argument("--acceptance", type=positive(), nargs="+", metavar="A",

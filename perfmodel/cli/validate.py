@@ -27,8 +27,9 @@ TITLES = {"cases": "validation cases (error = (predicted - measured) / measured)
           "frontier_summary": "frontier fidelity over (system, model, lengths) groups: the model's searched frontier "
                               "at each measured frontier point, predicted / measured output tokens/s per GPU "
                               "(target for the engine frontier: median |ratio - 1| <= 20%)",
-          "frontier_groups": "frontier fidelity per group (engine: the default engine's frontier inside its measured "
-                             "envelope; roofline: no engine, every plan)",
+          "frontier_groups": "frontier fidelity per group (engine: the best of the group's measured engines, each "
+                             "inside its measured envelope; roofline: no engine, every plan; both in the group's "
+                             "measured data types)",
           "frontier_points": "measured frontier points with the model frontiers' best at their interactivity"}
 
 

@@ -7,6 +7,9 @@ profile, catalog/serving_engines.py, and a client protocol). Per replica (times 
     running      S = min(C, S_max, S_kv)      sequences decoding at once: the engine's cap (max_num_seqs,
                                               max_batch_size) and its KV allotment (kv_memory_fraction of
                                               HBM, pages at the mean length I + O/2); C - S wait in its queue
+    host time    tau = tau_0 + tau_1 S / d_a  the engine's host time per step: a fixed part and a part per
+                                              sequence each attention-DP rank's scheduler handles (scheduling,
+                                              sampling, detokenising and streaming each sequence's token)
     engine step  t_s = t_d + tau              the GPU's decode step plus the engine's host time per step
     TPOT         TPOT = TPOT_gpu(S) + tau     (steady_state's TPOT at S, prefill interleaved)
     first token  T_0 = kappa t_s + t_s / 2 + (L_f - t_f) + T_p
@@ -52,8 +55,11 @@ import sympy as sp
 C, S_max, S_kv, S = sp.symbols("C S_max S_kv S", positive=True)
 I, O, W = sp.symbols("I O W", positive=True)
 t_d, tau, t_f, L_f, kappa, tpot_gpu, T_p = sp.symbols("t_d tau t_f L_f kappa TPOT_gpu T_p", nonnegative=True)
+tau_0, tau_1 = sp.symbols("tau_0 tau_1", nonnegative=True)
+d_a = sp.Symbol("d_a", positive=True)
 
 RUNNING = sp.Min(C, S_max, sp.floor(S_kv))
+HOST = tau_0 + tau_1 * S / d_a
 STEP = t_d + tau
 TPOT = tpot_gpu + tau
 FIRST_TOKEN = kappa * STEP + STEP / 2 + (L_f - t_f) + T_p
@@ -69,6 +75,9 @@ MEANINGS = {
     S: ("sequences decoding at once", "1"), I: ("mean input tokens", "1"), O: ("mean output tokens", "1"),
     W: ("the protocol's waves (requests / concurrency)", "1"),
     t_d: ("GPU decode step", "s"), tau: ("the engine's host time per step", "s"),
+    tau_0: ("the engine's fixed host time per step (step_cost)", "s"),
+    tau_1: ("the engine's host time per step per sequence of an attention-DP rank (step_cost_per_sequence)", "s"),
+    d_a: ("attention data-parallel ranks of the replica (each schedules S / d_a sequences)", "1"),
     t_f: ("one prompt's prefill on one attention-DP rank (a pipeline stage)", "s"),
     L_f: ("prefill latency through all stages (+ KV hand-off when disaggregated)", "s"),
     kappa: ("engine steps from prefill to the first token at the client", "1"),
@@ -79,7 +88,7 @@ MEANINGS = {
 
 @lru_cache(maxsize=None)
 def _fn(name: str):
-    expr = {"running": RUNNING, "tpot": TPOT, "first_token": FIRST_TOKEN, "ttft_agg": TTFT_AGG,
+    expr = {"running": RUNNING, "host": HOST, "tpot": TPOT, "first_token": FIRST_TOKEN, "ttft_agg": TTFT_AGG,
             "ttft_disagg": TTFT_DISAGG}[name]
     args = sorted(expr.free_symbols, key=lambda s: s.name)
     return args, sp.lambdify(args, expr, "numpy")
@@ -177,7 +186,7 @@ def prefill_wait(clients, t_f, after_prefill, tpot, o_mean, waves: int, ratio: f
 
 
 def latex_table() -> pd.DataFrame:
-    rows = [("running", RUNNING), ("engine step", STEP), ("TPOT", TPOT), ("first token", FIRST_TOKEN),
+    rows = [("running", RUNNING), ("host time per step", HOST), ("engine step", STEP), ("TPOT", TPOT), ("first token", FIRST_TOKEN),
             ("queue", QUEUE), ("TTFT (agg)", TTFT_AGG), ("TTFT (disagg)", TTFT_DISAGG)]
     return pd.DataFrame({"quantity": [r[0] for r in rows], "latex": [sp.latex(r[1]) for r in rows]})
 

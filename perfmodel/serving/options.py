@@ -18,6 +18,7 @@ from perfmodel.catalog.files import did_you_mean
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Phase
 from perfmodel.model import bindings as bd
+from perfmodel.serving import closed_loop
 
 
 class Mode(str, Enum):
@@ -93,8 +94,14 @@ class Setup:
     cal: Calibration
     stack: object  # neuron_stacks.Stack | None
     profile: object  # serving_engines.Profile | None
-    host: float
+    host: float  # fixed host time per step (s)
     flash: bool
+    host_per_sequence: float = 0.0  # host time per step per sequence of an attention-DP rank (s)
+
+    def host_time(self, running, da) -> np.ndarray:
+        """Host time per step at `running` sequences per replica over `da` attention-DP ranks (closed_loop's
+        tau = tau_0 + tau_1 S / d_a; a Neuron stack's is fixed)."""
+        return closed_loop.evaluate("host", tau_0=self.host, tau_1=self.host_per_sequence, S=running, d_a=da)
 
     def knobs(self, g, phase: Phase, batch, seq_len, context, cp=None) -> bd.Knobs:
         """The grid's (steady_state.Grid) knobs with the stack's attention kernels."""
@@ -112,4 +119,5 @@ def setup(system: System, options: ServingOptions, cal: Calibration | None = Non
     prof = serving_engines.engine(options.engine) if options.engine and stack is None else None
     host = prof["step_cost"] if prof else stack["step_host_latency"] if stack is not None else 0.0
     flash = bool(stack["flash_attention"]) if stack is not None else True
-    return Setup(cal, stack, prof, float(host), flash)
+    per_seq = prof["step_cost_per_sequence"] if prof else 0.0
+    return Setup(cal, stack, prof, float(host), flash, float(per_seq))

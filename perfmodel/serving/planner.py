@@ -10,8 +10,13 @@ Serving (`plan_serving`), per system:
        domain); chips = replicas x chips per replica (prefill pool included when disaggregated);
        instances = ceil(chips / node chips) (or whole UltraServers with whole_scaleup);
     4. pick the cheapest ($/month, instance-hours x node price x 730 h) where a price exists or
-       is assumed, else the lowest power; then refine the chosen plan's concurrency to the whole
-       micro-batch (the largest C meeting the targets; _refine, on arrays).
+       is assumed, else the lowest power, among the plans inside the engine's measured envelope
+       (serving/envelope.py: concurrencies and attention-DP degrees measured deployments of the
+       engine ran) when any meets the SLA, else among all (the answer says it is extrapolated);
+       then refine the chosen plan's concurrency to the whole micro-batch (the largest C meeting
+       the targets, inside the envelope when the plan is; _refine, on arrays).
+    Engine: PlanOptions.engine (None: the hardware family's default, serving_engines.default_for;
+    "none": the accelerator alone, the roofline) prices every plan as that engine runs it.
     Power: facility W at peak (provisioned) and on average (chip dynamic power x 1/peak factor),
     with the low / high chip-power cases. Queueing is not modelled beyond the peak factor.
 
@@ -29,12 +34,12 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
-from perfmodel.catalog import workload_refs
+from perfmodel.catalog import serving_engines, workload_refs
 from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.core import units
 from perfmodel.core.hardware import System
 from perfmodel.core.workload import ModelArch
-from perfmodel.serving import cost, power, search
+from perfmodel.serving import cost, envelope, power, search
 from perfmodel.serving.demand import Demand, Lengths  # noqa: F401 (re-exported: planner.Demand)
 from perfmodel.serving.steady_state import Grid, Mix, Mode, ServingOptions, serve
 
@@ -47,6 +52,7 @@ class PlanOptions:
     prices: dict = field(default_factory=dict)  # system -> USD per node-hour override
     grid_kw: dict = field(default_factory=dict)  # passed to search.plan_grid (dtypes, tp, concurrency ...)
     max_replica_chips: int = 0  # a replica's largest size; 0: the larger of the scale-up domain and SPAN_CHIPS
+    engine: str | None = None  # serving engine; None: the system family's default; "none": the roofline
 
 
 # Search-space bounds, not physics (each multiplies the plans priced; PlanOptions overrides them):
@@ -95,7 +101,8 @@ def _power_cols(df: pd.DataFrame, system: System, cal: Calibration, p2a: float) 
 
 
 def _refine(system: System, arch: ModelArch, row: pd.Series, demand: Demand, mix: Mix, mix_max: Mix,
-            opts: ServingOptions, cal: Calibration, peak: float) -> tuple[pd.Series, pd.Series, str]:
+            opts: ServingOptions, cal: Calibration, peak: float, c_cap: float = np.inf
+            ) -> tuple[pd.Series, pd.Series, str]:
     """The chosen plan's concurrency to the whole micro-batch (C a multiple of d_a x p), searched on arrays:
 
     capacity   C_max: the largest C with TPOT(C) <= target, TTFT(C) at the longest input <= target and the
@@ -104,6 +111,7 @@ def _refine(system: System, arch: ModelArch, row: pd.Series, demand: Demand, mix
                actually holds at the peak (Little's law)
     Each is a coarse geometric grid then every whole micro-batch between the two grid points that bracket
     the answer: four vectorised serve() evaluations, never one per concurrency.
+    C stays at or below c_cap (the engine's measured envelope, when the chosen plan lies inside it).
     Returns (capacity row, operating row, note)."""
     step = int(row["da"] * row["pp"])
     seen: list[pd.DataFrame] = []  # every evaluated concurrency, looked up by value (at)
@@ -138,7 +146,7 @@ def _refine(system: System, arch: ModelArch, row: pd.Series, demand: Demand, mix
         return np.unique(whole(np.linspace(lo, hi, min(2048, max(2, (hi - lo) // step + 1)))))
 
     c0 = int(row["concurrency"])
-    coarse = np.unique(np.concatenate([[c0], whole(np.geomspace(c0, 64 * c0, 64))]))
+    coarse = np.unique(np.concatenate([[c0], whole(np.minimum(np.geomspace(c0, 64 * c0, 64), max(c_cap, c0)))]))
     good = ok(evaluate(coarse))
     i = int(np.flatnonzero(good)[-1]) if good.any() else 0
     c_max = int(coarse[i])
@@ -221,6 +229,15 @@ def resize(row: dict, system: System, cal: Calibration, replicas: int, demand: D
     return {**row, **_answer(one, cap, price, peak, demand, row["note"])}
 
 
+def _outside(engine: str, env) -> str:
+    """Why an answer is extrapolated: no engine, or no plan meeting the SLA inside the engine's envelope."""
+    if env is None:
+        return ("extrapolated: the accelerator alone (no serving engine, the roofline)" if not engine else
+                f"extrapolated: {engine} has no measured envelope")
+    return (f"extrapolated: no plan meeting the targets lies inside {engine}'s measured envelope (at most "
+            f"{env['max_running']:g} sequences per replica, attention-DP up to {env['max_attention_dp']:g})")
+
+
 def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = PlanOptions(),
                  cal_overrides: dict | None = None, progress=None) -> pd.DataFrame:
     """Best configuration per system for `demand` (module doc): one row per system, generations side by side."""
@@ -240,8 +257,9 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
         kw = {"max_chips": options.max_replica_chips or max(system.scaleup_chips, SPAN_CHIPS), **options.grid_kw}
         if mix_max.input_tokens + mix_max.output_tokens >= LONG_CONTEXT_TOKENS and "cp" not in kw:
             kw["cp"] = [2 ** j for j in range(0, int(np.log2(kw["max_chips"])) + 1)]  # context parallel plans
+        eng, env = serving_engines.resolve(options.engine, system)
         df = search.frontier_sweep(system, arch, mix, modes, cal=cal, price=price, prefix_tokens=demand.cached_tokens,
-                                   **kw)
+                                   engine=eng, envelope_profile=env, **kw)
         ok = df["kv_fits"] & df["valid"] & (df["time_per_output_token_s"] <= demand.tpot_s)
         df = df[ok]
         if len(df) and mix_max != mix:
@@ -249,8 +267,8 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
                         compute=df["compute_dtype"].tolist(), weights=df["weights_dtype"].tolist(),
                         expert_weights=df["expert_weights_dtype"].tolist(), kv_cache=df["kv_dtype"].tolist())
             ttft = np.concatenate([serve(system, arch, g.take(np.flatnonzero((df["mode"] == m.value).to_numpy())),
-                                         mix_max, ServingOptions(mode=m, prefix_tokens=demand.cached_tokens),
-                                         cal)["ttft_s"].to_numpy()
+                                         mix_max, ServingOptions(mode=m, prefix_tokens=demand.cached_tokens,
+                                                                 engine=eng), cal)["ttft_s"].to_numpy()
                                    for m in modes])
             order = np.concatenate([np.flatnonzero((df["mode"] == m.value).to_numpy()) for m in modes])
             t = np.empty(len(df))
@@ -260,7 +278,10 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
             df = df.assign(ttft_at_max_input_s=df["ttft_s"])
         df = df[df["ttft_at_max_input_s"] <= demand.ttft_s]
         base = {"system": name, "generation": system.generation, "workload": arch.name, "demand": demand.name,
-                "mix": mix.label, "power_caveat": power.caveat(system, cal), "price_status": price.status}
+                "mix": mix.label, "engine": eng or "none", "power_caveat": power.caveat(system, cal),
+                "price_status": price.status}
+        measured = df["envelope"].eq(envelope.MEASURED)
+        df = df[measured] if measured.any() else df  # measured ground first; else say the answer leaves it
         if not len(df):
             rows.append({**base, "feasible": False,
                          "note": f"no configuration meets TTFT <= {demand.ttft_s * 1e3:.0f} ms (at "
@@ -275,15 +296,18 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
             obj = "power"
         key = {"cost": "usd_per_month", "power": "facility_power_peak_w", "chips": "billed_chips"}[obj]
         best = df.sort_values([key, "billed_chips", "facility_power_peak_w"]).iloc[0]
+        inside = best["envelope"] == envelope.MEASURED
         cap, op, how = _refine(system, arch, best, demand, mix, mix_max,
-                               ServingOptions(mode=Mode(best["mode"]), prefix_tokens=demand.cached_tokens),
-                               cal, peak)
+                               ServingOptions(mode=Mode(best["mode"]), prefix_tokens=demand.cached_tokens, engine=eng),
+                               cal, peak, env["max_running"] if inside else np.inf)
+        how = how if inside else f"{how}; {_outside(eng, env)}"
         sized = _size(pd.DataFrame([cap]), system, peak, options.whole_scaleup).iloc[0]
         op = op.copy()
         for k in ("replicas", "prefill_workers", "chips", "instances", "scaleups", "billed_chips"):
             op[k] = sized[k]
         one = _power_cols(pd.DataFrame([op]), system, cal, demand.peak_to_average).iloc[0]
-        rows.append({**base, **_answer(one, cap, price, peak, demand, how), "objective": obj})
+        rows.append({**base, **_answer(one, cap, price, peak, demand, how), "objective": obj,
+                     "envelope": envelope.MEASURED if inside else envelope.EXTRAPOLATED})
         if progress:
             progress(i + 1, len(systems))
     return pd.DataFrame(rows)

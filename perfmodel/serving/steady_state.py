@@ -40,7 +40,8 @@ KV-cache capacity caps concurrency (kv_capacity.py): `memory.footprint` of the d
 batch C and context I + O ("peak": every sequence may reach its full length; "mean": I + O/2) must fit.
 
 With a serving-engine profile (`ServingOptions.engine`: vllm, trtllm, sglang) the engine's host time
-per step joins TPOT, its steps to the first token join TTFT (closed_loop.py's formulas at an idle
+per step, tau_0 + tau_1 C / d_a (closed_loop.HOST: a fixed part and one per sequence each attention-DP
+rank schedules), joins every step and so TPOT, its steps to the first token join TTFT (closed_loop.py's formulas at an idle
 queue), its KV allotment (a share of HBM) decides the fit, and a concurrency above its running cap is
 refused (the rest would queue: closed_loop.py prices that queue for a benchmark's closed loop).
 Engine activity (busy time / wall time per engine, averaged over decode and prefill work and
@@ -192,12 +193,11 @@ def _busy(df: pd.DataFrame) -> dict[str, np.ndarray]:
     return out
 
 
-def _with_engine(prof, mode: Mode, ttft, t_d, t_f, C, valid, reasons):
+def _with_engine(prof, mode: Mode, ttft, t_d, t_f, tau, C, valid, reasons):
     """The engine's first token and cap (serving/closed_loop.py's formulas, at an idle queue: a prompt's
     prefill waits for nothing but the running step; its host time per step is already in the step, so in
     TPOT, the request rate and the stall): the first token after its steps to the client; a concurrency
     above its running cap is not what runs (that plan is refused)."""
-    tau = prof["step_cost"]
     kappa = prof["first_token_steps_disagg" if mode == Mode.DISAGGREGATED else "first_token_steps"]
     if mode == Mode.CHUNKED:  # one chunk per step (TPOT has the host time), then the steps to the client
         ttft_e = ttft + kappa * (t_d + tau)
@@ -296,8 +296,8 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
     occ_f = n_chunks * t_f / da  # prefill stage-time per request
     lat_f = p * t_f  # one chunk (or the whole prefill) through all stages
     # ---- combine
-    host = su.host
-    step = p * t_d + host  # an engine's (or a stack's) host time joins every step
+    host = su.host_time(C, da)  # an engine's (or a stack's) host time joins every step, growing with the batch
+    step = p * t_d + host
     chips = grid.replica_chips
     if mode == Mode.DISAGGREGATED:
         tpot = cycle = step / E
@@ -325,7 +325,7 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
     if mode == Mode.CHUNKED:
         valid, reasons = _chunk_rate(C, O, n_chunks, da, valid, reasons)
     if prof:
-        ttft, valid, reasons = _with_engine(prof, mode, ttft, t_d, t_f, C, valid, reasons)
+        ttft, valid, reasons = _with_engine(prof, mode, ttft, t_d, t_f, host, C, valid, reasons)
     per_replica = C / cycle
     per_chip = per_replica / chips_eff
     # whole replicas per scale-up domain; a disaggregated unit larger than the domain (decode replica plus

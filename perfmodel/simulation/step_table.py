@@ -149,7 +149,8 @@ def build(system: System, arch: ModelArch, plan: Grid, options: ServingOptions, 
     else:
         dec, per_step = speculative.step_s(system, arch, g, su, b / p, c / cp, spec)
     dec = p * (dec + p2p_s(system, su.cal, g, b / p / da, arch.hidden_size)
-               + cp_combine_s(system, su.cal, arch, g, b / p / da))
+               + cp_combine_s(system, su.cal, arch, g, b / p / da)) \
+        + su.host_time(b, da) - su.host  # the engine's host time per running sequence (its fixed part: su.host)
     n, s, cf = rows([tokens, seqs, priors])
     s = np.minimum(s, n)
     g = plan.take(np.zeros(len(n), dtype=int))

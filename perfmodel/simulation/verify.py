@@ -79,7 +79,8 @@ def verify_row(row: dict, demand: planner.Demand, options: planner.PlanOptions =
         lam = rate * share
         n = int(min(MAX_REQUESTS, max(MIN_REQUESTS, lam * WINDOWS * window)))
         run = deployment.simulate(system, arch, _plan(row), Traffic("poisson", rate=lam), shapes, n,
-                                  ServingOptions(mode=Mode(row["mode"])), layout, seed=seed, cal=cal)
+                                  ServingOptions(mode=Mode(row["mode"]), engine=_engine(row)), layout, seed=seed,
+                                  cal=cal)
         sm = metrics.summarize(run, (demand.ttft_s, demand.tpot_s), warmup_s=window, percentiles=(pct,))
         t, p = sm[f"ttft_p{pct:g}_s"], sm[f"tpot_p{pct:g}_s"]
         rounds.append((replicas, t, p, n))
@@ -98,6 +99,12 @@ def verify_row(row: dict, demand: planner.Demand, options: planner.PlanOptions =
         out.update({"feasible": False, "note": f"the simulation misses the p{pct:g} targets at {r} replicas after "
                                                 f"{len(rounds)} rounds ({trail})"})
     return out
+
+
+def _engine(row) -> str:
+    """The engine the planner priced the answer with ("" for the accelerator alone)."""
+    name = str(row.get("engine", "none") or "none")
+    return "" if name == "none" else name
 
 
 def verify_plan(df: pd.DataFrame, demand: planner.Demand, options: planner.PlanOptions = planner.PlanOptions(),

@@ -1,9 +1,13 @@
-"""Fit the serving-engine profiles' two fitted parameters per engine, cross-validated by model.
+"""Fit the serving-engine profiles' fitted parameters per engine, cross-validated by model.
 
 The fitted parameters (hardware_specs/serving/engines.toml, status "fitted") are, per engine:
 
-    step_cost          tau    host time per engine step beyond the GPU's (s): the median over the
-                              engine's rows of measured TPOT - modelled TPOT (tau = 0)
+    step_cost          tau_0  host time per engine step beyond the GPU's, tau = tau_0 + tau_1 S / d_a (s):
+    step_cost_per_     tau_1  the least-absolute-deviation line (a median regression, both >= 0) of
+    sequence                  measured TPOT - modelled TPOT (tau = 0) against the sequences per
+                              attention-DP rank S / d_a over the engine's aggregated rows (disaggregated
+                              decode rows mix in speculative decoding the model does not price; an
+                              engine with no aggregated rows: the median over its rows, tau_1 = 0)
     first_token_steps  kappa  engine steps between a prompt's prefill and its first token at the client
     (_disagg: the same          (aggregated rows; _disagg: its disaggregated rows): the fewest steps whose
      in disaggregated rows)     median |log(predicted / measured)| TTFT over the engine's rows is within one
@@ -29,8 +33,10 @@ import sys
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import linprog
 
 from perfmodel.core import units
+from perfmodel.serving import closed_loop as cl
 from perfmodel.validation import inferencex, inferencex_engine
 from perfmodel.validation.harness import measurements
 
@@ -88,17 +94,39 @@ def _kappa(t: pd.DataFrame, values: dict, util: float, engine: str, key: str) ->
     return k
 
 
+def median_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(a, b) >= 0 minimising sum |y - a - b x| (least absolute deviations: the conditional median's line),
+    as a linear programme: min sum(u + v) subject to a + b x + u - v = y, every variable >= 0."""
+    n = len(y)
+    A = np.hstack([np.ones((n, 1)), np.asarray(x, float)[:, None], np.eye(n), -np.eye(n)])
+    r = linprog(np.r_[0.0, 0.0, np.ones(2 * n)], A_eq=A, b_eq=np.asarray(y, float), bounds=(0, None), method="highs")
+    if not r.success:
+        raise RuntimeError(f"engine_fit.median_line: {r.message}")
+    return float(r.x[0]), float(r.x[1])
+
+
+def _host(t: pd.DataFrame, residual: pd.Series, engine: str) -> tuple[float, float]:
+    """(step_cost, step_cost_per_sequence) of `engine` from its rows' TPOT residuals (module doc)."""
+    sel = t["backend"].eq(engine)
+    agg = sel & t["agg"]
+    if not agg.any():
+        return max(0.0, float(np.median(residual[sel]))), 0.0
+    return median_line((t.loc[agg, "s_rep"] / t.loc[agg, "d_a_dec"]).to_numpy(float), residual[agg].to_numpy(float))
+
+
 def fit(t: pd.DataFrame) -> dict:
-    """{engine: {step_cost, first_token_steps, first_token_steps_disagg}, "prefill_utilization": u} from the
+    """{engine: {step_cost, step_cost_per_sequence, first_token_steps, first_token_steps_disagg},
+    "prefill_utilization": u} from the
     rows of `t` (module doc). An engine without disaggregated rows keeps its aggregated value for both."""
     engines = sorted(t["backend"].unique())
     values = {e: {k: 0.0 for k in inferencex_engine.FITTED} for e in engines}
     util = inferencex_engine.protocol()["prefill_utilization"]
     base = inferencex_engine.closed_loop(t, overrides=_with(values, prefill_utilization=util))
     for e in engines:
-        sel = t["backend"].eq(e)
-        values[e]["step_cost"] = max(0.0, float(np.median(t.loc[sel, "tpot_meas"] - base.loc[sel, "tpot_s"])))
-    tau = t["backend"].map({e: v["step_cost"] for e, v in values.items()})
+        values[e]["step_cost"], values[e]["step_cost_per_sequence"] = _host(t, t["tpot_meas"] - base["tpot_s"], e)
+    per = {k: t["backend"].map({e: v[k] for e, v in values.items()}) for k in ("step_cost", "step_cost_per_sequence")}
+    tau = pd.Series(cl.evaluate("host", tau_0=per["step_cost"], tau_1=per["step_cost_per_sequence"], S=t["s_rep"],
+                                d_a=t["d_a_dec"]), index=t.index)
     known = t[t["n_pre"].notna() & ~t["agg"]]
     if len(known):  # the prefill pools the deployments ran: their modelled utilization
         tpot = known["tpot_gpu"] + tau[known.index]
@@ -154,7 +182,8 @@ def main(argv: list[str]) -> int:
     print(f"fitted on {len(t)} rows of {cases} (models: {', '.join(sorted(t['model'].unique()))}):")
     for eng, v in fitted.items():
         if isinstance(v, dict):
-            print(f"  {eng}: step_cost = {v['step_cost'] / units.MS:.3f} ms, first_token_steps = "
+            print(f"  {eng}: step_cost = {v['step_cost'] / units.MS:.3f} ms, step_cost_per_sequence = "
+                  f"{v['step_cost_per_sequence'] / units.US:.2f} us, first_token_steps = "
                   f"{v['first_token_steps']:.2f}, first_token_steps_disagg = {v['first_token_steps_disagg']:.2f}")
     print(f"  prefill_utilization = {fitted['prefill_utilization']:.3f}")
     print("\nin-sample |error| (fitted on every model):")

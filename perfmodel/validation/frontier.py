@@ -12,12 +12,17 @@ matters is the frontier. From any measured serving file in the InferenceX format
                      every backend, mode and precision together (model: the catalogue workload a Hugging Face id
                      maps to, so a checkpoint's re-quantisations and an identical architecture's ids join one
                      group; the id itself where none)
-    model frontiers  per group, serving.search over every plan, data type and concurrency (aggregated serving,
-                     the protocol's mean lengths):
+    model frontiers  per group, serving.search over every plan and concurrency in the storage types the group's
+                     measured rows ran (weights and routed experts, as inferencex_map reads each row's quant
+                     columns: a group measured only in BF16 is compared with the model's BF16 frontier, not
+                     with the FP8 one the hardware would also run), aggregated serving, the protocol's mean
+                     lengths:
                        roofline  no engine (`engine` ""): the hardware's upper bound
-                       engine    the system's default engine (serving_defaults.engine_for) with its profile,
-                                 restricted to the engine's measured envelope (serving/envelope.py): what
-                                 today's engines deliver
+                       engine    each engine the group's rows measured (known profiles; else the system's
+                                 default engine, serving_engines.default_for) with its profile, restricted to
+                                 that engine's measured envelope (serving/envelope.py), the best of them at
+                                 each interactivity: what today's engines deliver, engine for engine as the
+                                 measured frontier joins them
     ratio            at each measured frontier point, the best modelled y at interactivity >= its x, over the
                      measured y (NaN where the model's frontier does not reach that interactivity)
 
@@ -35,6 +40,7 @@ import pandas as pd
 
 from perfmodel import catalog
 from perfmodel.catalog import serving_engines, workload_files
+from perfmodel.core.dtypes import DType
 from perfmodel.serving import envelope, search
 from perfmodel.serving.steady_state import Mix
 from perfmodel.validation import harness, inferencex, inferencex_engine
@@ -75,6 +81,8 @@ def measured_points(src: pd.DataFrame) -> pd.DataFrame:
                         "isl": isl, "osl": osl,
                         "catalog_system": m["system"], "workload": m["workload"], "backend": src["backend"],
                         "mode": m["mode"], "concurrency": total, "gpus": gpus,
+                        "types": [f"{DType(w).value}/{DType(e).value}" if isinstance(w, str) and isinstance(e, str) else ""
+                                  for w, e in zip(m["weights"], m["experts"])],
                         "tokens_per_s_per_user": 1.0 / tpot,
                         "measured_tokens_per_s_per_gpu": total * o_mean / (ttft + (o_mean - 1) * tpot) / gpus})
     ok = np.isfinite(pts["tokens_per_s_per_user"]) & np.isfinite(pts["measured_tokens_per_s_per_gpu"])
@@ -98,13 +106,16 @@ def coverage(src: pd.DataFrame) -> pd.DataFrame:
     return a.groupby("backend").agg(max_running=("running", "max"), max_attention_dp=("da", "max"))
 
 
-def model_frontier(system, arch, mix: Mix, engine: str, env=None, progress=None) -> pd.DataFrame:
+def model_frontier(system, arch, mix: Mix, engine: str, env=None, types=None, progress=None) -> pd.DataFrame:
     """The model's per-chip frontier of every aggregated plan (search.frontier_sweep), with the engine's profile
-    (engine "" = the roofline) and, where `env` is given, only the points inside that measured envelope."""
-    df = search.frontier_sweep(system, arch, mix, engine=engine, progress=progress)
-    if env is not None:
-        df = search.mark_frontiers(df[envelope.inside(df, env)].reset_index(drop=True))
-    return search.frontier(df, "chip")
+    (engine "" = the roofline); where `env` is given, only the points inside that measured envelope; where
+    `types` is given ("weights/experts" storage-type names), only plans storing those types."""
+    dtypes = sorted({t.split("/")[0] for t in types}) if types else None  # NVFP4 is not in the default sweep
+    df = search.frontier_sweep(system, arch, mix, engine=engine, progress=progress, dtypes=dtypes)
+    keep = envelope.inside(df, env) if env is not None else np.ones(len(df), dtype=bool)
+    if types:
+        keep &= (df["weights_dtype"] + "/" + df["expert_weights_dtype"]).isin(list(types)).to_numpy()
+    return search.frontier(search.mark_frontiers(df[keep].reset_index(drop=True)), "chip")
 
 
 def points(src: pd.DataFrame, progress=None) -> pd.DataFrame:
@@ -115,18 +126,22 @@ def points(src: pd.DataFrame, progress=None) -> pd.DataFrame:
         front[f"{f}_tokens_per_s_per_gpu"] = np.nan
     front["engine"] = ""
     groups = list(front.groupby(KEYS, sort=False))
-    for n, (_, g) in enumerate(groups):
+    kinds = pts.groupby(KEYS)["types"].agg(set)
+    backends = pts.groupby(KEYS)["backend"].agg(lambda b: set(b.astype(str).str.strip()))
+    for n, (key, g) in enumerate(groups):
         sysname, wname = g["catalog_system"].iloc[0], g["workload"].iloc[0]
         if sysname and wname:
             system, arch = catalog.load_system(sysname), workload_files.load_workload(wname)
             mix = inferencex_engine.mean_mix(int(g["isl"].iloc[0]), int(g["osl"].iloc[0]))
-            eng = serving_engines.default_for(system)
-            env = serving_engines.envelope(eng)
-            fronts = {"engine": model_frontier(system, arch, mix, eng, env),
-                      "roofline": model_frontier(system, arch, mix, "")}
-            for f, fr in fronts.items():
-                front.loc[g.index, f"{f}_tokens_per_s_per_gpu"] = search.best_at(fr, Y, g["tokens_per_s_per_user"])
-            front.loc[g.index, "engine"] = eng
+            types = kinds[key] - {""}  # every measured row's types, on the frontier or not
+            engines = sorted(backends[key] & set(serving_engines.engines())) or [serving_engines.default_for(system)]
+            x = g["tokens_per_s_per_user"]
+            best = [search.best_at(model_frontier(system, arch, mix, e, serving_engines.envelope(e), types), Y, x)
+                    for e in engines]
+            front.loc[g.index, "engine_tokens_per_s_per_gpu"] = np.fmax.reduce(best)
+            roof = model_frontier(system, arch, mix, "", None, types)
+            front.loc[g.index, "roofline_tokens_per_s_per_gpu"] = search.best_at(roof, Y, x)
+            front.loc[g.index, "engine"] = "+".join(engines)
         if progress:
             progress(n + 1, len(groups))
     for f in FRONTIERS:

@@ -227,11 +227,13 @@ def _terms(g: pd.DataFrame, e: pd.DataFrame, res: pd.DataFrame) -> pd.DataFrame:
     """Per corpus row: the GPU terms closed_loop needs, from its entries' serve() results (vectorised)."""
     ok = res["error"].eq("").to_numpy()
     r, en = res[ok].reset_index(drop=True), e[ok].reset_index(drop=True)
-    t = pd.DataFrame(index=g.index, columns=["t_d", "tpot_gpu", "t_f", "l_f", "d_a_pre", "s_rep"], dtype=float)
+    t = pd.DataFrame(index=g.index, columns=["t_d", "tpot_gpu", "t_f", "l_f", "d_a_pre", "s_rep", "d_a_dec"],
+                     dtype=float)
     dec = en["metric"].isin(["both", "tpot"]).to_numpy()
     pre = en["metric"].isin(["both", "ttft"]).to_numpy()
-    t.loc[en["row"][dec].to_numpy(), ["t_d", "tpot_gpu", "s_rep"]] = np.column_stack(
-        [r["decode_step_s"][dec], r["time_per_output_token_s"][dec], en["concurrency"][dec]])
+    t.loc[en["row"][dec].to_numpy(), ["t_d", "tpot_gpu", "s_rep", "d_a_dec"]] = np.column_stack(
+        [r["decode_step_s"][dec], r["time_per_output_token_s"][dec], en["concurrency"][dec],
+         en["pool"][dec].map(lambda x: x.da)])
     lat = r["ttft_s"] - np.where(en["metric"].eq("both"), 0.5 * r["decode_step_s"], 0.0)
     t.loc[en["row"][pre].to_numpy(), ["t_f", "l_f", "d_a_pre"]] = np.column_stack(
         [r["prefill_step_s"][pre], lat[pre], en["pool"][pre].map(lambda x: x.da)])

@@ -10,7 +10,7 @@ serving/closed_loop.py's formulas:
     slots(...)                S = min(C, S_max, S_kv) sequences decoding at once per replica
     closed_loop(...)          TTFT and TPOT of every row (agg and disagg), vectorised
 
-`without_fits=True` zeroes the fitted parameters (step_cost, first_token_steps): the prediction
+`without_fits=True` zeroes the fitted parameters (step_cost, step_cost_per_sequence, first_token_steps): the prediction
 from the engines' documented defaults alone, reported beside the fitted one.
 Does not: price GPU work or read the corpus.
 """
@@ -25,8 +25,9 @@ from perfmodel.serving import closed_loop as cl
 from perfmodel.serving.steady_state import Mix
 
 PROTOCOL = "inferencex"
-FITTED = ("step_cost", "first_token_steps", "first_token_steps_disagg")
-TERMS = ("backend", "agg", "total", "c_rep", "s_rep", "d_a_pre", "n_pre", "isl", "osl", "t_d", "tpot_gpu", "t_f", "l_f")
+FITTED = ("step_cost", "step_cost_per_sequence", "first_token_steps", "first_token_steps_disagg")
+TERMS = ("backend", "agg", "total", "c_rep", "s_rep", "d_a_pre", "d_a_dec", "n_pre", "isl", "osl", "t_d", "tpot_gpu",
+         "t_f", "l_f")
 
 
 def protocol() -> serving_engines.Profile:
@@ -76,14 +77,16 @@ def closed_loop(rows: pd.DataFrame, without_fits: bool = False, overrides: dict 
     """ttft_s, tpot_s, n_pre (prefill workers used) per row from its GPU terms (TERMS): backend, agg (bool),
     total (C of the deployment), c_rep / s_rep (C and running S per decode replica), d_a_pre (prefill
     entry's attention-DP ranks), n_pre (prefill workers, NaN: not written), isl, osl (mean lengths), t_d
-    (decode step), tpot_gpu, t_f (prefill step), l_f (prefill latency, with the KV hand-off when
+    (decode step), d_a_dec (decode entry's attention-DP ranks), tpot_gpu, t_f (prefill step), l_f (prefill latency, with the KV hand-off when
     disaggregated). `overrides` maps a parameter to {engine: value}; "prefill_utilization" to a number."""
     p = params(rows["backend"], without_fits, overrides)
     proto = protocol()
     util = (overrides or {}).get("prefill_utilization", proto["prefill_utilization"])
     agg = rows["agg"].to_numpy(bool)
-    tpot = cl.evaluate("tpot", TPOT_gpu=rows["tpot_gpu"], tau=p["step_cost"])
-    step = rows["t_d"].to_numpy(float) + p["step_cost"].to_numpy(float)
+    tau = cl.evaluate("host", tau_0=p["step_cost"], tau_1=p["step_cost_per_sequence"], S=rows["s_rep"],
+                      d_a=rows["d_a_dec"])
+    tpot = cl.evaluate("tpot", TPOT_gpu=rows["tpot_gpu"], tau=tau)
+    step = rows["t_d"].to_numpy(float) + tau
     kappa = np.where(agg, p["first_token_steps"], p["first_token_steps_disagg"])
     n_pre = np.where(agg, 1.0, prefill_workers(rows, tpot, util))
     clients = np.where(agg, np.ceil(rows["s_rep"] / rows["d_a_pre"]),
@@ -93,10 +96,10 @@ def closed_loop(rows: pd.DataFrame, without_fits: bool = False, overrides: dict 
     wait, queued = cl.prefill_queue(clients, rows["t_f"], after, tpot, rows["osl"], proto["waves"],
                                     proto["length_range_ratio"], step=step, prefill_first=first)
     tpot = np.where(first, queued, tpot)
-    common = dict(t_d=rows["t_d"], tau=p["step_cost"], t_f=rows["t_f"], L_f=rows["l_f"], kappa=kappa,
+    common = dict(t_d=rows["t_d"], tau=tau, t_f=rows["t_f"], L_f=rows["l_f"], kappa=kappa,
                   T_p=wait)
     ttft_agg = cl.evaluate("ttft_agg", C=rows["c_rep"], S=rows["s_rep"], O=rows["osl"],
-                           TPOT_gpu=tpot - p["step_cost"].to_numpy(float), **common)
+                           TPOT_gpu=tpot - tau, **common)
     ttft_dis = cl.evaluate("ttft_disagg", **common)
     return pd.DataFrame({"ttft_s": np.where(agg, ttft_agg, ttft_dis), "tpot_s": tpot, "n_pre": n_pre},
                         index=rows.index)
