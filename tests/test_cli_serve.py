@@ -49,6 +49,26 @@ def test_pareto_frontier_csv(capsys):
     assert df["tokens_per_s_per_user"].is_monotonic_increasing
 
 
+def test_pareto_with_roofline_gives_both_frontiers_apart(capsys):
+    args = ["pareto", "--hardware", "p5e.48xlarge", "--workload", "llama-3-8b", "--input", "512", "--output", "256",
+            "--tp", "1", "2", "--da", "1", "--pp", "1", "--concurrency", "1", "8", "64", "512", "--dtypes", "fp8",
+            "--y", "chip", "--format", "csv", "--no-progress"]
+    code, out, _ = run([*args, "--with-roofline"], capsys)
+    assert code == 0
+    df = pd.read_csv(io.StringIO(out))
+    assert set(df["frontier"]) == {"engine", "roofline"}
+    eng, roof = df[df["frontier"].eq("engine")], df[df["frontier"].eq("roofline")]
+    assert set(eng["engine"]) == {"vllm"} and set(roof["engine"]) == {"none"}
+    assert set(roof["envelope"]) == {"extrapolated"} and "measured" in set(eng["envelope"])
+    for f in (eng, roof):  # each its own Pareto frontier: interactivity up, throughput down
+        assert f["tokens_per_s_per_user"].is_monotonic_increasing
+        assert f["output_tokens_per_s_per_chip"].is_monotonic_decreasing
+    # the engine's host time only costs: at the engine frontier's best throughput the roofline is at least as high
+    assert roof["output_tokens_per_s_per_chip"].max() >= eng["output_tokens_per_s_per_chip"].max()
+    code, out, _ = run(args, capsys)  # without the flag: the engine frontier alone
+    assert set(pd.read_csv(io.StringIO(out))["frontier"]) == {"engine"}
+
+
 def test_pareto_xlsx(tmp_path, capsys):
     path = tmp_path / "front.xlsx"
     code, out, _ = run(["pareto", *SMALL, "--tp", "1", "--da", "1", "--pp", "1", "--concurrency", "1", "16",

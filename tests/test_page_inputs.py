@@ -16,7 +16,7 @@ PLANNER = {"plan_rps": "250", "plan_peak": "2", "plan_isl": "2048", "plan_osl": 
            "plan_ttft": "3", "plan_systems": "p5.48xlarge,trn2-ultraserver", "plan_grid": "quick", "plan_pct": "0",
            "plan_modes": "aggregated,disaggregated"}
 SERVING = {"srv_systems": "trn3-ultraserver", "srv_isl": "4096", "srv_osl": "256", "srv_y": "chip",
-           "srv_grid": "quick"}
+           "srv_grid": "quick", "srv_frontiers": "both"}
 
 
 def test_every_input_round_trips_through_the_url():

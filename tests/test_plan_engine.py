@@ -64,3 +64,16 @@ def test_the_engine_frontier_is_the_best_of_the_groups_measured_engines():
                                                                   types), frontier.Y, front["tokens_per_s_per_user"])
                            for e in engines])
     assert front["engine_tokens_per_s_per_gpu"].to_numpy() == pytest.approx(best, nan_ok=True)
+
+
+def test_the_apps_frontier_draws_the_engine_and_the_roofline_apart():
+    from perfmodel import report
+
+    df = report.serving_frontier(["p5e.48xlarge"], "llama-3-8b", input_tokens=512, output_tokens=256, y="chip",
+                                 frontiers="both")
+    assert set(df["frontier"]) == {"engine", "roofline"}
+    assert set(df["curve"]) == {"p5e.48xlarge", "p5e.48xlarge (roofline)"}
+    assert set(df.loc[df["frontier"].eq("roofline"), "envelope"]) == {"extrapolated"}
+    assert set(df.loc[df["frontier"].eq("engine"), "engine"]) == {"vllm"}
+    with pytest.raises(ValueError, match="frontiers 'all'"):
+        report.serving_frontier(["p5e.48xlarge"], "llama-3-8b", frontiers="all")

@@ -26,7 +26,7 @@ from perfmodel.claims import serving_readings
 from perfmodel.claims.registry import ClaimResult, claim
 from perfmodel.claims.serving_curves import (CONC, KEYS, MIX, MW, NEW, OLD, S1_QUOTE, S3_QUOTE, WORKLOAD, X,
                                              chart_frame, conc_ratio_curve, crossings, ratio_curve, read_curve,
-                                             readings, sweeps)
+                                             engine, readings, sweeps)
 from perfmodel.serving import power, search, sensitivity
 from perfmodel.serving.steady_state import Grid, Mix, Mode
 
@@ -86,7 +86,8 @@ def restricted_fn(frames: dict[str, pd.DataFrame], key: str | None = None, mix: 
         if mk not in memo:  # the memos keep system and cal alive, so their ids are not reused
             pk = perf_key(k, system, cal)
             if pk not in serve_memo:
-                serve_memo[pk] = (system, cal, search.serve_sweep(system, arch, mix, [Mode.AGGREGATED], grids[k], cal))
+                serve_memo[pk] = (system, cal, search.serve_sweep(system, arch, mix, [Mode.AGGREGATED], grids[k], cal,
+                                                                  engine=engine(names[k])))
             memo[mk] = (system, cal, search.finish_sweep(serve_memo[pk][2], system, cal))
         return memo[mk][2]
 
@@ -316,8 +317,9 @@ def _latency_note(key: str) -> str:
     fn = restricted_fn(sweeps(), key)
     lo, hi = cal.low, cal.high
     at = {v: fn(sensitivity.perturb(inputs, p, v / p.value)) for v in (lo, stack, hi)}
-    return (f"Latency-bound end: per-operator cost of a compiled graph (op_overhead) {p.value * 1e6:g} us, "
-            f"{cal.status}, range {lo * 1e6:g}-{hi * 1e6:g} us: the ratio is {at[lo]:.2f}x at {lo * 1e6:g} us, "
+    return (f"Latency-bound end: per-operator cost of a compiled graph (op_overhead; the curves are priced with the "
+            f"{neuron_stacks.SERVING_DEFAULT} stack's, the calibration's {p.value * 1e6:g} us is {cal.status}), range "
+            f"{lo * 1e6:g}-{hi * 1e6:g} us: the ratio is {at[lo]:.2f}x at {lo * 1e6:g} us, "
             f"{at[stack]:.2f}x at the {neuron_stacks.SERVING_DEFAULT} stack's fitted {stack * 1e6:g} us and "
             f"{at[hi]:.2f}x at {hi * 1e6:g} us (frontier plans re-evaluated).")
 

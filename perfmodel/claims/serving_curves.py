@@ -5,7 +5,9 @@ The chart (S4; seeds 002, 003): x = interactivity (output tokens/s per user), y 
 per MW (002) or concurrent users per UltraServer (003), one curve per UltraServer. Each curve is
 the Pareto frontier of `search.frontier_sweep` over every serving plan inside the scale-up
 domain (t, d_a, e, p), data type and concurrency, aggregated serving, KV reserved for the full
-request. Nothing here is tuned to a claim.
+request, priced as the hardware family's serving stack runs it (`engine`: nxd-inference on
+Trainium, serving_engines.default_for; each row labelled inside or outside its measured envelope).
+Nothing here is tuned to a claim.
 
 Reading points (stated, not tuned; every note also gives the ratio over the whole shared range):
     mix     1k input / 1k output tokens (the seeds state no lengths; the brief suggests 1k/1k)
@@ -31,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
-from perfmodel.catalog import workload_files
+from perfmodel.catalog import serving_engines, workload_files
 from perfmodel.catalog.calibration import active_key
 from perfmodel.serving import power, search
 from perfmodel.serving.steady_state import Mix
@@ -70,7 +72,17 @@ def sweeps(mix: Mix = MIX) -> dict[str, pd.DataFrame]:
 def _sweeps(mix: Mix, cal_key: tuple) -> dict[str, pd.DataFrame]:
     arch = workload_files.load_workload(WORKLOAD)
     conc = search.default_concurrency(per_octave=PER_OCTAVE)
-    return {name: search.frontier_sweep(catalog.load_system(name), arch, mix, concurrency=conc) for name in (NEW, OLD)}
+    out = {}
+    for name in (NEW, OLD):
+        system = catalog.load_system(name)
+        eng, env = serving_engines.resolve(None, system)
+        out[name] = search.frontier_sweep(system, arch, mix, concurrency=conc, engine=eng, envelope_profile=env)
+    return out
+
+
+def engine(name: str) -> str:
+    """The serving stack the curves of system `name` are priced with (the family's default)."""
+    return serving_engines.default_for(catalog.load_system(name))
 
 
 _FRONTS: dict = {}  # (id(frame), y, x) -> (weak reference to the frame, its frontier): read many times per frame

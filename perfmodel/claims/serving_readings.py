@@ -126,13 +126,24 @@ def _compute_table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _envelope_words() -> str:
+    """What measured Trainium serving covers (the claims' plans mostly lie beyond it)."""
+    from perfmodel.catalog import serving_engines
+
+    env = serving_engines.envelope(sc.engine(sc.OLD))
+    return (f"at most {env['max_running']:g} sequences per replica and attention-DP {env['max_attention_dp']:g}, "
+            f"so these readings are extrapolated" if env is not None else "not stated")
+
+
 def sentence(claim: str) -> str:
     """The claim's value under every other reading, for its verdict note."""
     t = table()
     parts = [f"{row.trn2_recipe}/{row.power_basis} {row[claim]:.2f}x" for _, row in t.iterrows()]
     bf16 = t[(t.trn2_recipe == "bf16") & (t.power_basis == "modelled")].iloc[0]
     best = t[(t.trn2_recipe == "best") & (t.power_basis == "modelled")].iloc[0]
-    return (f"Reading: Trn2 at its best recipe, per UltraServer, modelled power. Every reading (Trn2 recipe / power "
+    stacks = " and ".join(sorted({sc.engine(n) for n in (sc.NEW, sc.OLD)}))
+    return (f"Reading: Trn2 at its best recipe, per UltraServer, modelled power, both priced as {stacks} runs them "
+            f"(the frontier over every plan; the measured envelope is {_envelope_words()}). Every reading (Trn2 recipe / power "
             f"basis; serving_readings): {', '.join(parts)}. AWS's '3x throughput per chip' (S27, S45) sits at "
             f"{best.x_where_per_chip_is_3x:.0f} tokens/s/user with Trn2 at its best recipe; with the shipped "
             f"checkpoint upcast to BF16 on Trn2 the per-chip ratio is {bf16.per_chip_min:.1f}x or more everywhere.")

@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pandas and the model are imported inside the functions (sta
 SET_HELP = ("what-if override, repeatable: a spec value (hbm_bandwidth, tensor_rate, link_bandwidth, tdp, price, "
             "...) or a calibration parameter (hbm_efficiency, power_idle_frac, pue, node_other_power, ...); VALUE "
             "sets ('6 TB/s', '0.8', '690 W') or scales ('x1.5', '+50%%'). 'perfmodel knobs --hardware NAME' lists them")
-SUMMARY_COLS = ("system", "mode", "engine", "envelope", "tp", "da", "ep", "pp", "concurrency", "compute_dtype",
+SUMMARY_COLS = ("system", "frontier", "mode", "engine", "envelope", "tp", "da", "ep", "pp", "concurrency", "compute_dtype",
                 "expert_weights_dtype",
                 "tokens_per_s_per_user", "ttft_s", "time_per_output_token_s", "e2e_latency_s",
                 "output_tokens_per_s_per_chip", "output_tokens_per_s_per_scaleup", "concurrency_per_scaleup",
@@ -136,6 +136,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="frontier axis: tokens/s per MW (default), per chip, per $, or concurrent users")
     p.add_argument("--max-ttft", type=positive(), metavar="S", help="only configurations with TTFT <= S seconds")
     p.add_argument("--all", action="store_true", help="every configuration, not only the frontier")
+    p.add_argument("--with-roofline", action="store_true",
+                   help="also the roofline frontier (no serving engine: the hardware's upper bound) beside the engine "
+                        "frontier, each row labelled in column frontier (engine | roofline), drawn as separate curves")
     p.add_argument("--max-replica-chips", type=count(1, "MAX_CHIPS"), metavar="N",
                    help="replicas up to N chips, spanning whole scale-up domains over the scale-out network "
                         "(default: one scale-up domain)")
@@ -308,16 +311,18 @@ def cmd_pareto(args) -> int:
         price = cost.price_for(system, cal, args.price)
         grid = search.plan_grid(system, arch, **grid_kw)
         if args.ep:
-            import numpy as np
-
             grid = grid.take(np.isin(grid.ep, args.ep))
         engine, env = serving_engines.resolve(args.engine, system)
-        with progress_bar(f"{name}: {len(grid) * len(modes):,} configurations", not args.no_progress) as cb:
-            frames.append(search.frontier_sweep(system, arch, Mix(args.input, args.output), modes, grid=grid,
-                                                cal=cal, price=price, tdp_w=args.tdp, max_ttft_s=args.max_ttft,
-                                                chunk_tokens=args.chunk, progress=cb, engine=engine,
-                                                prefix_tokens=args.prefix_cached, speculative=speculation(args),
-                                                envelope_profile=env))
+        runs = [(engine, env)] + ([("", None)] if args.with_roofline and engine else [])
+        for eng, en in runs:  # the engine frontier, then (asked) the roofline: never mixed, one frame each
+            with progress_bar(f"{name}{'' if eng else ' (roofline)'}: {len(grid) * len(modes):,} configurations",
+                              not args.no_progress) as cb:
+                f = search.frontier_sweep(system, arch, Mix(args.input, args.output), modes, grid=grid, cal=cal,
+                                          price=price, tdp_w=args.tdp, max_ttft_s=args.max_ttft,
+                                          chunk_tokens=args.chunk, progress=cb, engine=eng,
+                                          prefix_tokens=args.prefix_cached, speculative=speculation(args),
+                                          envelope_profile=en)
+            frames.append(f.assign(frontier="engine" if eng else "roofline"))
     df = pd.concat(frames, ignore_index=True)
     ycol = {"concurrency": "concurrency_per_scaleup"}.get(args.y, search.Y_COLS.get(args.y))
     for name, grp in df.groupby("system"):
@@ -327,20 +332,22 @@ def cmd_pareto(args) -> int:
         _frontier_or_why(name, grp, args.max_ttft)
     if not args.all:
         df = search.frontier(df, "concurrency_per_scaleup" if args.y == "concurrency" else args.y)
+    curves = df["system"] + df["frontier"].map({"roofline": " (roofline)" if args.with_roofline else ""}).fillna("")
     chart_title = f"{args.workload}: interactivity vs {args.y} frontier ({args.input}/{args.output} tokens)"
     title = chart_title
     if args.format in ("table", "md"):  # the verdict in words first (report/verdict.py); a chart keeps its title
         from perfmodel.report import verdict
 
-        title = "\n".join(t for t in (verdict.frontier_verdict(df, ycol), chart_title) if t)
+        words = verdict.frontier_verdict(df[df["frontier"].eq(df["frontier"].iloc[0])], ycol)  # one kind
+        title = "\n".join(t for t in (words, chart_title) if t)
     if args.plot and args.format == "table" and not args.out:
         from perfmodel.report import terminal_charts
 
-        print_result(terminal_charts.frontier(df, ycol, title=chart_title))
+        print_result(terminal_charts.frontier(df.assign(curve=curves), ycol, color="curve", title=chart_title))
     _emit(df, args, title,
           export.config_name([("", "pareto"), ("", args.workload), ("", args.y)] + [("", h) for h in args.hardware]),
           {"systems": args.hardware, "workload": args.workload, "y": args.y}, full=df,
-          chart=lambda: charts.frontier(df, y=ycol, color="system", title=chart_title))
+          chart=lambda: charts.frontier(df.assign(curve=curves), y=ycol, color="curve", title=chart_title))
     return 0
 
 

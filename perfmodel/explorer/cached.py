@@ -64,8 +64,9 @@ def collectives(systems: tuple[str, ...], names: tuple[str, ...], group: int, lo
 
 
 @st.cache_data(show_spinner="Serving frontier (every plan, vectorised)...", max_entries=CACHE_ENTRIES)
-def frontier(systems: tuple[str, ...], workload: str, whatif: wi.WhatIf, isl: int, osl: int, y: str, grid: str):
-    return report.serving_frontier(systems, workload, whatif, isl, osl, y, grid=grid)
+def frontier(systems: tuple[str, ...], workload: str, whatif: wi.WhatIf, isl: int, osl: int, y: str, grid: str,
+             frontiers: str = "engine"):
+    return report.serving_frontier(systems, workload, whatif, isl, osl, y, grid=grid, frontiers=frontiers)
 
 
 @st.cache_data(show_spinner="The seed claims' sweeps (Trn2 and Trn3 UltraServers, every plan)...",

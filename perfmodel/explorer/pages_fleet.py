@@ -17,9 +17,12 @@ def page_serving(ctx: dict) -> None:
     st.subheader(f"Serving frontier: {ctx['workload_name']}")
     st.caption("Each line is a system's Pareto frontier over serving plans (tensor x attention-data parallel, "
                "expert parallel, data types) and concurrency: interactivity (tokens/s per user) against "
-               "throughput. Black crosses: the seed claims' reading points (S1-S3; gpt-oss-120b, 1k/1k).")
+               "throughput, priced as the hardware family's serving engine runs them (vLLM on GPUs, NxD Inference "
+               "on Trainium; column envelope: inside what measured deployments of it ran, or extrapolated); the "
+               "roofline frontier (no engine) is the hardware's upper bound. Black crosses: the seed claims' "
+               "reading points (S1-S3; gpt-oss-120b, 1k/1k).")
     page_inputs.ensure(st.session_state, "Serving")
-    c1, c2, c3, c4, c5 = st.columns(5)
+    c1, c2, c3, c4, c5, c6 = st.columns(6)
     systems = c1.multiselect("Systems", ctx["catalog"]["systems"], key="srv_systems")
     isl = c2.number_input("Input tokens", step=256, key="srv_isl", **page_inputs.bounds("srv_isl"))
     osl = c3.number_input("Output tokens", step=256, key="srv_osl", **page_inputs.bounds("srv_osl"))
@@ -28,20 +31,23 @@ def page_serving(ctx: dict) -> None:
     grid = c5.selectbox("Plan grid", page_inputs.options("srv_grid"), key="srv_grid",
                         help="quick: tp <= 16, attention-DP <= 32, one stage, concurrency to 1024; "
                              "full: every plan of the scale-up domain (as the claims use; a few seconds per system)")
+    frontiers = c6.selectbox("Frontier", page_inputs.options("srv_frontiers"), key="srv_frontiers", format_func={
+        "engine": "engine (what engines deliver)", "both": "engine and roofline", "roofline": "roofline (no engine)"}.get)
     if not systems:
         st.info("Choose at least one system.")
         return
-    df = cc.frontier(tuple(systems), ctx["workload"], ctx["whatif"], int(isl), int(osl), y, grid)
+    df = cc.frontier(tuple(systems), ctx["workload"], ctx["whatif"], int(isl), int(osl), y, grid, frontiers)
     ycol = report.FRONTIER_Y[y]
     same = (ctx["workload"], int(isl), int(osl)) == tuple(report.CLAIM_SCENARIO.values())
     points = cc.claim_points(ycol) if same and not ctx["whatif"] else None
-    chart(charts.frontier(df, points, y=ycol, color="system"), "frontier", f"frontier_{ctx['workload_name']}_{y}")
+    chart(charts.frontier(df, points, y=ycol, color="curve"), "frontier", f"frontier_{ctx['workload_name']}_{y}")
     if not same:
         st.caption("The seed claims' points are drawn for gpt-oss-120b at 1024 input / 1024 output tokens.")
     elif not ctx["whatif"] and st.checkbox("S1-S3 by reading: the Trn3 / Trn2 ratios over the whole range "
                                            "(about 20 s the first time)", key="srv_readings"):
         claim_readings()
-    st.dataframe(shown(df, ["system", "tp", "da", "ep", "pp", "concurrency", "compute_dtype",
+    st.dataframe(shown(df, ["system", "frontier", "engine", "envelope", "tp", "da", "ep", "pp", "concurrency",
+                            "compute_dtype",
                             "expert_weights_dtype", "tokens_per_s_per_user", ycol, "ttft_s"]),
                  hide_index=True, key="srv_table")
     for cav in sorted(set(df.get("power_caveat", []))):

@@ -87,6 +87,7 @@ PAGE_INPUTS: dict[str, tuple[Input, ...]] = {
         Input("srv_systems", "systems", list(SERVING_SYSTEMS)),
         Input("srv_isl", "int", 1024, 1, TOKENS), Input("srv_osl", "int", 1024, 1, TOKENS),
         Input("srv_y", "choice", "mw", options=_frontier_y), Input("srv_grid", "choice", "quick", options=_grids),
+        Input("srv_frontiers", "choice", "engine", options=_fixed("engine", "both", "roofline")),
     ),
     "Capacity planner": (
         Input("plan_rps", "float", 100.0, 0.001, 1e7), Input("plan_peak", "float", 1.5, 1.0, 100.0),

@@ -148,24 +148,36 @@ def _grid_kw(ld: Loaded, grid: str) -> dict:
     return kw
 
 
+FRONTIERS = {"engine": ("engine",), "both": ("engine", "roofline"), "roofline": ("roofline",)}
+
+
 def serving_frontier(systems: Iterable[str], workload: str, whatif: wi.WhatIf = wi.WhatIf(),
                      input_tokens: int = 1024, output_tokens: int = 1024, y: str = "mw",
-                     max_ttft_s: float | None = None, grid: str = "quick") -> pd.DataFrame:
+                     max_ttft_s: float | None = None, grid: str = "quick", frontiers: str = "engine") -> pd.DataFrame:
     """The interactivity vs throughput frontier of each system: search.frontier_sweep over the plan
-    grid (GRIDS), then the Pareto points for `y` (FRONTIER_Y key: mw | chip | usd | users)."""
+    grid (GRIDS), then the Pareto points for `y` (FRONTIER_Y key: mw | chip | usd | users). `frontiers`
+    (FRONTIERS key): the engine frontier (the hardware family's serving engine, each point labelled inside or
+    outside its measured envelope), the roofline (no engine), or both, never mixed: column `frontier`, and
+    `curve` (the system, marked when it is the roofline beside an engine frontier) to draw them apart."""
     from perfmodel import serving
+    from perfmodel.catalog import serving_engines
     from perfmodel.serving import search
 
     if y not in FRONTIER_Y:
         raise ValueError(f"frontier y {y!r}: choose one of {', '.join(FRONTIER_Y)}")
+    if frontiers not in FRONTIERS:
+        raise ValueError(f"frontiers {frontiers!r}: choose one of {', '.join(FRONTIERS)}")
     parts = []
     for name in systems:
         ld = load(name, workload, whatif)
-        df = search.frontier_sweep(ld.system, ld.arch, serving.Mix(input_tokens, output_tokens), cal=ld.cal,
-                                   max_ttft_s=max_ttft_s, **_grid_kw(ld, grid))
-        f = search.frontier(df, y if y in search.Y_COLS else FRONTIER_Y[y])
-        f["generation"] = ld.system.generation
-        parts.append(f)
+        for kind in FRONTIERS[frontiers]:
+            eng, env = serving_engines.resolve(None if kind == "engine" else "none", ld.system)
+            df = search.frontier_sweep(ld.system, ld.arch, serving.Mix(input_tokens, output_tokens), cal=ld.cal,
+                                       max_ttft_s=max_ttft_s, engine=eng, envelope_profile=env,
+                                       **_grid_kw(ld, grid))
+            f = search.frontier(df, y if y in search.Y_COLS else FRONTIER_Y[y])
+            mark = " (roofline)" if kind == "roofline" and frontiers == "both" else ""
+            parts.append(f.assign(generation=ld.system.generation, frontier=kind, curve=name + mark))
     out = pd.concat(parts, ignore_index=True)
     out["batch"] = out["concurrency"]
     return out

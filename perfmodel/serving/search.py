@@ -217,10 +217,11 @@ def frontier(df: pd.DataFrame, y: str = "mw") -> pd.DataFrame:
     flag = f"on_frontier_{y}" if y in Y_COLS else None
     if flag is None:
         col = y
-        f = pd.concat([g[pareto_mask(g[X], g[col])] for _, g in df[df["eligible"]].groupby("system", sort=False)])
+        by = ["system", "frontier"] if "frontier" in df else "system"  # an engine and a roofline frontier apart
+        f = pd.concat([g[pareto_mask(g[X], g[col])] for _, g in df[df["eligible"]].groupby(by, sort=False)])
     else:
         f = df[df[flag]]
-    return f.sort_values(["system", X]).reset_index(drop=True)
+    return f.sort_values(["system", "frontier", X] if "frontier" in f else ["system", X]).reset_index(drop=True)
 
 
 def best_at(frontier_df: pd.DataFrame, y: str, x_min) -> np.ndarray:

@@ -38,12 +38,13 @@ GAP_RULES = [
      "MoE / MLA prefill below the roofline (few tokens per expert, block-scaled FP8, MLA prefill kernels)"),
     (lambda c: c["metric"].eq("TTFT mean") & c["backend"].eq("sglang"),
      "SGLang's prefill-first bursts (modelled) last as long as its clients stay in step, which rests on the "
-     "decode step; its host time grows with the running batch (one value per engine)"),
+     "decode step, whose host time is one line in the running batch per engine (tau_0 + tau_1 S / d_a)"),
     (lambda c: c["metric"].eq("TTFT mean"),
      "prefill below the roofline at long prompts (kernels, unfused norms, TP all-reduce not overlapped)"),
     (lambda c: c["metric"].eq("TPOT mean") & c["system"].eq("gb200-nvl72"),
      "GB200 NVL72 decode: wide-EP all-to-all and attention-DP imbalance beyond the model's"),
-    (lambda c: c["metric"].eq("TPOT mean"), "per-step engine cost varies with batch and model (one value per engine)"),
+    (lambda c: c["metric"].eq("TPOT mean"),
+     "per-step engine cost varies with the model beyond one host-time line per engine (tau_0 + tau_1 S / d_a)"),
 ]
 
 
