@@ -77,3 +77,23 @@ def test_the_apps_frontier_draws_the_engine_and_the_roofline_apart():
     assert set(df.loc[df["frontier"].eq("engine"), "engine"]) == {"vllm"}
     with pytest.raises(ValueError, match="frontiers 'all'"):
         report.serving_frontier(["p5e.48xlarge"], "llama-3-8b", frontiers="all")
+
+
+def test_the_configs_frontier_is_the_model_at_the_measured_configurations():
+    """configs: each measured row's TTFT and TPOT predicted, turned into (x, y) by the same closed-loop formula as
+    the measurement, and read at the measured frontier's interactivities."""
+    from perfmodel.validation import inferencex
+
+    rows = frontier.rows_of("reference/inferencex_serving_dev.csv")
+    one = rows[rows["system"].str.strip().eq("h100_sxm") & rows["model_path"].str.contains("Llama-3.1-70B")
+               & pd.to_numeric(rows["isl"]).eq(1024) & pd.to_numeric(rows["osl"]).eq(1024)].reset_index(drop=True)
+    front = frontier.points(one)
+    pts = frontier.measured_points(one)
+    pred = inferencex.predict(one)
+    tpot, ttft = pred["tpot_ms"] / 1e3, pred["ttft_ms"] / 1e3
+    x = 1 / tpot
+    y = pts["concurrency"] * pts["output_mean"] / (ttft + (pts["output_mean"] - 1) * tpot) / pts["gpus"]
+    for _, r in front.iterrows():  # the best predicted y at an interactivity at least the measured point's
+        want = y[x >= r["tokens_per_s_per_user"]].max()
+        assert r["configs_tokens_per_s_per_gpu"] == pytest.approx(want)
+    assert front["configs_ratio"].notna().all()

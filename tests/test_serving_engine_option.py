@@ -76,3 +76,13 @@ def test_cli_engine_option_and_an_unknown_engine_in_one_line(capsys):
     assert cli.main(base + ["--engine", "vlm"]) != 0
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "unknown serving engine 'vlm'" in err and "did you mean 'vllm'" in err
+
+
+def test_the_running_cap_holds_per_attention_dp_rank():
+    s, a = catalog.load_system(SYSTEM), workload_files.load_workload(WORKLOAD)
+    capped = serving_engines.engine("vllm").with_overrides({"max_running": 32})
+    with serving_engines.using({"vllm": capped}):
+        rows = {c: serve_one(s, a, tp=4, da=2, concurrency=c, compute="fp8", options=ServingOptions(engine="vllm"))
+                for c in (64, 66)}
+    assert rows[64]["valid"]  # two ranks of 32 each
+    assert not rows[66]["valid"] and "32 sequences per attention-DP rank" in rows[66]["invalid_reason"]

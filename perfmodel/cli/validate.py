@@ -29,7 +29,7 @@ TITLES = {"cases": "validation cases (error = (predicted - measured) / measured)
                               "(target for the engine frontier: median |ratio - 1| <= 20%)",
           "frontier_groups": "frontier fidelity per group (engine: the best of the group's measured engines, each "
                              "inside its measured envelope; roofline: no engine, every plan; both in the group's "
-                             "measured data types)",
+                             "measured data types; configs: the model at the measured configurations only)",
           "frontier_points": "measured frontier points with the model frontiers' best at their interactivity"}
 
 

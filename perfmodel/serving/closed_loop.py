@@ -4,8 +4,9 @@ serving/steady_state.py prices the GPU work of a replica at C sequences in fligh
 A measured benchmark adds what the engine and the client do around that work (a serving-engine
 profile, catalog/serving_engines.py, and a client protocol). Per replica (times in s):
 
-    running      S = min(C, S_max, S_kv)      sequences decoding at once: the engine's cap (max_num_seqs,
-                                              max_batch_size) and its KV allotment (kv_memory_fraction of
+    running      S = min(C, d_a S_max, S_kv)  sequences decoding at once: the engine's cap per attention-DP
+                                              rank (max_num_seqs, max_batch_size: each rank schedules its own
+                                              batch) and its KV allotment (kv_memory_fraction of
                                               HBM, pages at the mean length I + O/2); C - S wait in its queue
     host time    tau = tau_0 + tau_1 S / d_a  the engine's host time per step: a fixed part and a part per
                                               sequence each attention-DP rank's scheduler handles (scheduling,
@@ -58,7 +59,7 @@ t_d, tau, t_f, L_f, kappa, tpot_gpu, T_p = sp.symbols("t_d tau t_f L_f kappa TPO
 tau_0, tau_1 = sp.symbols("tau_0 tau_1", nonnegative=True)
 d_a = sp.Symbol("d_a", positive=True)
 
-RUNNING = sp.Min(C, S_max, sp.floor(S_kv))
+RUNNING = sp.Min(C, d_a * S_max, sp.floor(S_kv))
 HOST = tau_0 + tau_1 * S / d_a
 STEP = t_d + tau
 TPOT = tpot_gpu + tau
@@ -70,7 +71,7 @@ SEED = 20260423  # the protocol's lengths are drawn with this fixed seed: result
 
 MEANINGS = {
     C: ("requests in flight per replica (the benchmark's concurrency)", "1"),
-    S_max: ("the engine's running-batch cap (max_num_seqs / max_batch_size)", "1"),
+    S_max: ("the engine's running-batch cap per attention-DP rank (max_num_seqs / max_batch_size)", "1"),
     S_kv: ("sequences the engine's KV allotment holds at the mean length I + O/2", "1"),
     S: ("sequences decoding at once", "1"), I: ("mean input tokens", "1"), O: ("mean output tokens", "1"),
     W: ("the protocol's waves (requests / concurrency)", "1"),
@@ -106,9 +107,9 @@ def evaluate(name: str, **values) -> np.ndarray:
     return np.broadcast_to(out, shape).copy()
 
 
-def running(concurrency, max_running, kv_slots, multiple=1) -> np.ndarray:
-    """S = min(C, S_max, S_kv), rounded down to a multiple of `multiple` (pp x d_a), at least `multiple`."""
-    s = evaluate("running", C=concurrency, S_max=max_running, S_kv=np.maximum(kv_slots, 1))
+def running(concurrency, max_running, kv_slots, multiple=1, da=1) -> np.ndarray:
+    """S = min(C, d_a S_max, S_kv), rounded down to a multiple of `multiple` (pp x d_a), at least `multiple`."""
+    s = evaluate("running", C=concurrency, S_max=max_running, S_kv=np.maximum(kv_slots, 1), d_a=da)
     m = np.asarray(multiple, dtype=float)
     return np.maximum(np.floor(s / m) * m, m)
 
@@ -186,8 +187,8 @@ def prefill_wait(clients, t_f, after_prefill, tpot, o_mean, waves: int, ratio: f
 
 
 def latex_table() -> pd.DataFrame:
-    rows = [("running", RUNNING), ("host time per step", HOST), ("engine step", STEP), ("TPOT", TPOT), ("first token", FIRST_TOKEN),
-            ("queue", QUEUE), ("TTFT (agg)", TTFT_AGG), ("TTFT (disagg)", TTFT_DISAGG)]
+    rows = [("running", RUNNING), ("host time per step", HOST), ("engine step", STEP), ("TPOT", TPOT),
+            ("first token", FIRST_TOKEN), ("queue", QUEUE), ("TTFT (agg)", TTFT_AGG), ("TTFT (disagg)", TTFT_DISAGG)]
     return pd.DataFrame({"quantity": [r[0] for r in rows], "latex": [sp.latex(r[1]) for r in rows]})
 
 

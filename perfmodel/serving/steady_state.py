@@ -193,7 +193,7 @@ def _busy(df: pd.DataFrame) -> dict[str, np.ndarray]:
     return out
 
 
-def _with_engine(prof, mode: Mode, ttft, t_d, t_f, tau, C, valid, reasons):
+def _with_engine(prof, mode: Mode, ttft, t_d, t_f, tau, C, da, valid, reasons):
     """The engine's first token and cap (serving/closed_loop.py's formulas, at an idle queue: a prompt's
     prefill waits for nothing but the running step; its host time per step is already in the step, so in
     TPOT, the request rate and the stall): the first token after its steps to the client; a concurrency
@@ -204,8 +204,9 @@ def _with_engine(prof, mode: Mode, ttft, t_d, t_f, tau, C, valid, reasons):
     else:  # aggregated: ttft = t_d/2 + L_f; disaggregated: ttft = L_f + KV hand-off
         gpu = ttft - (0.5 * t_d if mode == Mode.AGGREGATED else 0.0)
         ttft_e = closed_loop.evaluate("first_token", t_d=t_d, tau=tau, t_f=t_f, L_f=gpu, kappa=kappa, T_p=t_f)
-    why = f"engine: {prof.name} runs at most {prof['max_running']:g} sequences (max_running); the rest would queue"
-    return (ttft_e, *_refuse(C > prof["max_running"], why, valid, reasons))
+    why = (f"engine: {prof.name} runs at most {prof['max_running']:g} sequences per attention-DP rank (max_running); "
+           f"the rest would queue")
+    return (ttft_e, *_refuse(C > prof["max_running"] * da, why, valid, reasons))
 
 
 def _refuse(over, why: str, valid, reasons):
@@ -325,7 +326,7 @@ def serve(system: System, arch: ModelArch, grid: Grid, mix: Mix = Mix(), options
     if mode == Mode.CHUNKED:
         valid, reasons = _chunk_rate(C, O, n_chunks, da, valid, reasons)
     if prof:
-        ttft, valid, reasons = _with_engine(prof, mode, ttft, t_d, t_f, host, C, valid, reasons)
+        ttft, valid, reasons = _with_engine(prof, mode, ttft, t_d, t_f, host, C, da, valid, reasons)
     per_replica = C / cycle
     per_chip = per_replica / chips_eff
     # whole replicas per scale-up domain; a disaggregated unit larger than the domain (decode replica plus

@@ -195,7 +195,8 @@ def _curve(system: System, arch: ModelArch, plan: Grid, mix: Mix, options: Servi
     """The steady state at the concurrencies a worker can run (module doc), and C_max."""
     unit = int(plan.pp[0] * plan.da[0])
     one = serve(system, arch, _at(plan, [unit]), mix, options, cal).iloc[0]
-    sched = deployment.scheduler(options, layout, system, "decode" if options.mode == Mode.DISAGGREGATED else "both")
+    sched = deployment.scheduler(options, layout, system, "decode" if options.mode == Mode.DISAGGREGATED else "both",
+                                 int(plan.da[0]))
     I, O = mix.input_tokens, mix.output_tokens
     ctx = (I + O if options.kv_reserve == "peak" else I + O / 2) - options.prefix_tokens
     cap = running_cap(sched.max_running, float(one["max_concurrency_kv"]), unit, layout.kv_blocks, ctx)

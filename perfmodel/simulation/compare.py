@@ -65,7 +65,7 @@ def load_sweep(system: System, arch: ModelArch, plan: Grid, mix: Mix, options: S
                progress=None) -> pd.DataFrame:
     """Analytic and simulated TTFT / TPOT at each load (module doc), one row per load."""
     layout = deployment.Layout(replicas=replicas)
-    sched = deployment.scheduler(options, layout, system, "both")
+    sched = deployment.scheduler(options, layout, system, "both", int(plan.da[0]))
     curve = analytic_curve(system, arch, plan, mix, options, sched.max_running, cal)
     cap = float(curve["request_rate_per_s"].max())
     shapes = Shapes(input_tokens=((mix.input_tokens, 1.0),), output_tokens=((mix.output_tokens, 1.0),))

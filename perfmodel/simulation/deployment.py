@@ -66,14 +66,15 @@ class Layout:
                 raise ValueError(f"deployment {f}: a whole number >= 0 (0 = the engine's), got {v!r}")
 
 
-def scheduler(options: ServingOptions, layout: Layout, system: System, role: str) -> Scheduler:
-    """The engine's limits for a worker of `role` (module doc); steady_state's modes map to the engines':
+def scheduler(options: ServingOptions, layout: Layout, system: System, role: str, ranks: int = 1) -> Scheduler:
+    """The engine's limits for a worker of `role` over `ranks` attention-DP ranks (an engine's running cap holds
+    per rank: each rank schedules its own batch); steady_state's modes map to the engines':
     aggregated = prefill-first (a prompt is prefilled whole, alone), chunked = prefill chunks of
     options.chunk_tokens ride with decode steps."""
     su = setup(system, options)
     prof = su.profile
     mode = Mode(options.mode)
-    running = layout.max_running or (int(prof["max_running"]) if prof else BARE_MAX_RUNNING)
+    running = layout.max_running or (int(prof["max_running"]) * int(ranks) if prof else BARE_MAX_RUNNING)
     budget = layout.token_budget or (int(prof["token_budget"]) if prof else BARE_TOKEN_BUDGET)
     if prof is not None:
         first = bool(prof["prefill_first"])
@@ -193,7 +194,7 @@ def simulate(system: System, arch: ModelArch, plan: Grid, traffic: Traffic, shap
     sim = Simulation(reqs, traffic, kv_dtype, arch)
     tables = []
     for role, count in roles:
-        sched = scheduler(options, layout, system, role)
+        sched = scheduler(options, layout, system, role, int(plan.da[0]))
         table = step_table.build(system, arch, plan, options, max_running=sched.max_running,
                                  token_budget=max(sched.token_budget, sched.prefill_tokens), max_context=max_ctx,
                                  mean_context=mean_ctx, spec=options.speculative, cal=cal)

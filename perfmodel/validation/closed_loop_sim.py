@@ -34,7 +34,7 @@ def closed_loop_check(system: System, arch: ModelArch, plan: Grid, clients: int,
     unit = int(plan.da[0] * plan.pp[0])
     g1 = plan.take([0])
     cmax = kv_fit(system, arch, g1, mix.input_tokens + mix.output_tokens / 2, cal, prof["kv_memory_fraction"])[2]
-    s = float(ie.slots(float(clients), prof["max_running"], cmax, unit)[0])
+    s = float(ie.slots(float(clients), prof["max_running"], cmax, unit, float(plan.da[0]))[0])
     g = Grid.of(tp=plan.tp[0], da=plan.da[0], ep=plan.ep[0], pp=plan.pp[0], cp=plan.cp[0], concurrency=s,
                 compute=plan.compute[0],
                 weights=plan.weights[0], expert_weights=plan.expert_weights[0], kv_cache=plan.kv_cache[0])

@@ -23,6 +23,10 @@ matters is the frontier. From any measured serving file in the InferenceX format
                                  that engine's measured envelope (serving/envelope.py), the best of them at
                                  each interactivity: what today's engines deliver, engine for engine as the
                                  measured frontier joins them
+                       configs   the model at the measured configurations only: each measured row's plan and
+                                 concurrency predicted (inferencex.predict: its engine, the client protocol) and
+                                 their frontier; the gap between it and `engine` is what the search finds beyond
+                                 the configurations measured, the gap between it and 1 the model's own error
     ratio            at each measured frontier point, the best modelled y at interactivity >= its x, over the
                      measured y (NaN where the model's frontier does not reach that interactivity)
 
@@ -48,7 +52,7 @@ from perfmodel.validation.inferencex_map import map_rows
 
 KEYS = ["system", "model", "isl", "osl"]
 Y = "output_tokens_per_s_per_chip"
-FRONTIERS = ("engine", "roofline")
+FRONTIERS = ("engine", "roofline", "configs")
 
 
 def _gpus(m: pd.DataFrame) -> np.ndarray:
@@ -61,6 +65,11 @@ def _gpus(m: pd.DataFrame) -> np.ndarray:
                 and pd.notna(workers) and pd.notna(n_pre):
             out[j] = pools["prefill"].chips * n_pre + pools["decode"].chips * workers
     return out
+
+
+def closed_loop_y(clients, output_tokens, ttft_s, tpot_s, gpus):
+    """Output tokens/s per GPU of a closed loop of C clients: each finishes O tokens every TTFT + (O - 1) TPOT."""
+    return clients * output_tokens / (ttft_s + (output_tokens - 1) * tpot_s) / gpus
 
 
 def measured_points(src: pd.DataFrame) -> pd.DataFrame:
@@ -83,8 +92,8 @@ def measured_points(src: pd.DataFrame) -> pd.DataFrame:
                         "mode": m["mode"], "concurrency": total, "gpus": gpus,
                         "types": [f"{DType(w).value}/{DType(e).value}" if isinstance(w, str) and isinstance(e, str) else ""
                                   for w, e in zip(m["weights"], m["experts"])],
-                        "tokens_per_s_per_user": 1.0 / tpot,
-                        "measured_tokens_per_s_per_gpu": total * o_mean / (ttft + (o_mean - 1) * tpot) / gpus})
+                        "output_mean": o_mean, "tokens_per_s_per_user": 1.0 / tpot,
+                        "measured_tokens_per_s_per_gpu": closed_loop_y(total, o_mean, ttft, tpot, gpus)})
     ok = np.isfinite(pts["tokens_per_s_per_user"]) & np.isfinite(pts["measured_tokens_per_s_per_gpu"])
     pts["on_frontier"] = False
     for _, idx in pts[ok].groupby(KEYS, sort=False).indices.items():
@@ -118,9 +127,25 @@ def model_frontier(system, arch, mix: Mix, engine: str, env=None, types=None, pr
     return search.frontier(search.mark_frontiers(df[keep].reset_index(drop=True)), "chip")
 
 
+def configs_frontier(pts: pd.DataFrame, src: pd.DataFrame) -> pd.DataFrame:
+    """The model at the measured configurations only: every row's plan and concurrency predicted (inferencex.predict,
+    TTFT and TPOT with its engine and the client protocol) as a point (x, y), on its group's frontier or not."""
+    pred = inferencex.predict(src.reset_index(drop=True))
+    tpot, ttft = pred["tpot_ms"].to_numpy(float) / 1e3, pred["ttft_ms"].to_numpy(float) / 1e3
+    out = pts[KEYS].assign(**{search.X: 1.0 / tpot, Y: closed_loop_y(pts["concurrency"].to_numpy(float),
+                                                                     pts["output_mean"].to_numpy(float), ttft, tpot,
+                                                                     pts["gpus"].to_numpy(float))})
+    out = out[np.isfinite(out[search.X]) & np.isfinite(out[Y])]
+    keep = np.zeros(len(out), dtype=bool)
+    for _, idx in out.groupby(KEYS, sort=False).indices.items():
+        keep[idx] = search.pareto_mask(out[search.X].iloc[idx], out[Y].iloc[idx])
+    return out[keep]
+
+
 def points(src: pd.DataFrame, progress=None) -> pd.DataFrame:
     """One row per measured frontier point: measured y, each model frontier's best y at its x, and their ratio."""
     pts = measured_points(src)
+    by_group = dict(list(configs_frontier(pts, src).groupby(KEYS)))
     front = pts[pts["on_frontier"]].copy()
     for f in FRONTIERS:
         front[f"{f}_tokens_per_s_per_gpu"] = np.nan
@@ -141,6 +166,9 @@ def points(src: pd.DataFrame, progress=None) -> pd.DataFrame:
             front.loc[g.index, "engine_tokens_per_s_per_gpu"] = np.fmax.reduce(best)
             roof = model_frontier(system, arch, mix, "", None, types)
             front.loc[g.index, "roofline_tokens_per_s_per_gpu"] = search.best_at(roof, Y, x)
+        mine = by_group.get(key)
+        if mine is not None:
+            front.loc[g.index, "configs_tokens_per_s_per_gpu"] = search.best_at(mine, Y, g["tokens_per_s_per_user"])
             front.loc[g.index, "engine"] = "+".join(engines)
         if progress:
             progress(n + 1, len(groups))

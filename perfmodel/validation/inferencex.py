@@ -219,7 +219,7 @@ def _slots(system, arch, g: pd.DataFrame, e: pd.DataFrame, mix: Mix) -> np.ndarr
     cmax = kv_fit(system, arch, _grid(base), mix.input_tokens + mix.output_tokens / 2,
                   memory_fraction=prm["kv_memory_fraction"].to_numpy(float))[2]
     s = inferencex_engine.slots(e["concurrency"].to_numpy(float), prm["max_running"].to_numpy(float), cmax,
-                                base["concurrency"].to_numpy(float))
+                                base["concurrency"].to_numpy(float), e["pool"].map(lambda x: x.da).to_numpy(float))
     return np.where(e["metric"].eq("ttft"), e["concurrency"], np.minimum(s, e["concurrency"]))
 
 

@@ -59,9 +59,9 @@ def params(backends: pd.Series, without_fits: bool = False, overrides: dict | No
     return table.loc[backends.to_numpy()].set_index(backends.index)
 
 
-def slots(concurrency, max_running, kv_slots, multiple) -> np.ndarray:
-    """Sequences decoding at once per replica (a multiple of pp x d_a)."""
-    return cl.running(concurrency, max_running, kv_slots, multiple)
+def slots(concurrency, max_running, kv_slots, multiple, da=1) -> np.ndarray:
+    """Sequences decoding at once per replica (a multiple of pp x d_a; the running cap per attention-DP rank)."""
+    return cl.running(concurrency, max_running, kv_slots, multiple, da)
 
 
 def prefill_workers(rows: pd.DataFrame, tpot: np.ndarray, utilization: float) -> np.ndarray:
