@@ -55,3 +55,11 @@ def test_conditionals_take_python_bools_and_leave_arrays_to_numpy():
     assert ew.zeros_like(3.0) == 0.0 and ew.ones_like(3.0) == 1.0 and ew.full_like(3.0, np.inf) == np.inf
     assert np.array_equal(ew.full_like(np.ones(2), np.inf), [np.inf, np.inf])
     assert ew.one(2.0) and ew.one(np.float64(2.0)) and not ew.one(np.asarray(2.0))
+
+
+def test_signed_zeros_come_out_as_numpys():
+    """Equal arguments (0.0 and -0.0): numpy's maximum and minimum give the second; its sums start from 0.0."""
+    for a, b in ((0.0, -0.0), (-0.0, 0.0)):
+        assert same(ew.maximum(a, b), np.maximum(a, b)) and same(ew.minimum(a, b), np.minimum(a, b))
+    assert same(ew.max_rows([0.0, -0.0]), ew.max_rows([np.asarray([0.0]), np.asarray([-0.0])])[0])
+    assert same(ew.sum_rows([-0.0], ()), ew.sum_rows([np.asarray([-0.0])], (1,))[0])

@@ -48,18 +48,18 @@ def where(cond, a, b):
 def scalar_max(a, b, *rest):
     """numpy's maximum over Python numbers (the largest; a NaN wins): maximum's one-number case, and the
     compiled graph's vmax on one configuration (model/numeric.scalar_namespace)."""
-    m = a if (a >= b or a != a) else b
+    m = a if (a > b or a != a) else b  # equal (0.0 and -0.0 too): numpy gives the second
     for c in rest:
-        if not (m >= c or m != m):
+        if not (m > c or m != m):
             m = c
     return m
 
 
 def scalar_min(a, b, *rest):
     """numpy's minimum over Python numbers (the smallest; a NaN wins)."""
-    m = a if (a <= b or a != a) else b
+    m = a if (a < b or a != a) else b  # equal (0.0 and -0.0 too): numpy gives the second
     for c in rest:
-        if not (m <= c or m != m):
+        if not (m < c or m != m):
             m = c
     return m
 
@@ -143,7 +143,7 @@ def sum_rows(xs: list, shape):
     """The terms' sum per element as numpy sums a stack over its first axis: one after another (numpy sums one
     value per term, a contiguous run, pairwise from 8 terms on: that case is left to numpy)."""
     if _all_one(xs) and len(xs) < 8:
-        return functools.reduce(operator.add, (float(x) for x in xs))
+        return functools.reduce(operator.add, (float(x) for x in xs), 0.0)  # numpy adds from its identity, 0.0
     return np.stack([np.broadcast_to(x, shape) for x in xs]).sum(axis=0)
 
 
