@@ -647,9 +647,11 @@ MEASUREMENT_CASES = [
 
 @pytest.mark.parametrize("text,must", MEASUREMENT_CASES)
 def test_measurement_files(capsys, tmp_path, text, must):
+    """--strict: any row that cannot be read or predicted refuses the file in one line (without it the row is
+    listed and the rest predicted: test_validation_row_by_row.py)."""
     path = tmp_path / "m.csv"
     path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
-    line = refused(capsys, ["validate", "--cases", str(path), "-f", "json"], must)
+    line = refused(capsys, ["validate", "--cases", str(path), "-f", "json", "--strict"], must)
     assert str(path) in line, line
 
 
@@ -668,9 +670,9 @@ def test_an_edited_measurements_file_is_read_again(capsys, tmp_path):
     """The harness caches a file's cases: an edit (the app re-reading an upload's path, a notebook) is seen."""
     path = tmp_path / "m.csv"
     path.write_text(_row(DECODE, value="nan"))
-    refused(capsys, ["validate", "--cases", str(path)], ("'value'",))
+    refused(capsys, ["validate", "--cases", str(path), "--strict"], ("'value'",))
     path.write_text(_row(DECODE, value="-2.5 "))
-    assert "'-2.5 '" in refused(capsys, ["validate", "--cases", str(path)], ("'value'",))
+    assert "'-2.5 '" in refused(capsys, ["validate", "--cases", str(path), "--strict"], ("'value'",))
 
 
 # ================================================================ 7. demand files (plan --demand)

@@ -280,6 +280,7 @@ class SystemFile(BaseModel):
     generation: str
     chip: str
     description: str = ""
+    aliases: list[str] = []  # names the system goes by in measured data (catalog/system_names.py resolves them)
     node: _NodeRaw
     scaleup: _ScaleupRaw
     tiers: list[_TierRaw]

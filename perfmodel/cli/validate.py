@@ -52,6 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "engine and roofline frontiers), or all (default; without frontier)")
     p.add_argument("--summary-only", action="store_true", help="same as --show summary")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (--show frontier)")
+    p.add_argument("--strict", action="store_true",
+                   help="a row that cannot be read or predicted is an error (default: it is listed under "
+                        "not-expressed with its reason and every other row is predicted)")
     add_output_options(p)
     p.set_defaults(func=cmd_validate)
 
@@ -75,7 +78,7 @@ def cmd_validate(args) -> int:
         with progress_bar("frontier search per (system, model, lengths) group", not args.no_progress) as cb:
             sheets = frontier.sheets(src, cb)
     else:
-        sheets = validation.sheets(args.cases, args.families or None)
+        sheets = validation.sheets(args.cases, args.families or None, strict=args.strict)
     pick = {"cases": ["cases"], "summary": ["by_phase", "by_hardware_family", "by_metric", "by_family"],
             "not-expressed": ["not_expressed"], "fidelity": ["fidelity_overall", "fidelity"],
             "frontier": ["frontier_summary", "frontier_groups", "frontier_points"],

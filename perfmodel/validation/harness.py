@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel.core import limits, units
-from perfmodel.validation import fidelity, formats
+from perfmodel.validation import case_checks, fidelity, formats
 
 CSV = Path(__file__).resolve().parents[2] / "reference" / "published_measurements.csv"
 CASE_COLUMNS = ("case_id", "hardware", "num_chips", "model", "phase", "parallelism", "batch", "input_len",
@@ -80,45 +80,6 @@ def register_validation(name: str, selects: Callable[[pd.DataFrame], pd.Series],
 
 class CasesError(ValueError):
     """A measurements file that cannot be read as cases (names the file and the column)."""
-
-
-# text columns whose numbers are counts: every number written there (a token such as '16', '1e3', '-4',
-# 'nan'; not the 16 of '16K') must be a whole number in [1, ceiling]; text without a number is left to the
-# families (which give a reason when they cannot read it)
-COUNT_COLUMNS = {"num_chips": limits.MAX_CHIPS, "batch": limits.MAX_BATCH, "input_len": limits.MAX_SEQ_TOKENS,
-                 "output_len": limits.MAX_SEQ_TOKENS}
-_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)(?![\w.])", re.IGNORECASE)
-# parallel degrees in the parallelism column: TP8, PP 4, DP32 ('FSDP' is a word, not a degree)
-_DEGREE = re.compile(r"\b(TP|PP|DP|EP|CP)\s*([-+]?(?:\d[\w.+-]*|nan|inf\w*))", re.IGNORECASE)
-
-
-def _count_problem(text: str, hi: int) -> str | None:
-    """Why a number written in `text` is not a count in [1, hi] (None when every number is one)."""
-    for tok in _NUMBER.findall(text):
-        v = float(tok)
-        if not (np.isfinite(v) and v.is_integer() and 1 <= v <= hi):
-            return f"{tok!r} is not a whole number between 1 and {hi:,}"
-    return None
-
-
-def _degree_problem(text: str) -> str | None:
-    """Why a parallel degree written in `text` (TP8, PP 4) is not a count in [1, MAX_CHIPS] (None when none)."""
-    for m in _DEGREE.finditer(text):
-        if not _NUMBER.fullmatch(m.group(2)) or _count_problem(m.group(2), limits.MAX_CHIPS):
-            return f"{m.group(1)} degree {m.group(2)!r} is not a whole number between 1 and {limits.MAX_CHIPS:,}"
-    return None
-
-
-def _check_counts(df: pd.DataFrame, path: str) -> None:
-    """Counts in COUNT_COLUMNS and the parallel degrees: whole, >= 1, within core/limits.py (one line per
-    file: the first offending row, case, field and value)."""
-    for i in df.index:
-        why = {c: _count_problem(df.at[i, c], hi) for c, hi in COUNT_COLUMNS.items()}
-        why["parallelism"] = _degree_problem(df.at[i, "parallelism"])
-        col = next((c for c, w in why.items() if w), None)
-        if col:
-            raise CasesError(f"{path}: row {i + 2} (case {df.at[i, 'case_id']!r}) field {col!r}: {why[col]} "
-                             f"(got {df.at[i, col][:80]!r})")
 
 
 def _adapt(df: pd.DataFrame, path: str) -> pd.DataFrame:
@@ -169,17 +130,11 @@ def _read_version(path: str, size: int, mtime_ns: int) -> pd.DataFrame:
         raise CasesError(f"{path}: row {blank[0] + 2} field 'case_id': empty (every case needs an id)")
     if "notes" not in df.columns:
         df["notes"] = ""
-    num = pd.to_numeric(df["value"], errors="coerce")
-    bad = df.index[num.isna() | ~np.isfinite(num) | (num <= 0)]
-    if len(bad):
-        i = bad[0]
-        raise CasesError(f"{path}: row {i + 2} (case {df.at[i, 'case_id']!r}) field 'value': "
-                         f"{df.at[i, 'value']!r} is not a positive number")
     dup = df["case_id"][df["case_id"].duplicated()]
     if len(dup):
         raise CasesError(f"{path}: field 'case_id': {dup.iloc[0]!r} appears more than once")
-    _check_counts(df, path)
-    return df.assign(value_num=num.astype(float))
+    num = pd.to_numeric(df["value"], errors="coerce")  # a bad value or count is its row's problem, not the file's
+    return df.assign(value_num=num.astype(float), problem=case_checks.row_problems(df))
 
 
 def measurements(prefix: str | tuple[str, ...] | None = None, path: Path | str | None = None) -> pd.DataFrame:
@@ -260,21 +215,24 @@ def _predict(fam: Family, rows: pd.DataFrame) -> pd.DataFrame:
         return fam.predict(rows.reset_index(drop=True))
 
 
-def _family_frame(fam: Family, rows: pd.DataFrame, path: str) -> pd.DataFrame:
-    """The family's predictions for `rows` (index: the file's row - 2); a row the family cannot read is
-    one line naming the file, the row and the case (the first such row, found by predicting rows alone)."""
+def _family_frame(fam: Family, rows: pd.DataFrame, path: str, strict: bool = False) -> pd.DataFrame:
+    """The family's predictions for `rows` (index: the file's row - 2). A row the family cannot read, or gives
+    neither a prediction nor a reason for, is listed with that reason and the others are predicted (`strict`:
+    one line naming the file, the row and the case instead)."""
     try:
         df = _predict(fam, rows)
-    except Exception as exc:  # noqa: BLE001 - any failure on a row is the file's problem, said in one line
-        why = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+    except Exception:  # noqa: BLE001 - a failing row is listed, found by predicting rows alone
+        parts = []
         for i in rows.index:
             try:
-                _predict(fam, rows.loc[[i]])
+                parts.append(_predict(fam, rows.loc[[i]]))
             except Exception as one:  # noqa: BLE001
                 why = str(one).strip().splitlines()[0][:200] if str(one).strip() else type(one).__name__
-                raise CasesError(f"{path}: row {i + 2} (case {rows.at[i, 'case_id']!r}): the {fam.name} family "
-                                 f"cannot model it: {why}") from None
-        raise CasesError(f"{path}: the {fam.name} family cannot model its cases: {why}") from None
+                if strict:
+                    raise CasesError(f"{path}: row {i + 2} (case {rows.at[i, 'case_id']!r}): the {fam.name} family "
+                                     f"cannot model it: {why}") from None
+                parts.append(frame([unexpressed(rows.loc[i], f"the {fam.name} family cannot model it: {why}")]))
+        df = pd.concat(parts, ignore_index=True)
     missing = [c for c in FAMILY_COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"validation family {fam.name!r} lacks columns {missing}")
@@ -283,20 +241,24 @@ def _family_frame(fam: Family, rows: pd.DataFrame, path: str) -> pd.DataFrame:
         df[col] = df[col].fillna("") if col in df.columns else ""
     df["predicted"] = pd.to_numeric(df["predicted"], errors="coerce")
     bad = df["reason"].eq("") & ~np.isfinite(df["predicted"])
-    if bad.any():  # a family must say why it could not predict
+    if bad.any() and strict:  # a family must say why it could not predict
         case = df.loc[bad, "case_id"].iloc[0]
         row = rows.index[rows["case_id"].eq(str(case).split("@")[0])]
         raise CasesError(f"{path}: {f'row {row[0] + 2} ' if len(row) else ''}(case {case!r}): the {fam.name} "
                          "family gives no prediction and no reason (a value it cannot model)")
+    df.loc[bad, "predicted"] = np.nan
+    df.loc[bad, "reason"] = f"the {fam.name} family could not predict it (a value it cannot model)"
     df["family"] = fam.name
     return df
 
 
-def run_cases(path: Path | str | None = None, families: list[str] | None = None) -> pd.DataFrame:
+def run_cases(path: Path | str | None = None, families: list[str] | None = None, strict: bool = False) -> pd.DataFrame:
     """Every case of the measurements file through the model: CASE_OUT columns (+ family extras).
 
     Families are tried in registration order; a case belongs to the first that selects it.
-    `families` restricts the run (cases of other families are then left out, not listed)."""
+    `families` restricts the run (cases of other families are then left out, not listed). A row that cannot
+    be a case (case_checks) or that its family cannot model is listed with its reason and the rest are
+    predicted; `strict`: such a row is an error (CasesError, one line)."""
     load_validation_modules()
     unknown = [f for f in families or [] if f not in VALIDATIONS]
     if unknown:
@@ -304,13 +266,17 @@ def run_cases(path: Path | str | None = None, families: list[str] | None = None)
     cases = measurements(path=path)
     shown = str(path or CSV)
     base = cases.set_index("case_id")
-    free = pd.Series(True, index=cases.index)
-    parts = []
+    broken = cases["problem"].ne("")
+    if strict and broken.any():
+        raise CasesError(case_checks.first(cases, cases["problem"], shown))
+    parts = [frame([unexpressed(r, r["problem"]) for _, r in cases[broken].iterrows()]).assign(family="")] \
+        if broken.any() else []
+    free = ~broken
     for fam in VALIDATIONS.values():
         mask = free & fam.selects(cases).fillna(False).astype(bool)
         free &= ~mask
         if mask.any() and (not families or fam.name in families):
-            parts.append(_family_frame(fam, cases[mask], shown))
+            parts.append(_family_frame(fam, cases[mask], shown, strict))
     if not families and free.any():
         rest = cases[free]
         parts.append(pd.DataFrame({
@@ -380,10 +346,11 @@ def phase_verdicts(df: pd.DataFrame) -> pd.DataFrame:
     return s
 
 
-def sheets(path: Path | str | None = None, families: list[str] | None = None) -> dict[str, pd.DataFrame]:
+def sheets(path: Path | str | None = None, families: list[str] | None = None,
+           strict: bool = False) -> dict[str, pd.DataFrame]:
     """What reports, the CLI and the app show: the cases, summaries by phase (with the target
     verdict), hardware family, metric and family, and the cases not expressed (with the reason)."""
-    df = run_cases(path, families)
+    df = run_cases(path, families, strict)
     return {
         "cases": df[["case_id", "family", "phase", "hardware_family", "system", "metric", "measured", "predicted",
                      "unit", "error_frac", "note"]],

@@ -4,8 +4,10 @@ One row of the corpus (reference/inferencex_serving_dev.csv; columns as its READ
 is one deployment at one load level. Every row goes through the same rules; none is per row,
 per model or per case, and nothing here is fitted:
 
-  system      SYSTEMS: h100_sxm -> p5.48xlarge, h200_sxm -> p5e.48xlarge, b200_sxm ->
-              p6-b200.48xlarge (8-GPU HGX nodes), gb200 -> gb200-nvl72 (the 72-GPU NVLink rack).
+  system      the catalogue system whose file lists the name among its aliases (catalog/system_names.py:
+              h100_sxm -> p5.48xlarge, h200_sxm -> p5e.48xlarge, b200_sxm -> p6-b200.48xlarge, b300_sxm ->
+              p6-b300.48xlarge (8-GPU HGX nodes), gb200 / gb300 -> gb200-nvl72 / gb300-nvl72 (72-GPU racks));
+              a system added to the catalogue with its aliases is read with no code change.
   model       the Hugging Face id without its organisation, lower-cased, without checkpoint
               variants (a 'Meta-' prefix; '-Instruct', '-Chat', '-FP8', '-FP4', '-NVFP4'
               suffixes: one architecture in another checkpoint), then ALIASES for other names
@@ -51,18 +53,15 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
-from perfmodel.catalog import workload_files
+from perfmodel.catalog import quant_modes, system_names, workload_files
 from perfmodel.core import limits
 from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Phase
 from perfmodel.model import bindings as bd
 from perfmodel.model import feasibility
 
-SYSTEMS = {"h100_sxm": "p5.48xlarge", "h200_sxm": "p5e.48xlarge", "b200_sxm": "p6-b200.48xlarge",
-           "gb200": "gb200-nvl72"}
 ALIASES = {"deepseek-r1": "deepseek-v3"}  # identical config.json but for transformers_version
 _VARIANT = re.compile(r"-(instruct|chat|fp8|fp4|nvfp4)$")
-_FOUR_BIT_LABELS = ("fp4", "nvfp4", "mxfp4")
 _SHIPPED_FOUR_BIT = (DType.FP4, DType.MXFP4)
 _CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 # (key, column suffix, blank or 0 means 1)
@@ -89,9 +88,17 @@ class Pool:
 
 
 def system_name(system: str) -> str:
-    """Catalogue system of a corpus system name ('' when unknown)."""
-    name = SYSTEMS.get(str(system).strip(), "")
-    return name if name in catalog.list_systems() else ""
+    """Catalogue system of a corpus system name ('' when unknown): the system file that lists it among its aliases
+    (catalog/system_names.py)."""
+    return system_names.lookup(system)
+
+
+def _unknown(system) -> str:
+    try:
+        system_names.resolve(system)
+    except ValueError as exc:
+        return str(exc)
+    return ""
 
 
 def workload_name(model_path: str) -> str:
@@ -106,25 +113,27 @@ def workload_name(model_path: str) -> str:
 
 def storage_type(label: str, arch, experts: bool) -> DType | None:
     """Stored weight type of the dense GEMMs (experts=False) or routed experts for a quant-mode label
-    (None when the label is not a data type)."""
+    (catalog/quant_modes.py's table; None when the label is not a data type)."""
     own = (arch.expert_weight_dtype or arch.weight_dtype) if experts else arch.weight_dtype
     key = str(label).strip().lower()
     if key in ("", "nan"):
         return own
-    if key in _FOUR_BIT_LABELS:
-        ships = arch.weight_dtype in _SHIPPED_FOUR_BIT or arch.expert_weight_dtype in _SHIPPED_FOUR_BIT
-        return own if ships else DType.FP4
-    if key in ("fp8", "fp8_block"):
-        return DType.FP8
-    try:
-        return DType.parse(key)
-    except ValueError:
-        return None
+    m = quant_modes.mode(key)
+    if m is None:
+        try:
+            return DType.parse(key)
+        except ValueError:
+            return None
+    ships = arch.weight_dtype in _SHIPPED_FOUR_BIT or arch.expert_weight_dtype in _SHIPPED_FOUR_BIT
+    return own if m.shipped and ships else m.weights
 
 
-def compute_type(weights: DType, system) -> DType:
-    """The dense GEMMs' weight type where the tensor cores run it, else BF16 (weights dequantized)."""
-    return weights if system.chip.supports(weights) else DType.BF16
+def compute_type(weights: DType, system, label: str = "") -> DType:
+    """The dense GEMMs' operand type: the quant mode's (weight-only modes: BF16; W4A8: FP8), else the stored
+    type, where the tensor cores run it; else BF16 (weights dequantised)."""
+    m = quant_modes.mode(label) if str(label).strip() else None
+    want = m.compute if m is not None and m.compute is not None else weights
+    return want if system.chip.supports(want) else DType.BF16
 
 
 def _number(text) -> float:
@@ -192,12 +201,13 @@ def paced(c: float, p: Pool) -> int:
 def _dtypes(row, arch, system, why: list[str]) -> tuple:
     w = storage_type(row.get("gemm_quant_mode", ""), arch, experts=False)
     e = storage_type(row.get("moe_quant_mode", ""), arch, experts=True) if arch.is_moe else w
-    for col, d in (("gemm_quant_mode", w), ("moe_quant_mode", e)):
-        if d is None:
-            why.append(f"{col} {row.get(col)!r} is not a data type")
+    for col, d in (("gemm_quant_mode", w), ("moe_quant_mode", e))[:2 if arch.is_moe else 1]:
+        if d is None:  # a dense model's experts are its GEMMs: one reason, for the column it came from
+            known = ", ".join(sorted(quant_modes.modes()))
+            why.append(f"{col} {row.get(col)!r} is not a data type (known quantisation modes: {known})")
     if w is None or e is None or system is None:
         return None, None, None
-    return w, e, compute_type(w, system)
+    return w, e, compute_type(w, system, row.get("gemm_quant_mode", ""))
 
 
 def map_row(row: dict) -> dict:
@@ -205,7 +215,7 @@ def map_row(row: dict) -> dict:
     why, notes = [], []
     sysname, wname = system_name(row.get("system", "")), workload_name(row.get("model_path", ""))
     if not sysname:
-        why.append(f"unknown system {row.get('system')!r} (known: {', '.join(SYSTEMS)})")
+        why.append(_unknown(row.get("system")))
     if not wname:
         why.append(f"model {row.get('model_path')!r} has no workload file (after dropping checkpoint variants "
                    f"and aliases)")

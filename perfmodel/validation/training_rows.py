@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 
 from perfmodel import catalog
-from perfmodel.catalog import workload_files
+from perfmodel.catalog import system_names, workload_files
 from perfmodel.core.scenario import Parallelism
 
 # accelerator words -> catalogue system, most specific first
@@ -57,11 +57,15 @@ PLAN_KEYS = {"tp": r"tp|tensor[ -]parallel(?:ism)?", "pp": r"pp|pipeline[ -]para
 
 
 def system_of(hardware: str) -> str:
-    """The catalogue system a row's hardware text names (module doc), or ''."""
+    """The catalogue system a row's hardware text names (module doc), or '': a system key, a name a system file
+    lists among its aliases (catalog/system_names.py), else the accelerator words above."""
     text = str(hardware)
     first = text.split()[0] if text.strip() else ""
     if first in catalog.list_systems():
         return first
+    named = system_names.lookup(text) if text.strip() else ""
+    if named:
+        return named
     return next((name for pattern, name in ACCELERATORS if re.search(pattern, text, re.I)), "")
 
 

@@ -1,0 +1,70 @@
+"""What is wrong with one row of a measurements file, row by row: a bad row is listed, the others are predicted.
+
+    row_problems(df)   per row: '' or why it cannot be a case (its value is not a positive number; a count column
+                       holds a number that is not a whole count in range; a parallel degree that is not one),
+                       naming the field and the value
+    first(df, ...)     the first problem as the one line `--strict` stops with (file, row, case, field, value)
+
+Counts in COUNT_COLUMNS: every number written there (a token such as '16', '1e3', '-4', 'nan'; not the 16 of
+'16K') must be a whole number in [1, ceiling]; text without a number is left to the families (which give a
+reason when they cannot read it). Parallel degrees in the parallelism column: TP8, PP 4, DP32 ('FSDP' is a
+word, not a degree).
+
+Does not: read files (harness.py) or predict.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from perfmodel.core import limits
+
+COUNT_COLUMNS = {"num_chips": limits.MAX_CHIPS, "batch": limits.MAX_BATCH, "input_len": limits.MAX_SEQ_TOKENS,
+                 "output_len": limits.MAX_SEQ_TOKENS}
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)(?![\w.])", re.IGNORECASE)
+_DEGREE = re.compile(r"\b(TP|PP|DP|EP|CP)\s*([-+]?(?:\d[\w.+-]*|nan|inf\w*))", re.IGNORECASE)
+
+
+def _count_problem(text: str, hi: int) -> str | None:
+    """Why a number written in `text` is not a count in [1, hi] (None when every number is one)."""
+    for tok in _NUMBER.findall(text):
+        v = float(tok)
+        if not (np.isfinite(v) and v.is_integer() and 1 <= v <= hi):
+            return f"{tok!r} is not a whole number between 1 and {hi:,}"
+    return None
+
+
+def _degree_problem(text: str) -> str | None:
+    """Why a parallel degree written in `text` (TP8, PP 4) is not a count in [1, MAX_CHIPS] (None when none)."""
+    for m in _DEGREE.finditer(text):
+        if not _NUMBER.fullmatch(m.group(2)) or _count_problem(m.group(2), limits.MAX_CHIPS):
+            return f"{m.group(1)} degree {m.group(2)!r} is not a whole number between 1 and {limits.MAX_CHIPS:,}"
+    return None
+
+
+def _one(row: pd.Series) -> tuple[str, str]:
+    """(field, why) of a row's first problem, or ('', '')."""
+    v = pd.to_numeric(row["value"], errors="coerce")
+    if not (np.isfinite(v) and v > 0):
+        return "value", f"{row['value']!r} is not a positive number"
+    for col, hi in COUNT_COLUMNS.items():
+        why = _count_problem(row[col], hi)
+        if why:
+            return col, f"{why} (got {row[col][:80]!r})"
+    why = _degree_problem(row["parallelism"])
+    return ("parallelism", f"{why} (got {row['parallelism'][:80]!r})") if why else ("", "")
+
+
+def row_problems(df: pd.DataFrame) -> pd.Series:
+    """Per row, '' or 'field F: why' (module doc)."""
+    return pd.Series([f"field {f!r}: {w}" if f else "" for f, w in (_one(r) for _, r in df.iterrows())],
+                     index=df.index, dtype=object)
+
+
+def first(df: pd.DataFrame, problems: pd.Series, path: str) -> str:
+    """The first row with a problem as one line: file, row (the file's line), case, field and value."""
+    i = problems.index[problems.ne("")][0]
+    return f"{path}: row {i + 2} (case {df.at[i, 'case_id']!r}) {problems[i]}"
