@@ -92,3 +92,28 @@ def test_quantisation_modes_as_engines_run_them(tmp_path):
     assert out.at["q_w4a8:tpot", "predicted"] <= out.at["q_fp8:tpot", "predicted"]
     why = out.at["q_bogus:tpot", "reason"]
     assert "gemm_quant_mode 'bogus' is not a data type" in why and "int4_wo" in why and "moe_quant_mode" not in why
+
+
+@pytest.mark.parametrize("name, workload, dropped", [
+    ("meta-llama/Llama-3.1-70B-Instruct", "llama-3.1-70b", ["-instruct"]),
+    ("nvidia/Llama-3.1-8B-Instruct-FP8", "llama-3.1-8b", ["-fp8", "-instruct"]),
+    ("deepseek-ai/DeepSeek-R1", "deepseek-v3", []),  # the workload file's alias: the same config.json
+    ("DeepSeek-V3-0324", "deepseek-v3", ["-0324"]),
+    ("Llama 3 70B pre-training (Megatron)", "llama-3-70b", ["(Megatron)", "pre-training"]),
+    ("meta-llama/Llama-2-70b-chat-hf", "llama-2-70b", ["-hf", "-chat"]),
+    ("CodeLlama-13b", "llama-2-13b", []),
+    ("acme/Unknown-7B", "", []),
+])
+def test_model_names_resolve_and_say_what_they_dropped(name, workload, dropped):
+    from perfmodel.catalog import model_names
+
+    got, words = model_names.resolve(name)
+    assert got == workload and [w for w in words if not w.endswith("/")] == dropped
+
+
+def test_a_variant_checkpoint_is_noted_on_its_row():
+    row = pd.read_csv(CORPUS, dtype=str, keep_default_na=False)
+    row = row[row["model_path"].eq("nvidia/Llama-3.1-8B-Instruct-FP8")].iloc[0].to_dict()
+    mapped = mp.map_row(row)
+    assert mapped["workload"] == "llama-3.1-8b"
+    assert "model 'nvidia/Llama-3.1-8B-Instruct-FP8' read as llama-3.1-8b (dropped: fp8, instruct)" in mapped["notes"]

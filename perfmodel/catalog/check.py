@@ -34,7 +34,8 @@ class Finding:
 
 def _loaders(root: Path):
     """(kind, name, file, load-function) for every catalogue file, in a stable order."""
-    from perfmodel.catalog import calibration, quant_modes, serving_engines, system_names, workload_files
+    from perfmodel.catalog import (calibration, model_names, quant_modes, serving_engines, system_names,
+                                   workload_files)
 
     for name in files.list_chips(root):
         yield "chip", name, root / "hardware_specs" / "chips" / f"{name}.toml", lambda n=name: files._chip(n, root)
@@ -51,6 +52,7 @@ def _loaders(root: Path):
         yield "calibrated set", path.stem, path, lambda p=path: calibration.load_calibrated_set(p, root)
     names = root / "hardware_specs"  # every system's names in measured data, one meaning each (system_names)
     yield "system names", "aliases", names, lambda: system_names.index(root)
+    yield "model names", "aliases", root / "workloads", lambda: model_names.index(root)
     quant = root / "hardware_specs" / "serving" / "quant_modes.toml"
     if quant.exists():  # quantisation-mode words of measured files
         yield "quantisation modes", quant.stem, quant, lambda: quant_modes.modes(root)
@@ -61,10 +63,11 @@ def _loaders(root: Path):
 
 def check_catalog(root: Path | None = None) -> list[Finding]:
     root = Path(root) if root else files.catalog_root()
-    from perfmodel.catalog import calibration, system_names, workload_files
+    from perfmodel.catalog import calibration, model_names, system_names, workload_files
 
     files.clear_caches()
     system_names.clear_cache()
+    model_names.clear_cache()
     workload_files.clear_cache()
     calibration.clear_cache()
     findings: list[Finding] = []

@@ -175,6 +175,7 @@ class WorkloadFile(BaseModel):
     schema_version: Literal[1]
     name: str
     display_name: str
+    aliases: list[str] = []  # other names of this architecture in measured data (catalog/model_names.py)
     notes: str = ""
     source: _Source
     config: _Config

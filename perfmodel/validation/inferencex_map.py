@@ -8,10 +8,10 @@ per model or per case, and nothing here is fitted:
               h100_sxm -> p5.48xlarge, h200_sxm -> p5e.48xlarge, b200_sxm -> p6-b200.48xlarge, b300_sxm ->
               p6-b300.48xlarge (8-GPU HGX nodes), gb200 / gb300 -> gb200-nvl72 / gb300-nvl72 (72-GPU racks));
               a system added to the catalogue with its aliases is read with no code change.
-  model       the Hugging Face id without its organisation, lower-cased, without checkpoint
-              variants (a 'Meta-' prefix; '-Instruct', '-Chat', '-FP8', '-FP4', '-NVFP4'
-              suffixes: one architecture in another checkpoint), then ALIASES for other names
-              of one architecture (DeepSeek-R1 is DeepSeek-V3's: their config.json files differ
+  model       catalog/model_names.py: the Hugging Face id without its organisation, checkpoint variants
+              and quantised copies ('-Instruct', '-FP8', '-NVFP4', date tags: one architecture in another
+              checkpoint; the dropped words go to the row's note), then the workload files' aliases for
+              other names of one architecture (DeepSeek-R1 is DeepSeek-V3's: their config.json files differ
               only in transformers_version); it must name a workload file.
   data types  gemm_quant_mode: weights of the dense GEMMs (attention, dense MLP, shared experts,
               head); moe_quant_mode: routed-expert weights (storage). fp8 and fp8_block -> FP8
@@ -53,15 +53,13 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
-from perfmodel.catalog import quant_modes, system_names, workload_files
+from perfmodel.catalog import model_names, quant_modes, system_names, workload_files
 from perfmodel.core import limits
 from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Phase
 from perfmodel.model import bindings as bd
 from perfmodel.model import feasibility
 
-ALIASES = {"deepseek-r1": "deepseek-v3"}  # identical config.json but for transformers_version
-_VARIANT = re.compile(r"-(instruct|chat|fp8|fp4|nvfp4)$")
 _SHIPPED_FOUR_BIT = (DType.FP4, DType.MXFP4)
 _CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 # (key, column suffix, blank or 0 means 1)
@@ -102,13 +100,9 @@ def _unknown(system) -> str:
 
 
 def workload_name(model_path: str) -> str:
-    """Catalogue workload of a Hugging Face id ('' when none): org dropped, lower case, variants dropped, aliases."""
-    name = str(model_path).strip().split("/")[-1].lower()
-    name = name.removeprefix("meta-")
-    while _VARIANT.search(name):
-        name = _VARIANT.sub("", name)
-    name = ALIASES.get(name, name)
-    return name if name and name in workload_files.list_workloads() else ""
+    """Catalogue workload of a Hugging Face id ('' when none): catalog/model_names.py's rules (publisher,
+    checkpoint variants and quantised copies dropped; the workload files' aliases)."""
+    return model_names.resolve(model_path)[0]
 
 
 def storage_type(label: str, arch, experts: bool) -> DType | None:
@@ -213,7 +207,11 @@ def _dtypes(row, arch, system, why: list[str]) -> tuple:
 def map_row(row: dict) -> dict:
     """One corpus row as serving scenario fields, with every reason it cannot be expressed ('reasons')."""
     why, notes = [], []
-    sysname, wname = system_name(row.get("system", "")), workload_name(row.get("model_path", ""))
+    sysname = system_name(row.get("system", ""))
+    wname, dropped = model_names.resolve(row.get("model_path", ""))
+    if wname and [d for d in dropped if not d.endswith("/")]:  # the publisher is no news; a variant is
+        notes.append(f"model {str(row.get('model_path')).strip()!r} read as {wname} (dropped: "
+                     f"{', '.join(d.strip('-') for d in dropped if not d.endswith('/'))})")
     if not sysname:
         why.append(_unknown(row.get("system")))
     if not wname:

@@ -10,8 +10,8 @@ Every training row, however its source wrote it, is read by the same rules (stat
                'N x ...' in the text
     model      a workload file by name after normalising case, spaces and separators ('Llama 3.1 405B',
                'llama3_1_405b', 'Meta-Llama-3.1-405B' -> llama-3.1-405b), aliases for identical
-               architectures (MODEL_ALIASES: '-Instruct' tunings, GPT-3 sizes as NeMo and Megatron define
-               them), or a GPT from the row's own dimensions ('h=, L=, heads=, V=')
+               architectures (the workload files' aliases, catalog/model_names.py; GPT-3 sizes as NeMo and
+               Megatron define them), or a GPT from the row's own dimensions ('h=, L=, heads=, V=')
     plan       TP / PP / DP / CP / EP / VP (interleaved stages per rank) / ZeRO or FSDP stage, as 'TP8',
                'TP=8', 'tp 8', 'tensor parallel 8', 'FSDP 64' (ZeRO-3 over 64), 'HSDP' (ZeRO-3 inside a node);
                DP = GPUs / (TP PP CP) when unstated; 'CPU offload 40 layers' (Megatron-Core's
@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 
 from perfmodel import catalog
-from perfmodel.catalog import system_names, workload_files
+from perfmodel.catalog import model_names, system_names
 from perfmodel.core.scenario import Parallelism
 
 # accelerator words -> catalogue system, most specific first
@@ -45,8 +45,6 @@ ACCELERATORS = (
     (r"Jean Zay", "jean-zay-a100"), (r"A100[^,;]*40\s*GB", "dgx-a100-40gb"), (r"A100", "dgx-a100-80gb"),
     (r"Trainium2|Trn2", "trn2.48xlarge"), (r"Trainium|Trn1", "trn1.32xlarge"),
 )
-# architectures published under another name (the same config); spellings are handled by _key's rules
-MODEL_ALIASES = {"codellama-13b": "llama-2-13b"}
 # GPT-3 sizes without a workload file, as NeMo defines them (NVIDIA/NeMo-Framework-Launcher@f4761e6,
 # launcher_scripts/conf/training/gpt3/<size>.yaml: num_layers, hidden_size, num_attention_heads; FFN 4 h,
 # learned positions, GPT-2 BPE vocabulary): the GPT-3 template at these dimensions
@@ -101,12 +99,11 @@ def workload_of(model: str) -> str:
     caller from them). A trailing size after a versioned name is dropped when the rest names a file
     ('DeepSeek-V3 671B' -> deepseek-v3)."""
     key = _key(re.split(r"\s*\(", str(model))[0])
-    key = MODEL_ALIASES.get(key, key)
-    known = workload_files.list_workloads()
+    names = model_names.index()  # workload keys, display names and aliases (CodeLlama-13B is Llama-2-13B)
     for cand in (key, re.sub(r"-\d+(\.\d+)?b$", "", key)):
-        if cand in known:
-            return cand
-    return ""
+        if cand in names:
+            return names[cand]
+    return model_names.resolve(model)[0]
 
 
 def offload_layers_of(text: str) -> int:
