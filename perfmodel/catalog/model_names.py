@@ -61,20 +61,31 @@ def clear_cache() -> None:
     _index.cache_clear()
 
 
-def resolve(name, root: Path | None = None) -> tuple[str, list[str]]:
-    """(catalogue workload, the words dropped to find it); ('', dropped) when none matches."""
-    text, dropped = str(name).strip(), []
+def _resolve(text: str, names: dict[str, str]) -> tuple[str, list[str]]:
+    dropped = []
     if "/" in text:
         org, text = text.rsplit("/", 1)
-        dropped.append(org + "/")
-    for rx in (_BRACKETS, _PURPOSE):
-        dropped += [m.group(0).strip(" -") for m in rx.finditer(text)]
-        text = rx.sub("", text)
-    k = key(text)
+        dropped.append(org.strip() + "/")
+    dropped += [m.group(0).strip(" -") for m in _PURPOSE.finditer(text)]
+    k = key(_PURPOSE.sub("", text))
     if k.startswith("meta-"):
         k, dropped = k.removeprefix("meta-"), dropped + ["meta-"]
-    names = index(root)
     while k not in names and _SUFFIX.search(k):
         dropped.append(_SUFFIX.search(k).group(0))
         k = _SUFFIX.sub("", k)
     return names.get(k, ""), dropped
+
+
+def resolve(name, root: Path | None = None) -> tuple[str, list[str]]:
+    """(catalogue workload, the words dropped to find it); ('', dropped) when none matches. A bracket is a remark
+    ("(Megatron)") or the model's id ("Llama 3.1 70B Instruct (meta-llama/Llama-3.1-70B-Instruct)"): the name
+    without it is tried first, then what it holds."""
+    names = index(root)
+    text = str(name).strip()
+    inside = [m.group(0) for m in _BRACKETS.finditer(text)]
+    found, dropped = _resolve(_BRACKETS.sub("", text), names)
+    for b in inside if not found else ():
+        found, dropped = _resolve(b.strip(" ()[]"), names)
+        if found:
+            return found, dropped
+    return found, [b.strip() for b in inside] + dropped

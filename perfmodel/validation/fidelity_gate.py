@@ -33,7 +33,7 @@ from perfmodel.validation import harness
 ROOT = Path(__file__).resolve().parents[2]
 LIMITS = ROOT / "reference" / "fidelity_limits.toml"
 CORPORA = ("reference/published_measurements.csv", "reference/inferencex_serving_dev.csv",
-           "reference/training_public_dev.csv", "reference/neuron_trn2_vllm.csv")
+           "reference/training_public_dev.csv", "reference/neuron_trn2_vllm.csv", "reference/public_serving_dev.csv")
 MIN_CASES = 5  # a smaller (family, metric) group's median is one or two rows: it joins its family's group
 MARGIN_REL, MARGIN_ABS = 0.10, 0.01  # room for numerical noise and small legitimate trades, stated once
 

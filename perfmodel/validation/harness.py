@@ -194,7 +194,7 @@ def parse_points(text: str) -> list[tuple[float, float, str]]:
 # (in this order: families register, and report, in import order)
 FAMILY_MODULES = ("perfmodel.validation.comm", "perfmodel.validation.inference", "perfmodel.validation.kernels",
                   "perfmodel.validation.serving", "perfmodel.validation.training", "perfmodel.validation.training_public",
-                  "perfmodel.validation.inferencex")
+                  "perfmodel.validation.inferencex", "perfmodel.validation.serving_words")
 
 
 def load_validation_modules() -> None:

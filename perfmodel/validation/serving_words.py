@@ -1,0 +1,170 @@
+"""Validation family: serving measurements written the way people publish them (phase 'serving').
+
+A row names a quantity in its own words (reference/serving_quantities.toml: output or total token throughput,
+request throughput, tokens/s per user, TTFT, TPOT / ITL, end-to-end latency; per GPU, node, replica or the
+deployment; mean or a percentile), the hardware and model as its source writes them (catalog/system_names.py,
+catalog/model_names.py), the plan ('TP8', 'TP4 PP2', 'DP8 EP8 attention DP'), the concurrency (batch), the
+input and output lengths and the data type (catalog/quant_modes.py). Each row is priced once, stated here and
+nothing fitted:
+
+    plan        t, p, e from the parallelism text; attention-DP d_a = the DP degree where the text says
+                attention DP, else 1; replicas = GPUs / (t p d_a) (GPUs: num_chips, else one replica)
+    load        C = ceil(batch / replicas) sequences in flight per replica (a closed loop of `batch` clients:
+                the steady state at C), rounded up to a multiple of d_a p
+    engine      the one the notes name (vLLM, SGLang, TensorRT-LLM), else the hardware family's default
+    quantity    the steady state's figure (serving/steady_state.serve, aggregated): TTFT, TPOT, 1 / TPOT,
+                TTFT + (O - 1) TPOT; output tokens/s per chip x the scope's chips (the deployment: every GPU);
+                total = output x (I + O) / O; requests/s = output / O
+    statistic   the steady state gives means; a median is read as the mean (said in the note); a p90-p99
+                latency is listed (the tail needs the simulation: perfmodel simulate)
+
+Does not: fit anything, or read files (harness.py).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from perfmodel import catalog
+from perfmodel.catalog import model_names, serving_engines, system_names, workload_files
+from perfmodel.catalog.files import read_toml
+from perfmodel.core import units
+from perfmodel.serving.options import Mode, ServingOptions
+from perfmodel.serving.steady_state import Grid, Mix, serve
+from perfmodel.validation import harness, inferencex_map, training_rows
+from perfmodel.validation.harness import register_validation, unexpressed
+
+PHASE = "serving"
+ENGINES = {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "trtllm", "trt-llm": "trtllm", "trtllm": "trtllm"}
+
+
+@lru_cache(maxsize=1)
+def vocabulary() -> dict:
+    return read_toml(harness.CSV.parent / "serving_quantities.toml")
+
+
+def _first(text: str, table: dict[str, list[str]], default: str) -> str:
+    """The entry of `table` whose longest word appears in `text` (longest first), else `default`."""
+    words = sorted(((w, k) for k, ws in table.items() for w in ws), key=lambda x: -len(x[0]))
+    return next((k for w, k in words if w in text), default)
+
+
+def quantity_of(metric: str) -> tuple[str, str, str]:
+    """(quantity, scope, statistic) a metric text names ('' quantity when none)."""
+    v, t = vocabulary(), str(metric).strip().lower()
+    q = _first(t, {k: e["words"] for k, e in v["quantities"].items()}, "")
+    return q, _first(t, v["scopes"], "deployment"), _first(t, v["stats"], "mean")
+
+
+def unit_factor(unit: str, kind: str) -> float:
+    """SI factor of a row's unit: a time ('ms', 's', 'us') or a rate (rate_units)."""
+    u = str(unit).strip().lower()
+    if kind == "rate":
+        table = vocabulary()["rate_units"]
+        if u not in table:
+            raise ValueError(f"unit {unit!r} is not a rate unit (known: {', '.join(table)})")
+        return float(table[u])
+    return units.parse(f"1 {unit}", "time")
+
+
+def selects(rows: pd.DataFrame) -> pd.Series:
+    return rows["phase"].str.strip().str.lower().eq(PHASE) & rows["metric"].map(lambda m: bool(quantity_of(m)[0]))
+
+
+def _count(text) -> int:
+    s = str(text).strip()
+    return int(float(s)) if re.fullmatch(r"\d+(\.0+)?", s) else 0
+
+
+def _engine(notes: str, system) -> str:
+    t = str(notes).lower()
+    return next((e for w, e in ENGINES.items() if w in t), serving_engines.default_for(system))
+
+
+def _price(m) -> tuple[float, str, str]:
+    """(predicted SI value, note, reason) of one row (module doc)."""
+    system, arch = m["_system"], m["_arch"]
+    plan = training_rows.plan_of(m["parallelism"], _count(m["num_chips"]))
+    tp, da = plan.tp, 1
+    if re.search(r"attention[ -]?dp|dp[ -]?attention|attention data", str(m["parallelism"]), re.I):
+        # attention-DP: the DP degree stated, else the TP degree (SGLang's dp_size defaults to tp_size, and its
+        # tp_size then counts every GPU of the replica: attention is d_a-way data parallel, t = tp / d_a)
+        stated = re.search(r"(?<![a-z])dp\s*(?:=|:|-size)?\s*(\d+)", str(m["parallelism"]), re.I)
+        da = int(stated.group(1)) if stated else plan.tp
+        tp = max(1, plan.tp // da) if plan.tp % da == 0 else plan.tp
+    unit = tp * plan.pp * da
+    gpus = _count(m["num_chips"]) or unit
+    if gpus % unit:
+        return np.nan, "", f"parallelism {m['parallelism']!r} ({unit} GPUs per replica) does not divide {gpus} GPUs"
+    replicas = gpus // unit
+    batch, i, o = _count(m["batch"]), _count(m["input_len"]), _count(m["output_len"])
+    if not (batch and i and o):
+        return np.nan, "", "a serving row needs its concurrency (batch) and input and output lengths"
+    step = da * plan.pp
+    c = step * math.ceil(math.ceil(batch / replicas) / step)
+    label = re.sub(r"\s*[(\[].*$", "", str(m["dtype"])).strip()  # '(not stated; default)', '(--quantization ..)'
+    w = inferencex_map.storage_type(label, arch, experts=False)
+    e = inferencex_map.storage_type(label, arch, experts=True) if arch.is_moe else w
+    if w is None:
+        return np.nan, "", f"dtype {label!r} is not a data type or quantisation mode"
+    comp = inferencex_map.compute_type(w, system, label)
+    engine = _engine(m["notes"], system)
+    g = Grid.of(tp=tp, da=da, ep=max(1, plan.ep), pp=plan.pp, concurrency=c, compute=comp, weights=w,
+                expert_weights=e)
+    r = serve(system, arch, g, Mix(i, o), ServingOptions(mode=Mode.AGGREGATED, engine=engine)).iloc[0]
+    if not r["valid"]:
+        return np.nan, "", f"plan refused: {r['invalid_reason']}"
+    q, scope, stat = m["_q"]
+    chips = {"gpu": 1.0, "node": float(system.node.chips), "replica": float(unit), "deployment": float(gpus)}[scope]
+    out = r["output_tokens_per_s_per_chip"] * chips
+    value = {"output_throughput": out, "total_throughput": out * (i + o) / o, "request_throughput": out / o,
+             "user_speed": r["tokens_per_s_per_user"], "ttft": r["ttft_s"],
+             "tpot": r["time_per_output_token_s"], "e2e_latency": r["e2e_latency_s"]}[q]
+    note = (f"{engine}, TP{tp} DA{da} EP{max(1, plan.ep)} PP{plan.pp} x {replicas} replicas, C={c} per replica, "
+            f"{comp.value}/{w.value} weights, {i}/{o} tokens; {q} {scope}"
+            + ("; the median read as the steady state's mean" if stat == "p50" else ""))
+    return float(value), note, ""
+
+
+@register_validation("serving-words", selects,
+                     gaps={"serving": "closed-loop queueing and engine scheduling beyond the steady state"})
+def predict(rows: pd.DataFrame) -> pd.DataFrame:
+    """Serving measurements written as people publish them, through the steady state and an engine profile."""
+    out = []
+    for _, m in rows.iterrows():
+        q = quantity_of(m["metric"])
+        kind = vocabulary()["quantities"][q[0]]["kind"]
+        sysname = system_names.lookup(m["hardware"]) or training_rows.system_of(m["hardware"])
+        wname, dropped = model_names.resolve(m["model"])
+        why = ("" if sysname else f"hardware {m['hardware']!r}: no system file lists it") or \
+              ("" if wname else f"model {m['model']!r}: no workload file or alias names it") or \
+              (f"{q[2]} latency: the tail needs the simulation (perfmodel simulate); the steady state gives means"
+               if kind == "time" and q[2] in ("p90", "p95", "p99") else "")
+        text = " ".join(str(m[c]) for c in ("metric", "parallelism", "notes"))
+        if not why and re.search(r"(?<!no )(?<!without )\b(MTP|speculative|EAGLE|draft model)\b", text, re.I):
+            why = "speculative decoding: the draft and its acceptance are not stated as perfmodel takes them"
+        if not why and re.search(r"disaggregat|\bPD\b|prefill.decode split", text, re.I):
+            why = "a disaggregated deployment whose prefill and decode pools the row does not size"
+        try:
+            factor = unit_factor(m["unit"], kind)
+        except (ValueError, units.UnitError) as exc:
+            why = why or str(exc)
+        if why:
+            out.append(unexpressed(m, why))
+            continue
+        m = m.copy()
+        m["_system"], m["_arch"], m["_q"] = catalog.load_system(sysname), workload_files.load_workload(wname), q
+        value, note, why = _price(m)
+        if why:
+            out.append(unexpressed(m, why))
+            continue
+        words = [d.strip("-") for d in dropped if not d.endswith("/")]
+        note += f"; model read as {wname}" + (f" (dropped: {', '.join(words)})" if words else "")
+        out.append(harness.row(m["case_id"], m["hardware"], m["metric"], float(m["value_num"]), value / factor,
+                               m["unit"], note, sysname))
+    return harness.frame(out)

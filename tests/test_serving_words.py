@@ -1,0 +1,94 @@
+"""Serving measurements in people's words (validation/serving_words.py): every word of the vocabulary names its
+quantity, scope and statistic; a row is priced by the steady state with its engine, and what cannot be priced is
+listed with why."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from perfmodel.catalog import serving_engines, workload_files
+from perfmodel.serving.options import Mode, ServingOptions
+from perfmodel.serving.steady_state import Mix, serve_one
+from perfmodel import catalog
+from perfmodel.validation import harness
+from perfmodel.validation import serving_words as sw
+
+V = sw.vocabulary()
+
+
+@pytest.mark.parametrize("quantity, word", [(q, w) for q, e in V["quantities"].items() for w in e["words"]])
+def test_every_word_names_its_quantity(quantity, word):
+    assert sw.quantity_of(word.upper())[0] == quantity
+
+
+@pytest.mark.parametrize("table, key, word", [(t, k, w) for t in ("scopes", "stats") for k, ws in V[t].items()
+                                              for w in ws])
+def test_every_scope_and_statistic_word_is_read(table, key, word):
+    q, scope, stat = sw.quantity_of(f"output token throughput {word}" if table == "scopes" else f"TTFT {word}")
+    assert (scope if table == "scopes" else stat) == key
+
+
+def _row(**kw) -> dict:
+    base = dict(case_id="W-1", hardware="8x H100 SXM", num_chips="8", model="meta-llama/Llama-3.1-70B-Instruct",
+                phase="serving", parallelism="TP4", batch="64", input_len="1024", output_len="512", dtype="fp8",
+                metric="Output token throughput", value="1000", unit="tokens/s", source="test", notes="vLLM")
+    return {**base, **kw}
+
+
+def _run(tmp_path, rows) -> pd.DataFrame:
+    path = tmp_path / "words.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return harness.run_cases(path).set_index("case_id")
+
+
+def test_a_row_is_the_steady_state_of_its_plan_load_and_engine(tmp_path):
+    """Two TP4 replicas on 8 GPUs at 64 clients: C = 32 per replica with vLLM; per GPU and per deployment, in the
+    row's units (ms for latencies)."""
+    rows = [_row(case_id="T", metric="Output token throughput"), _row(case_id="G", metric="output tokens/s per GPU"),
+            _row(case_id="R", metric="request throughput", unit="req/s"), _row(case_id="L", metric="ITL mean",
+                                                                              unit="ms", value="20")]
+    out = _run(tmp_path, rows)
+    s, a = catalog.load_system("p5.48xlarge"), workload_files.load_workload("llama-3.1-70b")
+    r = serve_one(s, a, tp=4, concurrency=32, compute="fp8", weights="fp8", mix=Mix(1024, 512),
+                  options=ServingOptions(mode=Mode.AGGREGATED, engine="vllm"))
+    per_gpu = r["output_tokens_per_s_per_chip"]
+    assert out.at["T", "predicted"] == pytest.approx(per_gpu * 8)
+    assert out.at["G", "predicted"] == pytest.approx(per_gpu)
+    assert out.at["R", "predicted"] == pytest.approx(per_gpu * 8 / 512)
+    assert out.at["L", "predicted"] == pytest.approx(r["time_per_output_token_s"] * 1e3)
+    assert "x 2 replicas, C=32 per replica" in out.at["T", "note"] and out.at["T", "system"] == "p5.48xlarge"
+
+
+def test_what_cannot_be_priced_is_listed_with_why(tmp_path):
+    rows = [_row(case_id="P99", metric="TTFT p99", unit="ms"), _row(case_id="AMD", hardware="MI300X"),
+            _row(case_id="LEN", output_len=""), _row(case_id="UNIT", unit="furlongs"),
+            _row(case_id="ODD", parallelism="TP3")]
+    out = _run(tmp_path, rows)
+    assert out["predicted"].isna().all()
+    assert "tail needs the simulation" in out.at["P99", "reason"]
+    assert "no system file lists it" in out.at["AMD", "reason"]
+    assert "input and output lengths" in out.at["LEN", "reason"]
+    assert "not a rate unit" in out.at["UNIT", "reason"]
+    assert "does not divide 8 GPUs" in out.at["ODD", "reason"]
+
+
+def test_the_engine_named_in_the_notes_is_the_one_priced(tmp_path):
+    out = _run(tmp_path, [_row(case_id="S", notes="SGLang 0.4.1"), _row(case_id="D", notes="")])
+    assert out.at["S", "note"].startswith("sglang") and out.at["D", "note"].startswith(
+        serving_engines.default_for(catalog.load_system("p5.48xlarge")))
+
+
+def test_the_public_serving_file_is_predicted_or_listed_row_by_row(capsys):
+    """reference/public_serving_dev.csv: 20+ rows from five publishers' dialects, each predicted or listed with
+    its reason; the command exits 0."""
+    from perfmodel import cli
+
+    df = harness.run_cases(harness.CSV.parent / "public_serving_dev.csv")
+    ok = df["predicted"].notna() | df["reason"].str.len().gt(0)
+    assert len(df) >= 20 and ok.all() and df["predicted"].notna().sum() >= 4
+    raw = pd.read_csv(harness.CSV.parent / "public_serving_dev.csv", dtype=str)
+    sources = raw["case_id"].str.replace(r"-\d+$", "", regex=True)  # one id prefix per publisher's table
+    assert sources.nunique() >= 5 and raw["source"].str.startswith("http").all()
+    assert cli.main(["validate", "--cases", str(harness.CSV.parent / "public_serving_dev.csv"), "--show",
+                     "not-expressed", "--format", "csv"]) == 0
