@@ -92,3 +92,22 @@ def test_the_public_serving_file_is_predicted_or_listed_row_by_row(capsys):
     assert sources.nunique() >= 5 and raw["source"].str.startswith("http").all()
     assert cli.main(["validate", "--cases", str(harness.CSV.parent / "public_serving_dev.csv"), "--show",
                      "not-expressed", "--format", "csv"]) == 0
+
+
+def test_a_throughput_at_an_interactivity_is_read_on_the_engine_frontier(tmp_path):
+    """'output tokens/s per GPU at 90 tok/s/user': the engine frontier (every plan inside vLLM's measured envelope,
+    the row's data types) read at that interactivity; per MW likewise; per MW without one is listed."""
+    from perfmodel.serving import search
+    from perfmodel.validation import frontier
+
+    row = dict(hardware="8x H100 SXM", model="openai/gpt-oss-120b", parallelism="", batch="", input_len="1024",
+               output_len="8192", dtype="", notes="vLLM")
+    out = _run(tmp_path, [_row(case_id="G", metric="output tokens/s per GPU at 90 tok/s/user", **row),
+                          _row(case_id="M", metric="output tokens/s per MW at 90 tokens/s per user", **row),
+                          _row(case_id="X", metric="tokens per MW", **row)])
+    s, a = catalog.load_system("p5.48xlarge"), workload_files.load_workload("gpt-oss-120b")
+    fr = frontier.model_frontier(s, a, Mix(1024, 8192), "vllm", serving_engines.envelope("vllm"), {"bf16/mxfp4"})
+    assert out.at["G", "predicted"] == pytest.approx(search.best_at(fr, "output_tokens_per_s_per_chip", [90.0])[0])
+    assert out.at["M", "predicted"] == pytest.approx(search.best_at(fr, "output_tokens_per_s_per_mw", [90.0])[0])
+    assert "engine frontier at >= 90 tokens/s/user" in out.at["G", "note"]
+    assert pd.isna(out.at["X", "predicted"]) and "read at an interactivity" in out.at["X", "reason"]

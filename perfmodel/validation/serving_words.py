@@ -7,11 +7,15 @@ catalog/model_names.py), the plan ('TP8', 'TP4 PP2', 'DP8 EP8 attention DP'), th
 input and output lengths and the data type (catalog/quant_modes.py). Each row is priced once, stated here and
 nothing fitted:
 
-    plan        t, p, e from the parallelism text; attention-DP d_a = the DP degree where the text says
-                attention DP, else 1; replicas = GPUs / (t p d_a) (GPUs: num_chips, else one replica)
+    plan        t, d_a, e, p from the parallelism text as any framework spells it (validation/plan_words.py:
+                SGLang's --enable-dp-attention, TensorRT-LLM's enable_attention_dp, vLLM's data parallel with
+                expert parallel, DEP8 / TEP8); replicas = GPUs / (t d_a p) (GPUs: num_chips, else one replica)
     load        C = ceil(batch / replicas) sequences in flight per replica (a closed loop of `batch` clients:
                 the steady state at C), rounded up to a multiple of d_a p
     engine      the one the notes name (vLLM, SGLang, TensorRT-LLM), else the hardware family's default
+    at speed    a throughput stated 'at N tokens/s/user' (or per MW) is read on the engine frontier: every plan
+                inside the engine's measured envelope in the row's data types (validation/frontier.model_frontier),
+                its best at interactivity >= N
     quantity    the steady state's figure (serving/steady_state.serve, aggregated): TTFT, TPOT, 1 / TPOT,
                 TTFT + (O - 1) TPOT; output tokens/s per chip x the scope's chips (the deployment: every GPU);
                 total = output x (I + O) / O; requests/s = output / O
@@ -35,11 +39,15 @@ from perfmodel.catalog import model_names, serving_engines, system_names, worklo
 from perfmodel.catalog.files import read_toml
 from perfmodel.core import units
 from perfmodel.serving.options import Mode, ServingOptions
+from perfmodel.serving import search
 from perfmodel.serving.steady_state import Grid, Mix, serve
-from perfmodel.validation import harness, inferencex_map, training_rows
+from perfmodel.validation import frontier, harness, inferencex_map, plan_words, training_rows
 from perfmodel.validation.harness import register_validation, unexpressed
 
 PHASE = "serving"
+# a throughput stated at an interactivity: 'output tokens/s per GPU at 50 tok/s/user'
+AT_SPEED = re.compile(r"\s*@?\s*\bat\s+(\d+(?:\.\d+)?)\s*(?:output\s+)?tok(?:en)?s?\s*/\s*s(?:ec)?\s*(?:/|per)\s*user",
+                      re.I)
 ENGINES = {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "trtllm", "trt-llm": "trtllm", "trtllm": "trtllm"}
 
 
@@ -56,7 +64,7 @@ def _first(text: str, table: dict[str, list[str]], default: str) -> str:
 
 def quantity_of(metric: str) -> tuple[str, str, str]:
     """(quantity, scope, statistic) a metric text names ('' quantity when none)."""
-    v, t = vocabulary(), str(metric).strip().lower()
+    v, t = vocabulary(), AT_SPEED.sub("", str(metric).strip().lower())
     q = _first(t, {k: e["words"] for k, e in v["quantities"].items()}, "")
     return q, _first(t, v["scopes"], "deployment"), _first(t, v["stats"], "mean")
 
@@ -86,35 +94,67 @@ def _engine(notes: str, system) -> str:
     return next((e for w, e in ENGINES.items() if w in t), serving_engines.default_for(system))
 
 
+def _types(m):
+    """(quant label, dense weight type, expert weight type) of a row's dtype ('(not stated)' remarks dropped)."""
+    label = re.sub(r"\s*[(\[].*$", "", str(m["dtype"])).strip()
+    w = inferencex_map.storage_type(label, m["_arch"], experts=False)
+    return label, w, (inferencex_map.storage_type(label, m["_arch"], experts=True) if m["_arch"].is_moe else w)
+
+
+def _on_frontier(m, x: float, i: int, o: int, gpus: int) -> tuple[float, str, str]:
+    """A throughput stated at an interactivity: the engine frontier (every plan inside the engine's measured
+    envelope, in the row's data types) read at x tokens/s per user, per chip x the scope's chips, or per MW."""
+    system, (q, scope, _) = m["_system"], m["_q"]
+    label, w, e = _types(m)
+    if w is None:
+        return np.nan, "", f"dtype {label!r} is not a data type or quantisation mode"
+    engine = _engine(m["notes"], system)
+    fr = frontier.model_frontier(system, m["_arch"], Mix(i, o), engine, serving_engines.envelope(engine),
+                                 {f"{w.value}/{e.value}"})
+    col = "output_tokens_per_s_per_mw" if q == "output_per_mw" else "output_tokens_per_s_per_chip"
+    y = float(search.best_at(fr, col, [x])[0]) if len(fr) else np.nan
+    if not np.isfinite(y):
+        return np.nan, "", f"no plan of {engine}'s engine frontier reaches {x:g} tokens/s per user"
+    chips = 1.0 if q == "output_per_mw" else {"gpu": 1.0, "node": float(system.node.chips),
+                                              "replica": float(gpus), "deployment": float(gpus)}[scope]
+    scale = {"output_per_mw": 1.0, "output_throughput": 1.0, "total_throughput": (i + o) / o,
+             "request_throughput": 1.0 / o}.get(q)
+    if scale is None:
+        return np.nan, "", f"{q} is not a throughput to read at an interactivity"
+    note = (f"{engine} engine frontier at >= {x:g} tokens/s/user (every plan inside its measured envelope, weights "
+            f"{w.value}, experts {e.value}), {i}/{o} tokens; {q} {scope}")
+    return y * chips * scale, note, ""
+
+
 def _price(m) -> tuple[float, str, str]:
     """(predicted SI value, note, reason) of one row (module doc)."""
     system, arch = m["_system"], m["_arch"]
-    plan = training_rows.plan_of(m["parallelism"], _count(m["num_chips"]))
-    tp, da = plan.tp, 1
-    if re.search(r"attention[ -]?dp|dp[ -]?attention|attention data", str(m["parallelism"]), re.I):
-        # attention-DP: the DP degree stated, else the TP degree (SGLang's dp_size defaults to tp_size, and its
-        # tp_size then counts every GPU of the replica: attention is d_a-way data parallel, t = tp / d_a)
-        stated = re.search(r"(?<![a-z])dp\s*(?:=|:|-size)?\s*(\d+)", str(m["parallelism"]), re.I)
-        da = int(stated.group(1)) if stated else plan.tp
-        tp = max(1, plan.tp // da) if plan.tp % da == 0 else plan.tp
-    unit = tp * plan.pp * da
+    try:
+        plan = plan_words.plan_of(m["parallelism"])
+    except ValueError as exc:
+        return np.nan, "", f"parallelism {m['parallelism']!r}: {exc}"
+    tp, da = plan.tp, plan.da
+    unit = plan.gpus
     gpus = _count(m["num_chips"]) or unit
     if gpus % unit:
         return np.nan, "", f"parallelism {m['parallelism']!r} ({unit} GPUs per replica) does not divide {gpus} GPUs"
     replicas = gpus // unit
     batch, i, o = _count(m["batch"]), _count(m["input_len"]), _count(m["output_len"])
+    at = AT_SPEED.search(str(m["metric"]))
+    if at and i and o:
+        return _on_frontier(m, float(at.group(1)), i, o, gpus)
+    if m["_q"][0] == "output_per_mw":
+        return np.nan, "", "tokens per MW is read at an interactivity ('... at N tokens/s/user')"
     if not (batch and i and o):
         return np.nan, "", "a serving row needs its concurrency (batch) and input and output lengths"
     step = da * plan.pp
     c = step * math.ceil(math.ceil(batch / replicas) / step)
-    label = re.sub(r"\s*[(\[].*$", "", str(m["dtype"])).strip()  # '(not stated; default)', '(--quantization ..)'
-    w = inferencex_map.storage_type(label, arch, experts=False)
-    e = inferencex_map.storage_type(label, arch, experts=True) if arch.is_moe else w
+    label, w, e = _types(m)
     if w is None:
         return np.nan, "", f"dtype {label!r} is not a data type or quantisation mode"
     comp = inferencex_map.compute_type(w, system, label)
     engine = _engine(m["notes"], system)
-    g = Grid.of(tp=tp, da=da, ep=max(1, plan.ep), pp=plan.pp, concurrency=c, compute=comp, weights=w,
+    g = Grid.of(tp=tp, da=da, ep=plan.ep, pp=plan.pp, concurrency=c, compute=comp, weights=w,
                 expert_weights=e)
     r = serve(system, arch, g, Mix(i, o), ServingOptions(mode=Mode.AGGREGATED, engine=engine)).iloc[0]
     if not r["valid"]:
@@ -125,7 +165,7 @@ def _price(m) -> tuple[float, str, str]:
     value = {"output_throughput": out, "total_throughput": out * (i + o) / o, "request_throughput": out / o,
              "user_speed": r["tokens_per_s_per_user"], "ttft": r["ttft_s"],
              "tpot": r["time_per_output_token_s"], "e2e_latency": r["e2e_latency_s"]}[q]
-    note = (f"{engine}, TP{tp} DA{da} EP{max(1, plan.ep)} PP{plan.pp} x {replicas} replicas, C={c} per replica, "
+    note = (f"{engine}, TP{tp} DA{da} EP{plan.ep} PP{plan.pp} x {replicas} replicas, C={c} per replica, "
             f"{comp.value}/{w.value} weights, {i}/{o} tokens; {q} {scope}"
             + ("; the median read as the steady state's mean" if stat == "p50" else ""))
     return float(value), note, ""
