@@ -57,7 +57,7 @@ def test_a_row_is_the_steady_state_of_its_plan_load_and_engine(tmp_path):
     assert out.at["G", "predicted"] == pytest.approx(per_gpu)
     assert out.at["R", "predicted"] == pytest.approx(per_gpu * 8 / 512)
     assert out.at["L", "predicted"] == pytest.approx(r["time_per_output_token_s"] * 1e3)
-    assert "x 2 replicas, C=32 per replica" in out.at["T", "note"] and out.at["T", "system"] == "p5.48xlarge"
+    assert "x 2 replicas, 64 clients, C=32 per replica" in out.at["T", "note"] and out.at["T", "system"] == "p5.48xlarge"
 
 
 def test_what_cannot_be_priced_is_listed_with_why(tmp_path):
@@ -111,3 +111,23 @@ def test_a_throughput_at_an_interactivity_is_read_on_the_engine_frontier(tmp_pat
     assert out.at["M", "predicted"] == pytest.approx(search.best_at(fr, "output_tokens_per_s_per_mw", [90.0])[0])
     assert "engine frontier at >= 90 tokens/s/user" in out.at["G", "note"]
     assert pd.isna(out.at["X", "predicted"]) and "read at an interactivity" in out.at["X", "reason"]
+
+
+def test_a_request_rate_is_an_open_loop_and_an_unbounded_one_a_burst(tmp_path):
+    """Without a batch: 'request rate 2 RPS' holds the fewest sequences per replica whose steady-state request
+    rate reaches 2/s (so the output throughput is at least 2 x O); 'request rate inf, 500 prompts' runs as many as
+    the engine's cap and the KV cache hold (its TTFT is its queue's: listed); a rate beyond the capacity is
+    listed."""
+    rows = [_row(case_id="OPEN", batch="", notes="vLLM; request rate 2 RPS, 600 prompts", metric="Median TPOT",
+                 unit="ms", value="20"),
+            _row(case_id="OPENT", batch="", notes="vLLM; request rate 2 RPS", metric="Output token throughput"),
+            _row(case_id="BURST", batch="", notes="vLLM; request rate inf, 500 prompts"),
+            _row(case_id="BURSTL", batch="", notes="vLLM; request rate inf, 500 prompts", metric="Mean TTFT",
+                 unit="ms", value="900"),
+            _row(case_id="OVER", batch="", notes="vLLM; request rate 5000 RPS")]
+    out = _run(tmp_path, rows)
+    assert "2 requests/s held at C=" in out.at["OPEN", "note"] and out.at["OPEN", "predicted"] > 0
+    assert out.at["OPENT", "predicted"] >= 2 * 512 * 0.999
+    assert "a burst of 500 prompts" in out.at["BURST", "note"] and out.at["BURST", "predicted"] > 0
+    assert pd.isna(out.at["BURSTL", "predicted"]) and "its latencies are its queue's" in out.at["BURSTL", "reason"]
+    assert "beyond what the deployment serves" in out.at["OVER", "reason"]

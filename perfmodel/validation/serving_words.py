@@ -11,7 +11,10 @@ nothing fitted:
                 SGLang's --enable-dp-attention, TensorRT-LLM's enable_attention_dp, vLLM's data parallel with
                 expert parallel, DEP8 / TEP8); replicas = GPUs / (t d_a p) (GPUs: num_chips, else one replica)
     load        C = ceil(batch / replicas) sequences in flight per replica (a closed loop of `batch` clients:
-                the steady state at C), rounded up to a multiple of d_a p
+                the steady state at C), rounded up to a multiple of d_a p; without a batch, the request rate its
+                notes give: an open loop held at the fewest C whose steady-state request rate reaches it (Little's
+                law), or an infinite rate with N prompts: a burst, as many running as the engine's cap and the KV
+                cache hold (throughputs only: a burst's latencies are its queue's)
     engine      the one the notes name (vLLM, SGLang, TensorRT-LLM), else the hardware family's default
     at speed    a throughput stated 'at N tokens/s/user' (or per MW) is read on the engine frontier: every plan
                 inside the engine's measured envelope in the row's data types (validation/frontier.model_frontier),
@@ -126,6 +129,42 @@ def _on_frontier(m, x: float, i: int, o: int, gpus: int) -> tuple[float, str, st
     return y * chips * scale, note, ""
 
 
+RATE = re.compile(r"(?:request[ -]rate|rps)\s*(?:=|:)?\s*(?:default\s*)?\(?(inf\w*|\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*(?:rps|req/s)",
+                  re.I)
+PROMPTS = re.compile(r"(\d[\d,]*)\s*(?:prompts|requests)\b", re.I)
+
+
+def _load(m, batch: int, replicas: int, step: int, at, o: int, cap: float):
+    """(sequences in flight per replica, how it was read, whether latencies are the steady state's) or a reason:
+    a concurrency (batch: a closed loop of that many clients); else a request rate R (an open loop: the fewest
+    sequences per replica whose steady-state request rate holds R / replicas, Little's law); else an infinite rate
+    with N prompts (a burst: as many as the engine's cap and the KV cache hold run; the rest queue)."""
+    if batch:
+        c = step * math.ceil(math.ceil(batch / replicas) / step)
+        return c, f"{batch} clients, C={c} per replica", True
+    hit = RATE.search(str(m["notes"]))
+    if hit is None:
+        return "a serving row needs its concurrency (batch) or a request rate (in its notes)"
+    rate = hit.group(1) or hit.group(2)
+    probe = at([step]).iloc[0]
+    most = max(step, min(cap, float(probe["max_concurrency_kv"])) // step * step)
+    if rate.lower().startswith("inf"):
+        n = PROMPTS.search(str(m["notes"]))
+        if n is None:
+            return "an unbounded request rate needs the number of prompts sent (a burst)"
+        c = int(min(most, step * math.ceil(int(n.group(1).replace(",", "")) / replicas / step)))
+        return c, f"a burst of {n.group(1)} prompts, C={c} running per replica", False
+    per = float(rate) / replicas
+    cs = np.unique(np.round(np.geomspace(1, max(1.0, most / step), 64)) * step)
+    f = at(cs)
+    held = (f["valid"] & f["kv_fits"]).to_numpy() & (f["output_tokens_per_s_per_replica"].to_numpy() / o >= per)
+    if not held.any():
+        return (f"request rate {rate}/s is beyond what the deployment serves (at most "
+                f"{f['output_tokens_per_s_per_replica'].max() / o * replicas:.3g} requests/s): its queue grows")
+    c = int(cs[np.argmax(held)])
+    return c, f"{rate} requests/s held at C={c} per replica", True
+
+
 def _price(m) -> tuple[float, str, str]:
     """(predicted SI value, note, reason) of one row (module doc)."""
     system, arch = m["_system"], m["_arch"]
@@ -145,18 +184,28 @@ def _price(m) -> tuple[float, str, str]:
         return _on_frontier(m, float(at.group(1)), i, o, gpus)
     if m["_q"][0] == "output_per_mw":
         return np.nan, "", "tokens per MW is read at an interactivity ('... at N tokens/s/user')"
-    if not (batch and i and o):
-        return np.nan, "", "a serving row needs its concurrency (batch) and input and output lengths"
-    step = da * plan.pp
-    c = step * math.ceil(math.ceil(batch / replicas) / step)
+    if not (i and o):
+        return np.nan, "", "a serving row needs its input and output lengths (a dataset's distribution is not one)"
     label, w, e = _types(m)
     if w is None:
         return np.nan, "", f"dtype {label!r} is not a data type or quantisation mode"
     comp = inferencex_map.compute_type(w, system, label)
     engine = _engine(m["notes"], system)
-    g = Grid.of(tp=tp, da=da, ep=plan.ep, pp=plan.pp, concurrency=c, compute=comp, weights=w,
-                expert_weights=e)
-    r = serve(system, arch, g, Mix(i, o), ServingOptions(mode=Mode.AGGREGATED, engine=engine)).iloc[0]
+    opts = ServingOptions(mode=Mode.AGGREGATED, engine=engine)
+
+    def at(cs) -> pd.DataFrame:
+        g = Grid.of(tp=tp, da=da, ep=plan.ep, pp=plan.pp, concurrency=np.asarray(cs, dtype=float), compute=comp,
+                    weights=w, expert_weights=e)
+        return serve(system, arch, g, Mix(i, o), opts)
+
+    load = _load(m, batch, replicas, da * plan.pp, at, o, serving_engines.engine(engine)["max_running"] * da
+                 if engine in serving_engines.engines() else np.inf)
+    if isinstance(load, str):
+        return np.nan, "", load
+    c, how, latencies = load
+    if m["_q"][0] in ("ttft", "tpot", "e2e_latency", "user_speed") and not latencies:
+        return np.nan, "", f"{how}: its latencies are its queue's (the simulation: perfmodel simulate)"
+    r = at([c]).iloc[0]
     if not r["valid"]:
         return np.nan, "", f"plan refused: {r['invalid_reason']}"
     q, scope, stat = m["_q"]
@@ -165,7 +214,7 @@ def _price(m) -> tuple[float, str, str]:
     value = {"output_throughput": out, "total_throughput": out * (i + o) / o, "request_throughput": out / o,
              "user_speed": r["tokens_per_s_per_user"], "ttft": r["ttft_s"],
              "tpot": r["time_per_output_token_s"], "e2e_latency": r["e2e_latency_s"]}[q]
-    note = (f"{engine}, TP{tp} DA{da} EP{plan.ep} PP{plan.pp} x {replicas} replicas, C={c} per replica, "
+    note = (f"{engine}, TP{tp} DA{da} EP{plan.ep} PP{plan.pp} x {replicas} replicas, {how}, "
             f"{comp.value}/{w.value} weights, {i}/{o} tokens; {q} {scope}"
             + ("; the median read as the steady state's mean" if stat == "p50" else ""))
     return float(value), note, ""
