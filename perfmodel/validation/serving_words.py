@@ -1,6 +1,6 @@
 """Validation family: serving measurements written the way people publish them (phase 'serving').
 
-A row names a quantity in its own words (reference/serving_quantities.toml: output or total token throughput,
+A row names a quantity in its own words (reference/measured_quantities.toml [serving]: output or total token throughput,
 request throughput, tokens/s per user, TTFT, TPOT / ITL, end-to-end latency; per GPU, node, replica or the
 deployment; mean or a percentile), the hardware and model as its source writes them (catalog/system_names.py,
 catalog/model_names.py), the plan ('TP8', 'TP4 PP2', 'DP8 EP8 attention DP'), the concurrency (batch), the
@@ -32,19 +32,17 @@ from __future__ import annotations
 
 import math
 import re
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
 from perfmodel.catalog import model_names, serving_engines, system_names, workload_files
-from perfmodel.catalog.files import read_toml
 from perfmodel.core import units
-from perfmodel.serving.options import Mode, ServingOptions
 from perfmodel.serving import search
+from perfmodel.serving.options import Mode, ServingOptions
 from perfmodel.serving.steady_state import Grid, Mix, serve
-from perfmodel.validation import frontier, harness, inferencex_map, plan_words, training_rows
+from perfmodel.validation import frontier, harness, inferencex_map, plan_words, quantities, training_rows
 from perfmodel.validation.harness import register_validation, unexpressed
 
 PHASE = "serving"
@@ -54,9 +52,9 @@ AT_SPEED = re.compile(r"\s*@?\s*\bat\s+(\d+(?:\.\d+)?)\s*(?:output\s+)?tok(?:en)
 ENGINES = {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "trtllm", "trt-llm": "trtllm", "trtllm": "trtllm"}
 
 
-@lru_cache(maxsize=1)
 def vocabulary() -> dict:
-    return read_toml(harness.CSV.parent / "serving_quantities.toml")
+    """The serving part of the one vocabulary of measured quantities (validation/quantities.py)."""
+    return quantities.vocabulary()["serving"]
 
 
 def _first(text: str, table: dict[str, list[str]], default: str) -> str:

@@ -21,7 +21,7 @@ Every training row, however its source wrote it, is read by the same rules (stat
                recompute of that many layers per stage)
     batch      'GBS 2048', 'global batch 2048', 'mbs 1' / 'micro batch 1' (sequences)
     dtype      FP8 (and its recipe: per-tensor delayed or current scaling, block / MX scaling) or BF16 / FP16
-    metric     METRICS: TFLOP/s per GPU (model or hardware FLOPs), tokens/s per GPU or in total, sequences/s,
+    metric     reference/measured_quantities.toml [training.kinds]: TFLOP/s per GPU (model or hardware FLOPs), tokens/s per GPU or in total, sequences/s,
                MFU (its stated peak), step time, time to train, GPU-hours per trillion tokens
 
 A row a rule cannot read is listed with what is missing (never guessed).
@@ -35,6 +35,7 @@ import re
 from perfmodel import catalog
 from perfmodel.catalog import model_names, system_names
 from perfmodel.core.scenario import Parallelism
+from perfmodel.validation import quantities
 
 # accelerator words -> catalogue system, most specific first
 ACCELERATORS = (
@@ -178,19 +179,12 @@ def fp8_of(text: str) -> str:
     return "current" if re.search(r"current", t, re.I) else "delayed"
 
 
-METRICS = (  # (pattern on 'metric unit', kind)
-    (r"MFU|model flops? utili[sz]ation", "mfu"),
-    (r"tflop|teraflop", "tflops_per_gpu"),
-    (r"tokens?\s*/\s*s(?:ec)?\w*\s*(?:/|per)\s*(?:gpu|device|chip|accelerator)", "tokens_per_s_per_gpu"),
-    (r"tokens?\s*/\s*s|tokens per second|throughput.*tokens", "tokens_per_s"),
-    (r"seq(?:uence)?s?\s*/\s*s|samples?\s*/\s*s", "sequences_per_s"),
-    (r"step time|time per (?:iteration|step)|iteration time|s/it", "step_time"),
-    (r"time[ -]to[ -]train|days to train|training time", "time_to_train"),
-    (r"gpu[ -]hours", "gpu_hours"),
-)
+def metrics() -> tuple[tuple[str, str], ...]:
+    """(pattern, kind) in order: the training kinds of the one vocabulary (validation/quantities.py)."""
+    return tuple((pat, kind) for kind, e in quantities.vocabulary()["training"]["kinds"].items() for pat in e["patterns"])
 
 
 def metric_of(metric: str, unit: str = "") -> str:
-    """The metric's kind (METRICS), or '' when none matches."""
+    """The metric's kind (metrics(): the first whose pattern matches 'metric unit'), or '' when none matches."""
     text = f"{metric} {unit}"
-    return next((kind for pat, kind in METRICS if re.search(pat, text, re.I)), "")
+    return next((kind for pat, kind in metrics() if re.search(pat, text, re.I)), "")
