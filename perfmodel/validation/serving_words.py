@@ -177,9 +177,9 @@ def _price(m) -> tuple[float, str, str]:
         return np.nan, "", f"parallelism {m['parallelism']!r} ({unit} GPUs per replica) does not divide {gpus} GPUs"
     replicas = gpus // unit
     batch, i, o = _count(m["batch"]), _count(m["input_len"]), _count(m["output_len"])
-    at = AT_SPEED.search(str(m["metric"]))
-    if at and i and o:
-        return _on_frontier(m, float(at.group(1)), i, o, gpus)
+    speed = AT_SPEED.search(str(m["metric"]))
+    if speed and i and o:
+        return _on_frontier(m, float(speed.group(1)), i, o, gpus)
     if m["_q"][0] == "output_per_mw":
         return np.nan, "", "tokens per MW is read at an interactivity ('... at N tokens/s/user')"
     if not (i and o):
