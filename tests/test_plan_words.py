@@ -32,3 +32,21 @@ def test_each_spelling_reads_to_its_plan(text, tp, da, ep, pp):
 def test_an_attention_dp_that_does_not_divide_tp_is_one_clear_line():
     with pytest.raises(ValueError, match="attention-DP 3 does not divide TP 8"):
         plan_of("--tp 8 --dp 3 --enable-dp-attention")
+
+
+@pytest.mark.parametrize("text, tp, pp, dp, cp, ep, vp", [
+    ("TP8 PP4 DP16", 8, 4, 16, 1, 1, 1),
+    ("--tensor-model-parallel-size 8 --pipeline-model-parallel-size 4", 8, 4, 4, 1, 1, 1),  # Megatron flags
+    ("tensor_model_parallel_size: 4, pipeline_model_parallel_size: 2, context_parallel_size: 2", 4, 2, 8, 2, 1, 1),
+    ("--parallelism.tensor_parallel_degree 8 --parallelism.data_parallel_shard_degree 16", 8, 1, 16, 1, 1, 1),
+    ("pipeline_parallel_size=4 ZeRO-1", 1, 4, 32, 1, 1, 1),  # DeepSpeed
+    ("virtual_pipeline_model_parallel_size: 5 TP4 PP8", 4, 8, 4, 1, 1, 5),  # NeMo: VP is not PP
+    ("expert_model_parallel_size 8 TP1", 1, 1, 128, 1, 8, 1),
+    ("TP=4, PP=8, interleaved 2", 4, 8, 4, 1, 1, 2),
+])
+def test_training_plans_in_framework_spellings(text, tp, pp, dp, cp, ep, vp):
+    """validation/training_rows.plan_of over 128 GPUs: DP fills the GPUs where unstated."""
+    from perfmodel.validation.training_rows import plan_of
+
+    p = plan_of(text, 128)
+    assert (p.tp, p.pp, p.dp, p.cp, p.ep, p.pp_virtual) == (tp, pp, dp, cp, ep, vp)

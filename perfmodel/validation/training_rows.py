@@ -50,9 +50,18 @@ ACCELERATORS = (
 # launcher_scripts/conf/training/gpt3/<size>.yaml: num_layers, hidden_size, num_attention_heads; FFN 4 h,
 # learned positions, GPT-2 BPE vocabulary): the GPT-3 template at these dimensions
 GPT3_SIZES = {"5b": "h=4096, L=24, heads=32", "20b": "h=6144, L=44, heads=48"}
-PLAN_KEYS = {"tp": r"tp|tensor[ -]parallel(?:ism)?", "pp": r"pp|pipeline[ -]parallel(?:ism)?",
-             "dp": r"dp|data[ -]parallel(?:ism)?", "cp": r"cp|context[ -]parallel(?:ism)?",
-             "ep": r"ep|expert[ -]parallel(?:ism)?", "vp": r"vpp|vp|virtual[ -]pipeline|interleav\w*"}
+# each degree as frameworks spell it: 'TP8', 'tensor parallel 8'; Megatron / NeMo flags ('--tensor-model-parallel-size
+# 8', 'tensor_model_parallel_size: 8', '--num-layers-per-virtual-pipeline-stage' is not a degree);
+# torchtitan's '--parallelism.tensor_parallel_degree 8' / 'data_parallel_shard_degree'; DeepSpeed's
+# 'pipeline_parallel_size'; followed by '=', ':' or a space and the number
+_SEP = r"[ _-]"
+PLAN_KEYS = {
+    "tp": rf"tp|tensor{_SEP}(?:model{_SEP})?parallel(?:ism|{_SEP}size|{_SEP}degree)?",
+    "pp": rf"pp|pipeline{_SEP}(?:model{_SEP})?parallel(?:ism|{_SEP}size|{_SEP}degree)?",
+    "dp": rf"dp|data{_SEP}parallel(?:ism|{_SEP}size|{_SEP}(?:shard{_SEP})?degree)?",
+    "cp": rf"cp|context{_SEP}parallel(?:ism|{_SEP}size|{_SEP}degree)?",
+    "ep": rf"ep|expert{_SEP}(?:model{_SEP})?parallel(?:ism|{_SEP}size|{_SEP}degree)?",
+    "vp": rf"vpp|vp|virtual{_SEP}pipeline(?:{_SEP}model{_SEP}parallel{_SEP}size)?|interleav\w*"}
 
 
 def system_of(hardware: str) -> str:
@@ -143,7 +152,7 @@ def plan_of(text: str, gpus: int = 0) -> Parallelism:
     t = str(text)
     vals: dict[str, int] = {}
     for k, pat in PLAN_KEYS.items():
-        hit = re.search(rf"(?<![a-z])(?:{pat})\s*(?:=|:)?\s*(\d+)", t, re.I)
+        hit = re.search(rf"(?<![a-z_])(?:{pat})\s*(?:=|:)?\s*(\d+)", t, re.I)
         if hit:
             vals[k] = int(hit.group(1))
     zero = 0
