@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="cases, summary (by phase, hardware family, metric), not-expressed, fidelity (serving "
                         "cases by system x backend x model x mode, with the gap each weak cell names), frontier "
                         "(the searched serving frontier against the measured one per system, model and lengths: "
-                        "engine and roofline frontiers), or all (default; without frontier)")
+                        "engine, roofline and configs frontiers), or all (default; without frontier)")
     p.add_argument("--summary-only", action="store_true", help="same as --show summary")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (--show frontier)")
     p.add_argument("--strict", action="store_true",
