@@ -78,7 +78,8 @@ def closed_loop(rows: pd.DataFrame, without_fits: bool = False, overrides: dict 
     total (C of the deployment), c_rep / s_rep (C and running S per decode replica), d_a_pre (prefill
     entry's attention-DP ranks), n_pre (prefill workers, NaN: not written), isl, osl (mean lengths), t_d
     (decode step), d_a_dec (decode entry's attention-DP ranks), tpot_gpu, t_f (prefill step), l_f (prefill latency, with the KV hand-off when
-    disaggregated). `overrides` maps a parameter to {engine: value}; "prefill_utilization" to a number."""
+    disaggregated). `overrides` maps a parameter to {engine: value}; "prefill_utilization", "waves" and
+    "length_range_ratio" (another client's load) to a number."""
     p = params(rows["backend"], without_fits, overrides)
     proto = protocol()
     util = (overrides or {}).get("prefill_utilization", proto["prefill_utilization"])
@@ -93,8 +94,10 @@ def closed_loop(rows: pd.DataFrame, without_fits: bool = False, overrides: dict 
                        np.ceil(rows["total"] / (n_pre * rows["d_a_pre"])))
     after = rows["l_f"] - rows["t_f"] + kappa * step
     first = agg & (p["prefill_first"].to_numpy(float) > 0)  # aggregated: a disaggregated decode pool never prefills
-    wait, queued = cl.prefill_queue(clients, rows["t_f"], after, tpot, rows["osl"], proto["waves"],
-                                    proto["length_range_ratio"], step=step, prefill_first=first)
+    waves = (overrides or {}).get("waves", proto["waves"])  # another client's load: its requests / concurrency
+    ratio = (overrides or {}).get("length_range_ratio", proto["length_range_ratio"])
+    wait, queued = cl.prefill_queue(clients, rows["t_f"], after, tpot, rows["osl"], waves, ratio, step=step,
+                                    prefill_first=first)
     tpot = np.where(first, queued, tpot)
     common = dict(t_d=rows["t_d"], tau=tau, t_f=rows["t_f"], L_f=rows["l_f"], kappa=kappa,
                   T_p=wait)

@@ -10,8 +10,10 @@ nothing fitted:
     plan        t, d_a, e, p from the parallelism text as any framework spells it (validation/plan_words.py:
                 SGLang's --enable-dp-attention, TensorRT-LLM's enable_attention_dp, vLLM's data parallel with
                 expert parallel, DEP8 / TEP8); replicas = GPUs / (t d_a p) (GPUs: num_chips, else one replica)
-    load        C = ceil(batch / replicas) sequences in flight per replica (a closed loop of `batch` clients:
-                the steady state at C), rounded up to a multiple of d_a p; without a batch, the request rate its
+    load        C = ceil(batch / replicas) sequences in flight per replica, rounded up to a multiple of d_a p: a
+                closed loop of `batch` clients with a known engine is priced as the InferenceX rows are
+                (inferencex_engine.closed_loop: running cap, KV pages, host time, steps to the first token, the
+                prefill queue of its waves = the notes' prompts / clients; throughput C O / (TTFT + (O-1) TPOT)); without a batch, the request rate its
                 notes give: an open loop held at the fewest C whose steady-state request rate reaches it (Little's
                 law), or an infinite rate with N prompts: a burst, as many running as the engine's cap and the KV
                 cache hold (throughputs only: a burst's latencies are its queue's)
@@ -42,7 +44,8 @@ from perfmodel.core import units
 from perfmodel.serving import search
 from perfmodel.serving.options import Mode, ServingOptions
 from perfmodel.serving.steady_state import Grid, Mix, serve
-from perfmodel.validation import frontier, harness, inferencex_map, plan_words, quantities, training_rows
+from perfmodel.validation import (frontier, harness, inferencex_engine, inferencex_map, plan_words, quantities,
+                                 training_rows)
 from perfmodel.validation.harness import register_validation, unexpressed
 
 PHASE = "serving"
@@ -98,6 +101,8 @@ def _engine(notes: str, system) -> str:
 def _types(m):
     """(quant label, dense weight type, expert weight type) of a row's dtype ('(not stated)' remarks dropped)."""
     label = re.sub(r"\s*[(\[].*$", "", str(m["dtype"])).strip()
+    if re.fullmatch(r"not stated|unstated|native|default|auto|", label, re.I):
+        label = ""  # the checkpoint's own types
     w = inferencex_map.storage_type(label, m["_arch"], experts=False)
     return label, w, (inferencex_map.storage_type(label, m["_arch"], experts=True) if m["_arch"].is_moe else w)
 
@@ -163,6 +168,24 @@ def _load(m, batch: int, replicas: int, step: int, at, o: int, cap: float):
     return c, f"{rate} requests/s held at C={c} per replica", True
 
 
+def _closed_loop(m, r, engine: str, c: int, step: int, da: int, i: int, o: int, batch: int, how: str):
+    """(TTFT, TPOT, how) of a closed loop of clients (serving/closed_loop.py through inferencex_engine, as the
+    InferenceX rows are priced): the engine's running cap and KV pages, its host time and steps to the first
+    token, and the prefill queue of a burst of C prompts and its waves (requests / clients, from the notes'
+    'N prompts', else the InferenceX protocol's), lengths as stated (no spread)."""
+    prof = serving_engines.engine(engine)
+    s = float(np.ravel(inferencex_engine.slots(float(c), prof["max_running"], float(r["max_concurrency_kv"]), step,
+                                               da))[0])
+    n = PROMPTS.search(str(m["notes"]))
+    waves = max(1, round(int(n.group(1).replace(",", "")) / batch)) if n else inferencex_engine.protocol()["waves"]
+    rows = pd.DataFrame([{"backend": engine, "agg": True, "total": float(c), "c_rep": float(c), "s_rep": s,
+                          "d_a_pre": float(da), "d_a_dec": float(da), "n_pre": np.nan, "isl": float(i),
+                          "osl": float(o), "t_d": r["decode_step_s"], "tpot_gpu": r["time_per_output_token_s"],
+                          "t_f": r["prefill_step_s"], "l_f": r["ttft_s"] - 0.5 * r["decode_step_s"]}])
+    cl = inferencex_engine.closed_loop(rows, overrides={"waves": waves, "length_range_ratio": 1.0}).iloc[0]
+    return float(cl["ttft_s"]), float(cl["tpot_s"]), f"{how} in a closed loop of {waves} waves, {s:g} running"
+
+
 def _price(m) -> tuple[float, str, str]:
     """(predicted SI value, note, reason) of one row (module doc)."""
     system, arch = m["_system"], m["_arch"]
@@ -191,10 +214,13 @@ def _price(m) -> tuple[float, str, str]:
     engine = _engine(m["notes"], system)
     opts = ServingOptions(mode=Mode.AGGREGATED, engine=engine)
 
-    def at(cs) -> pd.DataFrame:
+    def at(cs, options=opts) -> pd.DataFrame:
         g = Grid.of(tp=tp, da=da, ep=plan.ep, pp=plan.pp, concurrency=np.asarray(cs, dtype=float), compute=comp,
                     weights=w, expert_weights=e)
-        return serve(system, arch, g, Mix(i, o), opts)
+        return serve(system, arch, g, Mix(i, o), options)
+
+    def at_gpu(c) -> pd.Series:  # the GPU's terms alone (the closed loop adds the engine)
+        return at([c], ServingOptions(mode=Mode.AGGREGATED)).iloc[0]
 
     load = _load(m, batch, replicas, da * plan.pp, at, o, serving_engines.engine(engine)["max_running"] * da
                  if engine in serving_engines.engines() else np.inf)
@@ -209,9 +235,12 @@ def _price(m) -> tuple[float, str, str]:
     q, scope, stat = m["_q"]
     chips = {"gpu": 1.0, "node": float(system.node.chips), "replica": float(unit), "deployment": float(gpus)}[scope]
     out = r["output_tokens_per_s_per_chip"] * chips
+    ttft, tpot = r["ttft_s"], r["time_per_output_token_s"]
+    if batch and engine in serving_engines.engines():  # a closed loop of clients: the benchmark's own queue
+        ttft, tpot, how = _closed_loop(m, at_gpu(c), engine, c, da * plan.pp, da, i, o, batch, how)
+        out = c * o / (ttft + (o - 1) * tpot) / unit * chips  # each client finishes O tokens per request
     value = {"output_throughput": out, "total_throughput": out * (i + o) / o, "request_throughput": out / o,
-             "user_speed": r["tokens_per_s_per_user"], "ttft": r["ttft_s"],
-             "tpot": r["time_per_output_token_s"], "e2e_latency": r["e2e_latency_s"]}[q]
+             "user_speed": 1.0 / tpot, "ttft": ttft, "tpot": tpot, "e2e_latency": ttft + (o - 1) * tpot}[q]
     note = (f"{engine}, TP{tp} DA{da} EP{plan.ep} PP{plan.pp} x {replicas} replicas, {how}, "
             f"{comp.value}/{w.value} weights, {i}/{o} tokens; {q} {scope}"
             + ("; the median read as the steady state's mean" if stat == "p50" else ""))
