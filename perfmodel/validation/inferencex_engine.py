@@ -77,9 +77,9 @@ def closed_loop(rows: pd.DataFrame, without_fits: bool = False, overrides: dict 
     """ttft_s, tpot_s, n_pre (prefill workers used) per row from its GPU terms (TERMS): backend, agg (bool),
     total (C of the deployment), c_rep / s_rep (C and running S per decode replica), d_a_pre (prefill
     entry's attention-DP ranks), n_pre (prefill workers, NaN: not written), isl, osl (mean lengths), t_d
-    (decode step), d_a_dec (decode entry's attention-DP ranks), tpot_gpu, t_f (prefill step), l_f (prefill latency, with the KV hand-off when
-    disaggregated). `overrides` maps a parameter to {engine: value}; "prefill_utilization", "waves" and
-    "length_range_ratio" (another client's load) to a number."""
+    (decode step), d_a_dec (decode entry's attention-DP ranks), tpot_gpu, t_f (prefill step), l_f (prefill
+    latency, with the KV hand-off when disaggregated). `overrides` maps a parameter to {engine: value};
+    "prefill_utilization", "waves" and "length_range_ratio" (another client's load) to a number."""
     p = params(rows["backend"], without_fits, overrides)
     proto = protocol()
     util = (overrides or {}).get("prefill_utilization", proto["prefill_utilization"])

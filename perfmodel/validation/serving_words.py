@@ -13,10 +13,11 @@ nothing fitted:
     load        C = ceil(batch / replicas) sequences in flight per replica, rounded up to a multiple of d_a p: a
                 closed loop of `batch` clients with a known engine is priced as the InferenceX rows are
                 (inferencex_engine.closed_loop: running cap, KV pages, host time, steps to the first token, the
-                prefill queue of its waves = the notes' prompts / clients; throughput C O / (TTFT + (O-1) TPOT)); without a batch, the request rate its
-                notes give: an open loop held at the fewest C whose steady-state request rate reaches it (Little's
-                law), or an infinite rate with N prompts: a burst, as many running as the engine's cap and the KV
-                cache hold (throughputs only: a burst's latencies are its queue's)
+                prefill queue of its waves = the notes' prompts / clients; throughput C O / (TTFT + (O-1) TPOT));
+                without a batch, the request rate its notes give: an open loop held at the fewest C whose steady-
+                state request rate reaches it (Little's law), or an infinite rate with N prompts: a burst, as many
+                running as the engine's cap and the KV cache hold (throughputs only: a burst's latencies are its
+                queue's)
     engine      the one the notes name (vLLM, SGLang, TensorRT-LLM), else the hardware family's default
     at speed    a throughput stated 'at N tokens/s/user' (or per MW) is read on the engine frontier: every plan
                 inside the engine's measured envelope in the row's data types (validation/frontier.model_frontier),
@@ -132,8 +133,8 @@ def _on_frontier(m, x: float, i: int, o: int, gpus: int) -> tuple[float, str, st
     return y * chips * scale, note, ""
 
 
-RATE = re.compile(r"(?:request[ -]rate|rps)\s*(?:=|:)?\s*(?:default\s*)?\(?(inf\w*|\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*(?:rps|req/s)",
-                  re.I)
+RATE = re.compile(r"(?:request[ -]rate|rps)\s*(?:=|:)?\s*(?:default\s*)?\(?(inf\w*|\d+(?:\.\d+)?)"
+                  r"|(\d+(?:\.\d+)?)\s*(?:rps|req/s)", re.I)
 PROMPTS = re.compile(r"(\d[\d,]*)\s*(?:prompts|requests)\b", re.I)
 
 
