@@ -72,7 +72,9 @@ def claim_readings() -> None:
 def page_planner(ctx: dict) -> None:
     st.subheader(f"Capacity planner: {ctx['workload_name']}")
     st.caption("Demand and SLA in; per system the cheapest plan that meets the SLA (or the lowest power where "
-               "no price exists), sized for the peak: fleet, facility power and $ per month (planner.py).")
+               "no price exists), sized for the peak: fleet, facility power and $ per month (planner.py). Each plan "
+               "is priced as the hardware family's serving engine runs it, inside what measured deployments of it "
+               "ran where any plan meets the SLA (column envelope; 'extrapolated' otherwise, said in the note).")
     page_inputs.ensure(st.session_state, "Capacity planner")
     c1, c2, c3, c4 = st.columns(4)
     rps = c1.number_input("Requests per second", step=10.0, key="plan_rps", **page_inputs.bounds("plan_rps"))
@@ -98,7 +100,8 @@ def page_planner(ctx: dict) -> None:
     st.markdown(verdict.plan_recommendation(df, float(rps) * float(peak)))
     chart(charts.plan_costs(df), "plan", f"plan_{ctx['workload_name']}")
     answer = ["system", "feasible", "chips", "usd_per_month", "usd_per_million_output_tokens",
-              "facility_power_peak_w", "ttft_s", "tokens_per_s_per_user", "mode", "verified", f"sim_ttft_p{pct}_s",
+              "facility_power_peak_w", "ttft_s", "tokens_per_s_per_user", "engine", "envelope", "mode", "verified",
+              f"sim_ttft_p{pct}_s",
               f"sim_tpot_p{pct}_s", "note"]
     st.dataframe(shown(df, [c for c in answer if c in df]), hide_index=True, key="plan_table")
     with st.expander("Every column of the plan"):
