@@ -182,7 +182,8 @@ def test_capacity_planner_page():
     at = app(page="Capacity planner", workload="llama-3-8b")
     df = table(at, "system", "Chips")
     assert {"system", "Chips", "$ per month", "$ per million output tokens", "Facility power at peak (kW)", "TTFT (ms)",
-            "note"} <= set(df.columns)
+            "note", "engine", "envelope"} <= set(df.columns)
+    assert set(df["engine"]) == {"nxd-inference"} and set(df["envelope"]) <= {"measured", "extrapolated"}
     assert "Instances" in table(at, "system", "Chips", "Instances").columns  # the detail table
     assert len(df) == 2
     words = " ".join(m.value for m in at.markdown)
