@@ -6,15 +6,17 @@ same calibration, engine profile or Neuron stack, pipeline send/recv), evaluated
 grid and interpolated (multilinear) in between:
 
     decode step    T_d(b, c)    = p (t_stage(b / p, c) + t_p2p)          b sequences decoding, mean context c
-                                                                         (p micro-batches in flight, as in
-                                                                         steady_state's decode step)
+                                  + tau_1 b / d_a                        (p micro-batches in flight, as in
+                                                                         steady_state's decode step; the
+                                                                         engine's host time per running
+                                                                         sequence, closed_loop.HOST)
     prefill work   T_f(n, s, c) = t_stage(s, n / s, c) + t_p2p           n prompt tokens from s sequences at mean
                                                                          prior context c (a prefill step's
                                                                          occupancy of the replica; its latency
                                                                          through the stages is p T_f)
-    one step       T = T_d(b, c_d) + T_f(n, s, c_f) + tau                 a step that decodes b sequences and
-                                                                         prefills n tokens; tau the engine's
-                                                                         host time per step (once per step)
+    one step       T = T_d(b, c_d) + T_f(n, s, c_f) + tau_0               a step that decodes b sequences and
+                                                                         prefills n tokens; tau_0 the engine's
+                                                                         fixed host time per step
 
 Axes: b on multiples of p d_a (geometric up to the scheduler's cap), c and n geometric, s up to n. Outside the
 grid a value is clamped to its edge (the grid spans what the scheduler can schedule). With speculative

@@ -10,7 +10,6 @@ Does not: read measurements.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from perfmodel.catalog import serving_engines
@@ -39,12 +38,7 @@ def closed_loop_check(system: System, arch: ModelArch, plan: Grid, clients: int,
                 compute=plan.compute[0],
                 weights=plan.weights[0], expert_weights=plan.expert_weights[0], kv_cache=plan.kv_cache[0])
     r = serve(system, arch, g, mix, ServingOptions(), cal).iloc[0]
-    da = float(plan.da[0])
-    rows = pd.DataFrame([{"backend": engine, "agg": True, "total": float(clients), "c_rep": float(clients),
-                          "s_rep": s, "d_a_pre": da, "d_a_dec": da, "n_pre": np.nan, "isl": float(mix.input_tokens),
-                          "osl": float(mix.output_tokens), "t_d": r["decode_step_s"],
-                          "tpot_gpu": r["time_per_output_token_s"], "t_f": r["prefill_step_s"],
-                          "l_f": r["ttft_s"] - 0.5 * r["decode_step_s"]}])
+    rows = ie.replica_terms(engine, clients, s, float(plan.da[0]), mix.input_tokens, mix.output_tokens, r)
     an = ie.closed_loop(rows).iloc[0]
     shapes = Shapes(input_tokens=((isl, 1.0),), output_tokens=((osl, 1.0),), ratio=proto["length_range_ratio"])
     run = deployment.simulate(system, arch, plan, Traffic("closed", clients=clients), shapes,

@@ -73,6 +73,17 @@ def prefill_workers(rows: pd.DataFrame, tpot: np.ndarray, utilization: float) ->
     return np.where(rows["n_pre"].notna(), rows["n_pre"], sized)
 
 
+def replica_terms(engine: str, clients: float, running: float, da: float, isl: float, osl: float,
+                  gpu: pd.Series) -> pd.DataFrame:
+    """The TERMS row of one aggregated replica of `clients` closed-loop clients, `running` decoding at once, from
+    serve()'s row of the GPU alone at that load (no engine: closed_loop adds it)."""
+    return pd.DataFrame([{"backend": engine, "agg": True, "total": float(clients), "c_rep": float(clients),
+                          "s_rep": float(running), "d_a_pre": float(da), "d_a_dec": float(da), "n_pre": np.nan,
+                          "isl": float(isl), "osl": float(osl), "t_d": gpu["decode_step_s"],
+                          "tpot_gpu": gpu["time_per_output_token_s"], "t_f": gpu["prefill_step_s"],
+                          "l_f": gpu["ttft_s"] - 0.5 * gpu["decode_step_s"]}])
+
+
 def closed_loop(rows: pd.DataFrame, without_fits: bool = False, overrides: dict | None = None) -> pd.DataFrame:
     """ttft_s, tpot_s, n_pre (prefill workers used) per row from its GPU terms (TERMS): backend, agg (bool),
     total (C of the deployment), c_rep / s_rep (C and running S per decode replica), d_a_pre (prefill

@@ -179,10 +179,7 @@ def _closed_loop(m, r, engine: str, c: int, step: int, da: int, i: int, o: int, 
                                                da))[0])
     n = PROMPTS.search(str(m["notes"]))
     waves = max(1, round(int(n.group(1).replace(",", "")) / batch)) if n else inferencex_engine.protocol()["waves"]
-    rows = pd.DataFrame([{"backend": engine, "agg": True, "total": float(c), "c_rep": float(c), "s_rep": s,
-                          "d_a_pre": float(da), "d_a_dec": float(da), "n_pre": np.nan, "isl": float(i),
-                          "osl": float(o), "t_d": r["decode_step_s"], "tpot_gpu": r["time_per_output_token_s"],
-                          "t_f": r["prefill_step_s"], "l_f": r["ttft_s"] - 0.5 * r["decode_step_s"]}])
+    rows = inferencex_engine.replica_terms(engine, c, s, da, i, o, r)
     cl = inferencex_engine.closed_loop(rows, overrides={"waves": waves, "length_range_ratio": 1.0}).iloc[0]
     return float(cl["ttft_s"]), float(cl["tpot_s"]), f"{how} in a closed loop of {waves} waves, {s:g} running"
 
@@ -239,7 +236,7 @@ def _price(m) -> tuple[float, str, str]:
     ttft, tpot = r["ttft_s"], r["time_per_output_token_s"]
     if batch and engine in serving_engines.engines():  # a closed loop of clients: the benchmark's own queue
         ttft, tpot, how = _closed_loop(m, at_gpu(c), engine, c, da * plan.pp, da, i, o, batch, how)
-        out = c * o / (ttft + (o - 1) * tpot) / unit * chips  # each client finishes O tokens per request
+        out = frontier.closed_loop_y(c, o, ttft, tpot, unit) * chips  # each client finishes O tokens per request
     value = {"output_throughput": out, "total_throughput": out * (i + o) / o, "request_throughput": out / o,
              "user_speed": 1.0 / tpot, "ttft": ttft, "tpot": tpot, "e2e_latency": ttft + (o - 1) * tpot}[q]
     note = (f"{engine}, TP{tp} DA{da} EP{plan.ep} PP{plan.pp} x {replicas} replicas, {how}, "
