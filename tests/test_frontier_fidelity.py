@@ -52,6 +52,11 @@ def test_the_shipped_envelopes_are_the_coverage_of_the_measured_rows(rows):
         assert env["max_running"] == cov.loc[engine, "max_running"]
         assert env["max_attention_dp"] == cov.loc[engine, "max_attention_dp"]
         assert env.params["max_running"].status == "measured"
+    per_chip = frontier.coverage(rows, by_chip=True)
+    for (engine, chip), c in per_chip.iterrows():
+        env = serving_engines.envelope(engine, chip)
+        assert (env["max_running"], env["max_attention_dp"]) == (c["max_running"], c["max_attention_dp"])
+        assert f"({c['rows']} rows" in env.params["max_running"].source
 
 
 def test_envelope_labels_points_outside_as_extrapolated():
@@ -66,7 +71,8 @@ def test_each_family_gets_its_engine_and_none_is_the_roofline():
     assert serving_engines.resolve(None, gpu)[0] == "vllm"
     assert serving_engines.resolve(None, trn)[0] == "nxd-inference"
     assert serving_engines.resolve("none", gpu) == ("", None)
-    assert serving_engines.resolve("trtllm", gpu)[1]["max_attention_dp"] == 64
+    assert serving_engines.resolve("trtllm", gpu)[1]["max_attention_dp"] == 1  # on H100 it ran tensor-parallel
+    assert serving_engines.resolve("trtllm", catalog.load_system("p6-b200.48xlarge"))[1]["max_attention_dp"] == 64
     assert "vLLM" in serving_engines.default_reason()
 
 

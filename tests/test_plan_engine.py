@@ -60,8 +60,9 @@ def test_the_engine_frontier_is_the_best_of_the_groups_measured_engines():
     mix = inferencex_engine.mean_mix(1024, 128)
     pts = frontier.measured_points(one)
     types = set(pts["types"]) - {""}
-    best = np.fmax.reduce([search.best_at(frontier.model_frontier(system, arch, mix, e, serving_engines.envelope(e),
-                                                                  types), frontier.Y, front["tokens_per_s_per_user"])
+    best = np.fmax.reduce([search.best_at(frontier.model_frontier(system, arch, mix, e,
+                                                                  serving_engines.envelope(e, system.chip.name), types),
+                                          frontier.Y, front["tokens_per_s_per_user"])
                            for e in engines])
     assert front["engine_tokens_per_s_per_gpu"].to_numpy() == pytest.approx(best, nan_ok=True)
 

@@ -61,3 +61,22 @@ def test_a_bad_file_is_one_line_naming_file_and_field(tmp_path, old, new, match)
     with pytest.raises(CatalogError, match=match) as err:
         se.engines(str(bad))
     assert str(bad) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_an_envelope_on_a_chip_the_catalogue_lacks_is_refused_in_one_line(tmp_path):
+    bad = tmp_path / "engines.toml"
+    bad.write_text(FILE.read_text().replace("[envelopes.vllm.chips.h200-sxm.", "[envelopes.vllm.chips.h200-sx."))
+    se.engines(str(bad))  # the profiles themselves load
+    with pytest.raises(CatalogError, match=r"envelopes\.vllm\.chips\.h200-sx: no catalogue chip 'h200-sx'.*did you "
+                                           r"mean 'h200-sxm'") as err:
+        se.check_envelope_chips(["h100-sxm", "h200-sxm", "b200"], str(bad))
+    assert str(bad) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_plan_is_read_against_its_engine_on_its_chip_else_on_every_chip():
+    """vLLM ran at most 128 sequences per replica on H200 and 512 on H100: an H200 plan at 256 is extrapolated
+    though the engine ran 256 elsewhere; a chip with no vLLM rows (B300) falls back to every chip's rows."""
+    assert se.envelope("vllm", "h200-sxm")["max_running"] < se.envelope("vllm", "h100-sxm")["max_running"]
+    assert se.envelope("vllm", "b300")["max_running"] == se.envelope("vllm")["max_running"] == max(
+        se.envelope("vllm", c)["max_running"] for c in ("b200", "h100-sxm", "h200-sxm"))
+    assert "on H200 SXM" in se.envelope("vllm", "h200-sxm").params["max_running"].source

@@ -58,7 +58,8 @@ def _loaders(root: Path):
         yield "quantisation modes", quant.stem, quant, lambda: quant_modes.modes(root)
     engines = root / "hardware_specs" / "serving" / "engines.toml"
     if engines.exists():  # serving-engine profiles and benchmark protocols
-        yield "serving engines", engines.stem, engines, lambda p=engines: serving_engines.engines(str(p))
+        yield "serving engines", engines.stem, engines, lambda p=engines: (
+            serving_engines.engines(str(p)), serving_engines.check_envelope_chips(files.list_chips(root), str(p)))
 
 
 def check_catalog(root: Path | None = None) -> list[Finding]:

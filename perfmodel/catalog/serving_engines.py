@@ -14,7 +14,10 @@ A protocol holds a benchmark client's load pattern: waves (requests /
 concurrency) and length_range_ratio (lengths drawn from [ratio x L, L]).
 An envelope ([envelopes.<engine>]) holds what measured serving covers for an engine (serving/envelope.py):
 max_running (the most sequences per replica of a measured aggregated deployment) and max_attention_dp (the
-largest attention-DP degree measured); outside it an answer is extrapolated. [defaults] names the engine a
+largest attention-DP degree measured); outside it an answer is extrapolated. [envelopes.<engine>.chips.<chip>]
+holds the same for the engine's rows on one chip, which is what a plan on that chip is read against (an engine
+measured at 4,300 sequences on GB200 says nothing about its scheduler at 512 on an H200 it was measured on at
+64); a chip the file does not list falls back to the engine's rows on every chip. [defaults] names the engine a
 search assumes per hardware family (`default_for`): the GPU engine the measured corpus supports best, and
 the Neuron serving stack on Trainium.
 
@@ -65,6 +68,10 @@ class _Table(BaseModel):
     params: dict[str, _Param]
 
 
+class _EnvelopeTable(_Table):
+    chips: dict[str, _Table] = {}  # what the engine's rows cover on one chip (catalogue chip names)
+
+
 class _Defaults(BaseModel):
     model_config = STRICT
     gpu: str
@@ -78,7 +85,7 @@ class _File(BaseModel):
     defaults: _Defaults
     engines: dict[str, _Table]
     protocols: dict[str, _Table] = {}
-    envelopes: dict[str, _Table] = {}
+    envelopes: dict[str, _EnvelopeTable] = {}
 
 
 @dataclass(frozen=True)
@@ -141,12 +148,14 @@ def _profile(path: str, scope: str, name: str, table: _Table, required: tuple[st
 
 
 @lru_cache(maxsize=4)
-def _load(root: str) -> tuple[dict[str, Profile], dict[str, Profile], dict[str, Profile], _Defaults]:
+def _load(root: str) -> tuple[dict[str, Profile], dict[str, Profile], dict[tuple[str, str], Profile], _Defaults]:
     path = root or str(catalog_root() / "hardware_specs" / "serving" / "engines.toml")
     f = validate_file(_File, read_toml(Path(path)), path, None)
     engines = {n: _profile(path, "engines", n, t, ENGINE_PARAMS) for n, t in f.engines.items()}
     protocols = {n: _profile(path, "protocols", n, t, PROTOCOL_PARAMS) for n, t in f.protocols.items()}
-    envelopes = {n: _profile(path, "envelopes", n, t, ENVELOPE_PARAMS) for n, t in f.envelopes.items()}
+    envelopes = {(n, ""): _profile(path, "envelopes", n, t, ENVELOPE_PARAMS) for n, t in f.envelopes.items()}
+    envelopes |= {(n, c): _profile(path, f"envelopes.{n}.chips", c, ct, ENVELOPE_PARAMS)
+                  for n, t in f.envelopes.items() for c, ct in t.chips.items()}
     return engines, protocols, envelopes, f.defaults
 
 
@@ -192,9 +201,23 @@ def protocol(name: str, path: str = "") -> Profile:
     return _named(_load(path)[1], name, "unknown benchmark protocol")
 
 
-def envelope(name: str, path: str = "") -> Profile:
-    """What measured serving covers for engine (or Neuron stack) `name` (ENVELOPE_PARAMS)."""
-    return _named(_load(path)[2], name, "no measured envelope for serving engine")
+def envelope(name: str, chip: str = "", path: str = "") -> Profile:
+    """What measured serving covers for engine (or Neuron stack) `name` (ENVELOPE_PARAMS) on catalogue chip `chip`:
+    the engine's rows on that chip where the file lists them ([envelopes.<name>.chips.<chip>]), else what its
+    rows on every chip cover."""
+    known = _load(path)[2]
+    if (name, chip) in known:
+        return known[(name, chip)]
+    return _named({n: p for (n, c), p in known.items() if not c}, name, "no measured envelope for serving engine")
+
+
+def check_envelope_chips(known_chips, path: str = "") -> None:
+    """CatalogError (one line) where an envelope names a chip the catalogue does not hold (it would never apply)."""
+    for name, chip in _load(path)[2]:
+        if chip and chip not in known_chips:
+            raise CatalogError(f"{path or 'hardware_specs/serving/engines.toml'}: envelopes.{name}.chips.{chip}: no "
+                               f"catalogue chip {chip!r}{did_you_mean(chip, known_chips)} (known: "
+                               f"{', '.join(sorted(known_chips))})")
 
 
 def default_for(system, path: str = "") -> str:
@@ -215,4 +238,4 @@ def resolve(name: str | None, system) -> tuple[str, Profile | None]:
     if name == "none":
         return "", None
     known = _load("")[2]
-    return name, known.get(name)
+    return name, known.get((name, system.chip.name), known.get((name, "")))

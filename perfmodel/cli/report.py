@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from perfmodel.cli import scenarios
 from perfmodel.cli.common import (
+    add_engine_option,
     add_output_options,
     count,
     defer,
@@ -113,6 +114,7 @@ def _report_args(p: argparse.ArgumentParser) -> None:
                    help="add the seed-claims sections (73 claims and S1-S3 by reading; also `perfmodel claims`)")
     p.add_argument("--no-claims", action="store_false", dest="claims", help=argparse.SUPPRESS)  # the default now
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_engine_option(p)
     add_output_options(p)
 
 
@@ -326,7 +328,7 @@ def cmd_report(args) -> int:
     whatif = wi.parse_assignments(args.overrides + basis)  # calibration names are checked per system
     cases = [c for c in report.CASES if c.key in args.cases]
     with progress_bar("evaluating", not args.no_progress) as progress:
-        rep = report.build_report(cases, args.systems, whatif, progress, with_claims=args.claims)
+        rep = report.build_report(cases, args.systems, whatif, progress, with_claims=args.claims, engine=args.engine)
     cmp = rep.comparison
     if len(cmp.errors) and not len(cmp.results):  # nothing ran: an error, not an empty report
         e = cmp.errors.iloc[0]
@@ -346,6 +348,7 @@ def cmd_report(args) -> int:
                      else documents.report_markdown(rep))
         return 0
     meta = {"cases": [c.key for c in cases], "systems": args.systems, "whatif": whatif.assignments(),
+            "engine": args.engine or "each system's default (vllm on GPUs, nxd-inference on Trainium)",
             "legend": rep.legend, "units": "SI (s, bytes, FLOP/s, W, USD)"}
     sheets = {**cmp.sheets()}
     if args.claims:

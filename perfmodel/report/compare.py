@@ -79,8 +79,10 @@ class Comparison:
 
 
 def comparison(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS, whatif: wi.WhatIf = wi.WhatIf(),
-               progress: Progress | None = None) -> Comparison:
-    """Every case on every system (plan from min_fit, data type from the case's preferences)."""
+               progress: Progress | None = None, engine: str | None = None) -> Comparison:
+    """Every case on every system (plan from min_fit, data type from the case's preferences), serving cases also
+    priced as `engine` runs them (None: each system's default engine; "none": the accelerator alone)."""
+    from perfmodel.report import engine_priced
     from perfmodel.report.frames import _with_inputs, fit_plan, inputs_frame, load, pick_dtype, run_scenario
     from perfmodel.report.tables import plan_text
 
@@ -105,6 +107,7 @@ def comparison(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS, 
             summ.insert(1, "generation", ld.system.generation)
             summ.insert(3, "plan", plan_text(opts))
             summ["uncertain_inputs"] = "; ".join(provenance_frame.uncertain_inputs(ld.system, run.scenario))
+            summ = engine_priced.with_engine(summ, run, engine)
             rows.append(summ)
             ops.append(_with_inputs(run.result.ops, summ))
             provs.append(run.provenance.assign(case=case.key))
@@ -142,12 +145,13 @@ class Report:
 
 
 def build_report(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS, whatif: wi.WhatIf = wi.WhatIf(),
-                 progress: Progress | None = None, with_claims: bool = False) -> Report:
-    """The comparison report as data: an overview, one section per case, claims, provenance notes."""
+                 progress: Progress | None = None, with_claims: bool = False, engine: str | None = None) -> Report:
+    """The comparison report as data: an overview, one section per case, claims, provenance notes; serving
+    cases priced by the accelerator alone and as `engine` runs them (comparison)."""
     cases, systems = list(cases), list(systems)
     n = len(cases) * len(systems) + (1 if with_claims else 0)
     cmp = _stored_comparison(cases, systems, whatif,
-                             (lambda i, _, label: progress(i, n, label)) if progress else None)
+                             (lambda i, _, label: progress(i, n, label)) if progress else None, engine)
     loaded = [wi.apply_spec(catalog.load_system(s), whatif.spec) for s in systems]
     overview = spec_tables.systems_frame(loaded)
     ov_cols = ("system", "generation", "chips_per_node", "scaleup_chips", "peak_bf16_per_chip_flop_per_s",
@@ -163,7 +167,7 @@ def build_report(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS
                 f"the scenario (feasibility.min_fit); data type: the first of {', '.join(case.dtypes)} the chip supports. "
                 "Sustained / peak = model FLOPs / (step time x peak of that data type). Tokens/s per MW: power.py "
                 "(chip power from engine activity, node overhead, PUE); the basis of each system's power figure "
-                "is in the last section.")
+                "is in the last section." + (_ENGINE_TEXT if case.options.phase in ("decode", "prefill") else ""))
         if len(errs):
             text += " Not run: " + "; ".join(f"{r.system} ({r.error})" for r in errs.itertuples())
         chs: list[tuple[str, object]] = []
@@ -209,13 +213,20 @@ def build_report(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS
     return Report(title, tuple(secs), cmp)
 
 
-def _stored_comparison(cases: list[Case], systems: list[str], whatif: wi.WhatIf, progress) -> Comparison:
+_ENGINE_TEXT = (" Engine columns: the same step priced as today's serving engine runs it (each system's default: "
+                "vLLM on GPUs, the NxD Inference stack on Trainium, or --engine): its host time per step joins the "
+                "step, a Neuron stack's rules re-price the step itself, and power follows the lower activity "
+                "(report/engine_priced.py).")
+
+
+def _stored_comparison(cases: list[Case], systems: list[str], whatif: wi.WhatIf, progress,
+                       engine: str | None = None) -> Comparison:
     """comparison(), kept on disk per version of the code and catalogue (claims.result_cache): a report run
     again, unchanged, reads its 40 evaluations back."""
     from perfmodel.claims import result_cache
 
-    name = f"report.comparison {[repr(c) for c in cases]} {systems} {whatif.assignments()}"
-    return result_cache.pickled(name, lambda: comparison(cases, systems, whatif, progress), Comparison)
+    name = f"report.comparison {[repr(c) for c in cases]} {systems} {whatif.assignments()} engine={engine}"
+    return result_cache.pickled(name, lambda: comparison(cases, systems, whatif, progress, engine), Comparison)
 
 
 def _chart(name: str, *args, **kwargs):

@@ -20,18 +20,23 @@ FIGURE_BASIS = {"peak_flop_per_s": "basis_peak", **{c: "basis_performance" for c
     "step_time_s", "ttft_s", "time_per_output_token_s", "tokens_per_s_per_user", "tokens_per_s_per_chip",
     "achieved_flop_per_s", "mfu_frac", "bound")}, "memory_total_bytes": "basis_memory", "min_chips": "basis_memory",
     "capacity_bytes": "basis_memory",
-    "tokens_per_mw": "basis_tokens_per_mw", "usd_per_million_tokens": "basis_usd_per_mtok"}
+    "tokens_per_mw": "basis_tokens_per_mw", "usd_per_million_tokens": "basis_usd_per_mtok",
+    "engine_tokens_per_s_per_chip": "basis_performance", "engine_tokens_per_mw": "basis_tokens_per_mw",
+    "engine_usd_per_million_tokens": "basis_usd_per_mtok"}
 
 
 _LATENCY = {"decode": ("time_per_output_token_s", "tokens_per_s_per_user"), "prefill": ("ttft_s",),
             "train": ("step_time_s",)}
+# the serving cases priced as their engine runs them (report/engine_priced.py), after the accelerator's figures
+_ENGINE = ("engine", "engine_tokens_per_s_per_chip", "engine_tokens_per_mw", "engine_usd_per_million_tokens")
 
 
 def summary_columns(phase: str) -> tuple[str, ...]:
     """The columns the report shows for a phase (the frames keep every column)."""
     return ("system", "compute_dtype", "plan", "replica_chips", *_LATENCY.get(phase, ("step_time_s",)),
             "tokens_per_s_per_chip", "peak_flop_per_s", "achieved_flop_per_s", "mfu_frac", "bound",
-            "memory_total_bytes", "capacity_bytes", "min_chips", "tokens_per_mw", "usd_per_million_tokens")
+            "memory_total_bytes", "capacity_bytes", "min_chips", "tokens_per_mw", "usd_per_million_tokens",
+            *(_ENGINE if phase in ("decode", "prefill") else ()))
 
 
 SUMMARY_COLUMNS = summary_columns("decode")

@@ -1,7 +1,8 @@
 """The report's verdict in words: for each case, which system leads per chip, per MW and per dollar, by how much,
 and which of those figures rest on inputs that are not published.
 
-    per chip        the most tokens/s per chip, and its lead over the next system
+    per chip        the most tokens/s per chip, and its lead over the next system (a serving case: as each
+                    system's serving engine runs it, report/engine_priced.py, where the report priced it so)
     per MW          the most tokens/s per MW of modelled power
     per dollar      the fewest USD per million tokens (systems with a price)
     exists          when a projected system leads per chip, the leader among the systems that exist
@@ -39,19 +40,29 @@ def _lead(part: pd.DataFrame, metric: str, fewest: bool = False):
     return ranked.iloc[0], (ranked.iloc[1] if len(ranked) > 1 else None)
 
 
+def _metrics(part: pd.DataFrame) -> tuple[str, str, str, str]:
+    """(per chip, per MW, per dollar, engines): a serving case's engine-priced columns where the report has them
+    (report/engine_priced.py: as today's engine runs it, the default answer) and the engines named, else the
+    accelerator's and ""."""
+    eng = part["engine"].fillna("").ne("") & part["engine"].ne("none") if "engine" in part else pd.Series(False)
+    if eng.any() and part.loc[eng, "engine_tokens_per_s_per_chip"].notna().any():
+        names = ", ".join(sorted(set(part.loc[eng, "engine"])))
+        return "engine_tokens_per_s_per_chip", "engine_tokens_per_mw", "engine_usd_per_million_tokens", names
+    return "tokens_per_s_per_chip", "tokens_per_mw", "usd_per_million_tokens", ""
+
+
 def case_line(title: str, part: pd.DataFrame) -> str:
     """One sentence for a case (module doc), or why there is none."""
     short = title.split(" (")[0]
-    best, nxt = _lead(part, "tokens_per_s_per_chip")
+    per_chip, per_mw, per_usd, _ = _metrics(part)
+    best, nxt = _lead(part, per_chip)
     if best is None:
         return f"- {short}: no system ran it." if part.empty else f"- {short}: no throughput modelled."
-    chip = f"{best['tokens_per_s_per_chip']:,.0f} tokens/s" + (
-        f", {best['tokens_per_s_per_chip'] / nxt['tokens_per_s_per_chip']:.2f}x {nxt['system']}" if nxt is not None
-        else "")
-    mw, _ = _lead(part, "tokens_per_mw")
-    usd, _ = _lead(part, "usd_per_million_tokens", fewest=True)
-    price = f"${usd['usd_per_million_tokens']:.2f}/M tokens{_mark(usd, 'basis_usd_per_mtok')}" if usd is not None \
-        else ""
+    chip = f"{best[per_chip]:,.0f} tokens/s" + (
+        f", {best[per_chip] / nxt[per_chip]:.2f}x {nxt['system']}" if nxt is not None else "")
+    mw, _ = _lead(part, per_mw)
+    usd, _ = _lead(part, per_usd, fewest=True)
+    price = f"${usd[per_usd]:.2f}/M tokens{_mark(usd, 'basis_usd_per_mtok')}" if usd is not None else ""
     lead = f"{best['system']}{_mark(best, 'basis_performance')} leads per chip ({chip})"
     if mw is not None and usd is not None and mw["system"] == usd["system"] == best["system"]:
         words = [f"{lead}, per MW{_mark(mw, 'basis_tokens_per_mw')} and per dollar ({price})"]
@@ -62,16 +73,20 @@ def case_line(title: str, part: pd.DataFrame) -> str:
         if usd is not None:
             words.append(f"per dollar {usd['system']} ({price})")
     if best.get("basis_performance") == "projected":  # a planner buying now wants the best that exists
-        now, _ = _lead(part[part["basis_performance"] != "projected"], "tokens_per_s_per_chip")
+        now, _ = _lead(part[part["basis_performance"] != "projected"], per_chip)
         if now is not None:
             words.append(f"of systems that exist, {now['system']}{_mark(now, 'basis_performance')} "
-                         f"({now['tokens_per_s_per_chip']:,.0f} tokens/s)")
+                         f"({now[per_chip]:,.0f} tokens/s)")
     return f"- {short}: " + "; ".join(words) + "."
 
 
 def verdict_text(cases: list[tuple[str, pd.DataFrame]]) -> str:
-    """The verdict section's text: the header, then one line per (title, case frame)."""
-    return "\n".join([HEADER] + [case_line(title, part) for title, part in cases])
+    """The verdict section's text: the header (saying which engines serve the serving cases), then one line per
+    (title, case frame)."""
+    engines = sorted({e for _, part in cases for e in _metrics(part)[3].split(", ") if e})
+    how = (f" Serving cases as {' and '.join(engines)} serve them (report/engine_priced.py; --engine none: the "
+           "accelerator alone)." if engines else "")
+    return "\n".join([HEADER + how] + [case_line(title, part) for title, part in cases])
 
 
 def _money(usd: float) -> str:

@@ -103,22 +103,33 @@ def measured_points(src: pd.DataFrame) -> pd.DataFrame:
     return pts
 
 
-def coverage(src: pd.DataFrame) -> pd.DataFrame:
-    """What the measured aggregated rows of each backend cover (the envelope's values, engines.toml
-    [envelopes]): max_running, the most requests in flight per replica; max_attention_dp, the largest
-    attention-DP degree (blank or 0 = 1)."""
-    m = map_rows(src.reset_index(drop=True))
+def coverage(src: pd.DataFrame, by_chip: bool = False) -> pd.DataFrame:
+    """What the measured deployments of each backend (and, by_chip, each backend on each catalogue chip) cover
+    (the envelope's values, engines.toml [envelopes]): max_running, the most requests in flight per replica (an
+    aggregated replica, or a disaggregated decode worker where the row gives the worker count); max_attention_dp,
+    the largest attention-DP degree of an aggregated replica or a decode worker (blank or 0 = 1); rows and
+    models. A decode worker runs the engine's decode scheduler on its ranks as an aggregated replica does."""
+    src, m = src.reset_index(drop=True), map_rows(src.reset_index(drop=True))
     agg = m["mode"].eq("agg") & m["pools"].map(lambda p: p.get("agg") is not None)
-    a = m[agg].assign(backend=src.reset_index(drop=True).loc[agg, "backend"].astype(str).str.strip(),
-                      da=m.loc[agg, "pools"].map(lambda p: p["agg"].da),
-                      running=pd.to_numeric(m.loc[agg, "concurrency"], errors="coerce"))
-    return a.groupby("backend").agg(max_running=("running", "max"), max_attention_dp=("da", "max"))
+    dec = m["mode"].eq("disagg") & m["pools"].map(lambda p: p.get("decode") is not None)
+    use = agg | dec
+    pool = np.where(agg, "agg", "decode")
+    total = pd.to_numeric(m["concurrency"], errors="coerce")
+    workers = pd.to_numeric(m["workers"], errors="coerce").where(dec, 1.0)
+    chips = {s: catalog.load_system(s).chip.name for s in set(m.loc[use, "system"]) if s}
+    a = pd.DataFrame({"backend": src["backend"].astype(str).str.strip(), "chip": m["system"].map(chips),
+                      "da": [p[k].da if u else np.nan for p, k, u in zip(m["pools"], pool, use)],
+                      "running": total / workers, "workload": m["workload"]})[use]
+    return a.groupby(["backend", "chip"] if by_chip else "backend").agg(
+        max_running=("running", "max"), max_attention_dp=("da", "max"), rows=("da", "size"),
+        models=("workload", lambda w: ", ".join(sorted(set(w)))))
 
 
 def model_frontier(system, arch, mix: Mix, engine: str, env=None, types=None, progress=None) -> pd.DataFrame:
-    """The model's per-chip frontier of every aggregated plan (search.frontier_sweep), with the engine's profile
-    (engine "" = the roofline); where `env` is given, only the points inside that measured envelope; where
-    `types` is given ("weights/experts" storage-type names), only plans storing those types."""
+    """The model's per-chip frontier of every aggregated plan (search.frontier_sweep, as `pareto` searches by
+    default), with the engine's profile (engine "" = the roofline); where `env` is given, only the points inside
+    that measured envelope; where `types` is given ("weights/experts" storage-type names), only plans storing
+    those types."""
     dtypes = sorted({t.split("/")[0] for t in types}) if types else None  # NVFP4 is not in the default sweep
     df = search.frontier_sweep(system, arch, mix, engine=engine, progress=progress, dtypes=dtypes)
     keep = envelope.inside(df, env) if env is not None else np.ones(len(df), dtype=bool)
@@ -161,7 +172,8 @@ def points(src: pd.DataFrame, progress=None) -> pd.DataFrame:
             types = kinds[key] - {""}  # every measured row's types, on the frontier or not
             engines = sorted(backends[key] & set(serving_engines.engines())) or [serving_engines.default_for(system)]
             x = g["tokens_per_s_per_user"]
-            best = [search.best_at(model_frontier(system, arch, mix, e, serving_engines.envelope(e), types), Y, x)
+            best = [search.best_at(model_frontier(system, arch, mix, e, serving_engines.envelope(e, system.chip.name),
+                                                    types), Y, x)
                     for e in engines]
             front.loc[g.index, "engine_tokens_per_s_per_gpu"] = np.fmax.reduce(best)
             roof = model_frontier(system, arch, mix, "", None, types)

@@ -116,7 +116,8 @@ def _on_frontier(m, x: float, i: int, o: int, gpus: int) -> tuple[float, str, st
     if w is None:
         return np.nan, "", f"dtype {label!r} is not a data type or quantisation mode"
     engine = _engine(m["notes"], system)
-    fr = frontier.model_frontier(system, m["_arch"], Mix(i, o), engine, serving_engines.envelope(engine),
+    fr = frontier.model_frontier(system, m["_arch"], Mix(i, o), engine,
+                                 serving_engines.envelope(engine, system.chip.name),
                                  {f"{w.value}/{e.value}"})
     col = "output_tokens_per_s_per_mw" if q == "output_per_mw" else "output_tokens_per_s_per_chip"
     y = float(search.best_at(fr, col, [x])[0]) if len(fr) else np.nan
