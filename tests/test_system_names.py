@@ -94,6 +94,26 @@ def test_quantisation_modes_as_engines_run_them(tmp_path):
     assert "gemm_quant_mode 'bogus' is not a data type" in why and "int4_wo" in why and "moe_quant_mode" not in why
 
 
+def test_every_quantisation_word_says_where_its_meaning_is_documented(tmp_path):
+    """Each mode carries a source; aiconfigurator's own words (sq, fp8_ootb, float16) are in the table; a mode
+    without a source is refused naming the file and the mode."""
+    from perfmodel.catalog import quant_modes
+    from perfmodel.catalog.spec_schema import CatalogError
+
+    modes = quant_modes.modes()
+    assert all(m.source.strip() for m in modes.values())
+    assert modes["sq"].weights.value == "int8" and modes["float16"].weights.value == "fp16"
+    assert "arXiv:2306.00978" in modes["awq"].source and "OCP Microscaling" in modes["mxfp4"].source
+    src = Path(quant_modes.__file__).resolve().parents[2] / "hardware_specs" / "serving" / "quant_modes.toml"
+    bad = tmp_path / "hardware_specs" / "serving" / "quant_modes.toml"
+    bad.parent.mkdir(parents=True)
+    text = src.read_text()
+    cut = text.index('source = ', text.index("[modes.gptq]"))
+    bad.write_text(text[:cut] + text[text.index("\n", cut) + 1:])
+    with pytest.raises(CatalogError, match=r"quant_modes\.toml.*modes.*gptq.*source"):
+        quant_modes.modes(tmp_path)
+
+
 @pytest.mark.parametrize("name, workload, dropped", [
     ("meta-llama/Llama-3.1-70B-Instruct", "llama-3.1-70b", ["-instruct"]),
     ("nvidia/Llama-3.1-8B-Instruct-FP8", "llama-3.1-8b", ["-fp8", "-instruct"]),

@@ -25,6 +25,7 @@ class _Mode(BaseModel):
     weights: str
     compute: str
     reason: str
+    source: str  # where the word's meaning is documented (an engine's docs, a paper, a format's specification)
     shipped: bool = False
 
 
@@ -41,6 +42,7 @@ class Mode:
     compute: DType | None  # None: the stored type itself
     shipped: bool
     reason: str
+    source: str
 
 
 def _word(text) -> str:
@@ -58,7 +60,7 @@ def _modes(root: str) -> dict[str, Mode]:
             compute = None if m.compute == "weights" else DType.parse(m.compute)
         except ValueError as exc:
             raise CatalogError(f"{path}: modes.{word}: {exc}") from None
-        out[_word(word)] = Mode(word, weights, compute, m.shipped, m.reason)
+        out[_word(word)] = Mode(word, weights, compute, m.shipped, m.reason, m.source)
     return out
 
 

@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
-from perfmodel.catalog import neuron_stacks
+from perfmodel.catalog import neuron_stacks, system_names
 from perfmodel.catalog.calibration import calibration_for
 from perfmodel.comm import collectives as co
 from perfmodel.comm.algorithms import Collective
@@ -177,7 +177,19 @@ def neuron_collectives(rows: pd.DataFrame) -> pd.DataFrame:
                    else 2, note, lambda m: 2 if _neuron_ranks(m) > 2 else 1, stack=NCCOM_STACK)
 
 
-_NCCL_SYSTEMS = {"p5.48xlarge": "p5.48xlarge", "p4de": "p4d.24xlarge", "H200": "p5e.48xlarge"}
+# a system the catalogue lacks, modelled as one it holds for collectives (said in each row's note)
+STAND_INS = {"p4de.24xlarge": ("p4d.24xlarge", "p4de modelled as p4d (same NVSwitch and EFA)")}
+
+
+def _nccl_system(hardware: str) -> tuple[str | None, str]:
+    """(catalogue system, note) of a row's hardware text ('2x p5.48xlarge (16x H100; ...)', '8x H200 SXM
+    (single node)'): the name before the parenthesis, less its count, resolved through the catalogue's
+    aliases (catalog/system_names.py); a stand-in where one is stated; (None, '') where neither."""
+    name = re.sub(r"^\s*\d+\s*x\s+", "", str(hardware).split("(")[0]).strip()
+    found = system_names.lookup(name)
+    if found:
+        return found, ""
+    return STAND_INS.get(name, (None, ""))
 
 
 @register_validation("nccl", selects=lambda r: r["phase"].eq("collective") & ~neuron_hardware(r),
@@ -188,15 +200,10 @@ _NCCL_SYSTEMS = {"p5.48xlarge": "p5.48xlarge", "p4de": "p4d.24xlarge", "H200": "
 def nccl(rows: pd.DataFrame) -> pd.DataFrame:
     """NCCL rows: all-reduce bus bandwidth curves and small-message latency."""
     def system_of(m):
-        for key, name in _NCCL_SYSTEMS.items():
-            if key in m["hardware"]:
-                return name
-        return None
+        return _nccl_system(m["hardware"])[0]
 
     def note(m):
-        extra = []
-        if "p4de" in m["hardware"]:
-            extra.append("p4de modelled as p4d (same NVSwitch and EFA)")
+        extra = [stand_in] if (stand_in := _nccl_system(m["hardware"])[1]) else []
         if _nvls_disabled(m):
             extra.append("the run disabled NVLS: predicted without in-switch reduction")
         if _launch(m) == "eager":

@@ -27,12 +27,12 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
-from perfmodel.catalog import workload_refs
+from perfmodel.catalog import system_names, workload_refs
 from perfmodel.catalog.calibration import calibration_for
 from perfmodel.core import units
 from perfmodel.core.scenario import Parallelism, Phase, Scenario
 from perfmodel.model import evaluate
-from perfmodel.validation.device_runs import SYSTEMS, load
+from perfmodel.validation.device_runs import load
 
 WORKLOAD = "llama-2-7b"  # the script's shapes: 32 layers, d 4096, MHA 32 x 128, SwiGLU 11008, vocab 32000
 KINDS = {"gemm": ("matmul",), "attention": ("attention",)}  # measured kernel kind -> the model's operator kinds
@@ -43,7 +43,7 @@ def _scenario(batch: int, context: int) -> Scenario:
 
 
 def _setup(device: str):
-    system = catalog.load_system(SYSTEMS[device])
+    system = catalog.load_system(system_names.resolve(device))
     return system, workload_refs.load(WORKLOAD)
 
 
@@ -85,7 +85,7 @@ def gemv_frame(df: pd.DataFrame) -> pd.DataFrame:
     g = df[df["section"].isin(["gemv", "gemv_fp8", "read"])].copy()
     peak, eff = {}, {}
     for device in g["device"].unique():
-        system = catalog.load_system(SYSTEMS[device])
+        system = catalog.load_system(system_names.resolve(device))
         peak[device] = system.chip.hbm_bandwidth_bytes_per_s
         eff[device] = calibration_for(system)["hbm_efficiency"]
     g["hbm_frac"] = g["tbps"] * units.TB / g["device"].map(peak)

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
-from perfmodel.catalog import workload_files
+from perfmodel.catalog import system_names, workload_files
 from perfmodel.catalog.calibration import calibration_for
 from perfmodel.core import units
 from perfmodel.core.dtypes import DType
@@ -47,7 +47,6 @@ from perfmodel.model import kernels
 
 PATH = "reference/device_gpu_kernels.csv"
 H100, H200 = "H100 80GB HBM3", "H200"
-SYSTEMS = {H100: "dgx-h100", H200: "p5e.48xlarge"}  # a catalogue system with that GPU
 KERNEL_BOUND_S = 100 * units.US  # shorter calls are host-bound on that machine (about 30 us per call from Python)
 VOCAB = 50432  # the script's GPT: GPT-NeoX tokenizer padded, tied head
 
@@ -75,7 +74,7 @@ def k_fit(df: pd.DataFrame, dtype: str, device: str = H100) -> tuple[float, floa
     elements): least squares, k0 on a grid (the model is linear in A for a fixed k0)."""
     s = df[df["section"].eq("ksweep") & df["dtype"].eq(dtype) & df["device"].eq(device)]
     k = s["K"].to_numpy(float)
-    peak = catalog.load_system(SYSTEMS[device]).chip.tensor.rate(DType.FP8 if dtype.startswith("fp8") else DType.BF16)
+    peak = catalog.load_system(system_names.resolve(device)).chip.tensor.rate(DType.FP8 if dtype.startswith("fp8") else DType.BF16)
     eta = s["tflops"].to_numpy(float) * units.TFLOPS / peak
     k0 = np.arange(0.0, 2000.0, 1.0)[:, None]  # one row per candidate k0: the fit is linear in A for each
     x = k / (k + k0)
@@ -97,7 +96,7 @@ def gemm_frame(df: pd.DataFrame) -> pd.DataFrame:
     g = df[df["section"].isin(["gemm", "fp8", "ksweep"]) & (df["time_s"] >= KERNEL_BOUND_S)].copy()
     g["predicted_tflops"] = np.nan
     for (device, dtype), rows in g.groupby(["device", "dtype"]):  # one evaluation per GPU and type, shapes at once
-        system = catalog.load_system(SYSTEMS[device])
+        system = catalog.load_system(system_names.resolve(device))
         g.loc[rows.index, "predicted_tflops"] = predicted_tflops(system, calibration_for(system), rows["M"], rows["N"],
                                                                  rows["K"], dtype)
     g["error_frac"] = g["predicted_tflops"] / g["tflops"] - 1
@@ -126,7 +125,7 @@ def step_frame(df: pd.DataFrame) -> pd.DataFrame:
     s = df[df["section"].eq("step")].copy()
     pred = []
     for device, name, mbs, seq, variant in s[["device", "name", "batch", "seq", "variant"]].itertuples(index=False):
-        system = catalog.load_system(SYSTEMS[device])
+        system = catalog.load_system(system_names.resolve(device))
         cal = calibration_for(system)
         d, layers = (int(x) for x in re.match(r"gpt_d(\d+)_L(\d+)", name).groups())
         fp8 = variant == "compiled_fp8"
@@ -156,7 +155,8 @@ def fp8_speedups(steps: pd.DataFrame) -> pd.DataFrame:
 
 def main() -> None:
     df = load()
-    for device, system in SYSTEMS.items():
+    for device in df["device"].drop_duplicates():
+        system = system_names.resolve(device)
         cal = calibration_for(catalog.load_system(system))
         r = sustained_ratios(df, device)
         print(f"{device} GEMMs sustained / burst: {', '.join(f'{x:.3f}' for x in r)}; mean {r.mean():.3f} "
