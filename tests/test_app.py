@@ -380,7 +380,7 @@ def test_upload_is_bounded_checked_and_cleaned_up():
     too_big = "Measurements CSV 'huge.csv': 21.0 MB is over the 20 MB limit; upload a smaller file."
     assert [e.value for e in at.error] == [too_big]
     for name, data, words in (("cols.csv", b"a,b\n1,2\n", "missing column(s) case_id"),
-                              ("empty.csv", b"", "No columns"), ("bin.csv", b"\xff\xfe\x00", "not a CSV file")):
+                              ("empty.csv", b"", "No columns"), ("bin.csv", b"\xff\xfe\x00", "UTF-16")):
         up().set_value((name, data, "text/csv"))
         rerun(at)
         assert len(at.error) == 1 and at.error[0].value.startswith(f"Measurements CSV {name!r}: "), at.error

@@ -260,3 +260,30 @@ def test_validate_exports_a_formula_case_id_as_text(tmp_path, capsys):
     assert main(["validate", "nccl", "--cases", str(path), "--show", "cases", "-f", "csv"]) == 0
     rows = capsys.readouterr().out.splitlines()[1:]
     assert rows and not any(Path(r).name.startswith("=") or r.startswith('"=') for r in rows)
+
+
+def _formula_cells(book: Path) -> list[str]:
+    wb = openpyxl.load_workbook(book)
+    return [f"{ws.title}!{c.coordinate}={c.value!r}" for ws in wb.worksheets for row in ws.iter_rows() for c in row
+            if c.data_type == "f" or (isinstance(c.value, str) and c.value[:1] in "=@+" and c.value != "+")]
+
+
+def test_hostile_names_reach_no_workbook_as_formulas(tmp_path, capsys):
+    """Names a user writes (scenario names, a demand's name, case ids) go through every workbook's sheets, the
+    'columns' key and the meta sheet as text, never as live formulas."""
+    a, b = tmp_path / "a.toml", tmp_path / "b.toml"
+    assert main(["roofline", "--hardware", SYSTEM, "--workload", MODEL, "--save-scenario", str(a), "--scenario-name",
+                 EVIL, "-f", "json"]) == 0
+    assert main(["roofline", "--hardware", "p5.48xlarge", "--workload", MODEL, "--save-scenario", str(b),
+                 "--scenario-name", "@SUM(1)+cmd", "-f", "json"]) == 0
+    demand = tmp_path / "d.toml"
+    demand.write_text(f'[demand]\nname = \'{EVIL}\'\nworkload = "{MODEL}"\nrequests_per_s = 5.0\n'
+                      'input_tokens = 512\noutput_tokens = 128\nttft_s = 2.0\ntpot_s = 0.05\n')
+    runs = {"compare": ["compare", str(a), str(b)], "roofline": ["roofline", "--scenario", str(a)],
+            "memory": ["memory", "--scenario", str(b)],
+            "plan": ["plan", "--demand", str(demand), "--systems", "p5.48xlarge", "--no-progress"]}
+    for name, argv in runs.items():
+        book = tmp_path / f"{name}.xlsx"
+        assert main([*argv, "-f", "xlsx", "--out", str(book)]) == 0, capsys.readouterr().err
+        assert not _formula_cells(book), (name, _formula_cells(book)[:3])
+    capsys.readouterr()

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import difflib
 import os
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from perfmodel.catalog.spec_schema import CatalogError, ChipFile, SystemFile, check_name, validate_file
 from perfmodel.catalog.specs import build_chip, build_system, chip_values
+from perfmodel.core import input_files
 from perfmodel.core.hardware import System
 from perfmodel.core.provenance import SpecValue
 
@@ -49,16 +49,12 @@ def did_you_mean(name: str, known) -> str:
 
 
 def read_toml(path: Path) -> dict:
-    """Parse a TOML file (safe: data only), naming the file on any syntax error."""
+    """Parse a TOML file (safe: data only; core/input_files: a bounded regular file, UTF-8 with or without a
+    byte-order mark), naming the file on any error."""
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{path}: malformed TOML: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise CatalogError(f"{path}: malformed TOML: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise CatalogError(f"{path}: cannot read file: {exc.strerror}") from None
+        return input_files.read_toml(path, "file")
+    except input_files.InputError as exc:
+        raise CatalogError(str(exc)) from None
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any
 from perfmodel.catalog.hf_families import FAMILIES, TORCH_DTYPES, WHY, ImportState, apply_family, weight_dtypes
 from perfmodel.catalog.spec_schema import SCHEMA_VERSION, CatalogError
 from perfmodel.catalog.workload_files import CONFIG_FIELDS, HF_ALIASES, PERFMODEL_FIELDS, build_arch, field_error
+from perfmodel.core import input_files
 
 _INT_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
              "intermediate_size", "vocab_size", "max_position_embeddings", "type_vocab_size", "num_experts",
@@ -89,9 +90,11 @@ def _line(key: str, value: Any, comment: str = "") -> str:
 def _read(path: Path) -> dict:
     p = str(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_no_repeats)
-    except OSError as exc:
-        raise CatalogError(f"{p}: cannot read file: {exc.strerror or exc}") from None
+        raw = json.loads(input_files.read_text(path, "file"), object_pairs_hook=_no_repeats)
+    except input_files.InputError as exc:
+        raise CatalogError(str(exc)) from None
+    except RecursionError:
+        raise CatalogError(f"{p}: not JSON: nested too deeply to parse") from None
     except _RepeatedKey as exc:
         raise field_error(p, str(exc), "given twice in config.json (JSON would keep the last silently)") from None
     except RecursionError:

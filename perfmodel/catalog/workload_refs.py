@@ -67,7 +67,7 @@ def default_name(source: str) -> str:
 def config_text(source: str, name: str | None = None) -> str:
     """Workload TOML text from a config.json path or a cached Hugging Face id (hf_import.import_hf_config)."""
     path = Path(source)
-    if not path.is_file():
+    if not path.exists():  # a path that exists but is no regular file is refused by the reader, naming what it is
         path = hf_cached_config(source)
     return hf_import.import_hf_config(path, name=name or default_name(source))
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Callable
 
 from perfmodel.catalog.calibration import active_key
 from perfmodel.catalog.files import catalog_root
-from perfmodel.core.cache_root import root, used, write, write_json
+from perfmodel.core.cache_root import root, trusted, used, write, write_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,7 +74,7 @@ def rows(fn: Callable[[], list], make: Callable[[dict], object]) -> list:
     from dataclasses import asdict
 
     path = _path(fn)
-    if path is not None and path.is_file():
+    if path is not None and path.is_file() and trusted(path):
         try:
             doc = json.loads(path.read_text())
             if doc.get("format") == FORMAT and doc.get("claim") == f"{fn.__module__}.{fn.__qualname__}":
@@ -106,7 +106,7 @@ def pickled(name: str, fn: Callable[[], object], kind: type = object):
         return fn()
     key = hashlib.sha256(f"{fingerprint()} {active_key()!r} pickled {name} pandas {pd.__version__}".encode())
     path = where / "claims" / f"{key.hexdigest()}.pkl"
-    if path.is_file():
+    if path.is_file() and trusted(path):
         try:
             got = pd.read_pickle(path)  # our own entry, written below
             if isinstance(got, kind):

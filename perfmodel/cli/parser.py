@@ -83,10 +83,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from perfmodel.core import terminal
 
+    same = _shared_output(args)
+    if same:
+        parser.exit(2, f"perfmodel {args.command}: {same}\n")
     wide = terminal.WIDE.set(bool(getattr(args, "wide", False)))
     command = terminal.COMMAND.set((args.command, _inputs(args)))
     try:
-        with _calibrated(list(args.calibration) + list(getattr(args, "calibration_cmd", []))):
+        with _outputs_guarded(), _calibrated(list(args.calibration) + list(getattr(args, "calibration_cmd", []))):
             return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -105,6 +108,35 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         terminal.WIDE.reset(wide)
         terminal.COMMAND.reset(command)
+
+
+OUTPUT_OPTIONS = ("out", "chart", "requests_out", "timeline_out", "save_scenario")  # options naming a file written
+
+
+def _shared_output(args) -> str:
+    """Why the command may not run when two of its output options name one path (before any work), else ''."""
+    seen: dict[str, str] = {}
+    for dest in OUTPUT_OPTIONS:
+        value = getattr(args, dest, None)
+        if not value or not isinstance(value, (str, Path)):
+            continue
+        real = os.path.realpath(value)
+        if real in seen:
+            return (f"--{seen[real].replace('_', '-')} and --{dest.replace('_', '-')} both name {value}: give each "
+                    "output its own path")
+        seen[real] = dest
+    return ""
+
+
+def _outputs_guarded():
+    """The command's outputs never replace its inputs, a catalogue file or each other (core/safe_write.py);
+    calibrated sets (`calibrate --out`) are the catalogue's one writable folder."""
+    from perfmodel.catalog.files import catalog_root
+    from perfmodel.core import safe_write
+
+    root = catalog_root()
+    return safe_write.command_scope(protected=[root / d for d in ("hardware_specs", "workloads", "reference")],
+                                    allowed=[root / "hardware_specs" / "calibration" / "fitted"])
 
 
 def _inputs(args) -> dict:

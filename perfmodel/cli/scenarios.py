@@ -13,7 +13,7 @@ import argparse
 import os
 from pathlib import Path
 
-from perfmodel.cli.common import add_output_options, print_result
+from perfmodel.cli.common import add_output_options, print_result, refuse_or_banner, with_banner
 
 # the scenario flags (cli/report.py _scenario_args): argparse dest -> ScenarioOptions field (a flag neither given
 # nor set by a scenario file takes the field's own default)
@@ -81,6 +81,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "scenario after the first with its change against it.")
     p.add_argument("files", nargs="+", metavar="FILE.toml", help="scenario files (two or more; the first is the "
                    "baseline)")
+    p.add_argument("--allow-oversubscribed", action="store_true",
+                   help="compare a scenario whose memory per chip exceeds the chip's HBM, under a banner (without it "
+                        "such a scenario is refused: it cannot run); an invalid plan is always refused")
     add_output_options(p)
     p.set_defaults(func=cmd_compare)
 
@@ -91,9 +94,16 @@ def cmd_compare(args) -> int:
 
     saved = [scenario_files.load(f) for f in args.files]
     shown, values = scenario_compare.compare(saved)
+    banners, files = [], {s.name: f for f, s in zip(args.files, saved)}
+    for name, invalid, misfit in scenario_compare.impossible(values):  # as roofline and memory: no such answer
+        try:
+            banners.append(f"{name}: {refuse_or_banner([invalid] if invalid else [], misfit, args.allow_oversubscribed)}")
+        except ValueError as exc:
+            raise ValueError(f"{files[name]}: scenario {name!r}: {exc}") from None
     meta = {"scenarios": [s.name for s in saved], "files": list(args.files), "baseline": saved[0].name}
+    title = with_banner(f"{len(saved)} scenarios, each against {saved[0].name!r}", " ".join(banners), args.format,
+                        "compare")
     text = export.emit_sheets({"comparison": shown, "values": values}, args.format, "comparison", args.out, meta,
-                              default_name="compare_" + "_vs_".join(s.name for s in saved),
-                              title=f"{len(saved)} scenarios, each against {saved[0].name!r}")
+                              default_name="compare_" + "_vs_".join(s.name for s in saved), title=title)
     print_result(text)
     return 0

@@ -32,6 +32,7 @@ from perfmodel.cli.common import (
     refuse_or_banner,
     with_banner,
 )
+from perfmodel.cli.speculation_args import speculation
 
 if TYPE_CHECKING:  # pandas and the model are imported inside the functions (start-up time: see cli/parser.py)
     import pandas as pd
@@ -170,20 +171,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _overrides(args) -> list[str]:
     """--set assignments, plus the power basis (calibration switch power_basis_all_in) when all-in is asked."""
     return list(args.overrides) + (["power_basis_all_in=1"] if args.power_basis == "all-in" else [])
-
-
-def speculation(args):
-    """--draft / --draft-tokens / --acceptance as serving/speculative.Speculation (None without --draft)."""
-    from perfmodel.serving.speculative import Speculation
-
-    if not args.draft:
-        if args.acceptance:
-            raise ValueError("--acceptance needs --draft NAME (the draft that proposes the tokens)")
-        return None
-    acc = tuple(args.acceptance or ())
-    if len(acc) == 1 and acc[0] >= 1:
-        return Speculation(args.draft, args.draft_tokens, mean_accepted=acc[0])
-    return Speculation(args.draft, args.draft_tokens, acceptance=acc)
 
 
 def _load(name: str, workload: str, overrides: list[str], variant: str = "nominal"):

@@ -50,7 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(p)
     _plan_args(p, many=False)
     g = p.add_argument_group("traffic")
-    g.add_argument("--traffic", choices=("poisson", "gamma", "closed", "trace"), default="poisson")
+    g.add_argument("--traffic", choices=("poisson", "gamma", "closed", "trace"), default=None,
+                   help="arrival process (default: trace with --trace, else poisson)")
     g.add_argument("--rate", type=positive(1e7), default=1.0, metavar="R", help="requests/s (poisson, gamma)")
     g.add_argument("--cv", type=positive(20), default=2.0, metavar="CV",
                    help="gamma: coefficient of variation of the gaps (1 = Poisson; default 2)")
@@ -118,7 +119,8 @@ def _long(summary):
 def cmd_simulate(args) -> int:
     import pandas as pd
 
-    from perfmodel.cli.serve import _load, _overrides, speculation
+    from perfmodel.cli.serve import _load, _overrides
+    from perfmodel.cli.speculation_args import speculation
     from perfmodel.report import charts, export
     from perfmodel.serving.steady_state import Mix, ServingOptions
     from perfmodel.simulation import capacity, compare, deployment, metrics, traffic
@@ -126,6 +128,11 @@ def cmd_simulate(args) -> int:
     from perfmodel.catalog import serving_engines
     from perfmodel.serving import search
 
+    args.traffic = args.traffic or ("trace" if args.trace else "poisson")
+    if args.trace and args.traffic != "trace":  # a file given and silently not read would answer another question
+        raise ValueError(f"--trace {args.trace} is read only with --traffic trace (given --traffic {args.traffic})")
+    if args.trace and args.load_sweep:
+        raise ValueError(f"--trace {args.trace}: --load-sweep draws its own Poisson loads; run the trace without it")
     system, arch, cal = _load(args.hardware, args.workload, _overrides(args), args.variant)
     args.dtype = args.dtype or search.native_dtype(system).value
     engine = serving_engines.resolve(args.engine, system)[0]
@@ -164,11 +171,11 @@ def cmd_simulate(args) -> int:
                                   cal=cal, reqs=reqs)
     summary = {**metrics.summarize(run, (args.ttft, args.tpot)), **cap.columns()}
     if args.requests_out:
-        write_extra(args.requests_out, metrics.requests_frame(run).to_csv(index=False), args.force)
+        write_extra(args.requests_out, export.to_csv(metrics.requests_frame(run)), args.force)
     if args.timeline_out or args.chart:
         queue = metrics.queue_over_time(run)
         if args.timeline_out:
-            write_extra(args.timeline_out, queue.to_csv(index=False), args.force)
+            write_extra(args.timeline_out, export.to_csv(queue), args.force)
         if args.chart:
             write_chart(lambda: charts.queue_over_time(queue, f"{label}: queue over time ({args.traffic}, {run.mode})"),
                         args.chart, args.force)

@@ -7,6 +7,8 @@ factors (core/units.py). Every entry is keyed by what it was computed from; any 
     write(path, fill)   fill(temporary path), then renamed onto path (safe_write.atomic_path): a reader never
                         sees half an entry; nothing when the folder cannot be written; then prune
     write_json(path, doc)   the same for a JSON document
+    trusted(path)       whether an entry may be read back: owned by this user, writable by no one else, down the
+                        folders from the root (entries hold code: a graph's source, a pickle)
     prune(folder)       keeps a folder under MAX_FOLDER_BYTES, the entries used longest ago removed first
                         (every code version adds entries; a read entry is touched: used())
 
@@ -34,6 +36,38 @@ def root() -> Path | None:
     return Path(base) / "perfmodel"
 
 
+_WARNED: set[str] = set()  # folders already reported as untrusted (one line each per process)
+
+
+def trusted(path: Path) -> bool:
+    """Whether an entry may be read back: the entry and every folder from the cache root down to it are owned by
+    this user and writable by no one else. An entry loads code (a compiled graph's source, a pickle), so an entry
+    someone else could have written is never read; the first refusal per folder says so in one line on stderr and
+    the value is computed afresh."""
+    top = root()
+    getuid = getattr(os, "getuid", None)
+    if top is None or getuid is None:  # caching off; no POSIX owners to check
+        return top is not None
+    top = Path(os.path.realpath(top))
+    path = Path(os.path.realpath(path))
+    chain = [path] + [p for p in path.parents if p == top or top in p.parents]
+    for p in chain:
+        try:
+            st = os.stat(p)
+        except OSError:
+            return False
+        if st.st_uid != getuid() or st.st_mode & 0o022:
+            if str(p) not in _WARNED:
+                _WARNED.add(str(p))
+                import sys
+
+                who = "is not yours" if st.st_uid != getuid() else "is writable by others"
+                print(f"perfmodel: cache {p} {who}: its entries are not read (chmod go-w, or set "
+                      "PERFMODEL_CACHE_DIR to a folder of your own)", file=sys.stderr)
+            return False
+    return True
+
+
 MAX_FOLDER_BYTES = 256 * 2 ** 20  # per folder (graphs/, claims/): a few hundred code versions' entries
 
 
@@ -41,8 +75,8 @@ def write(path: Path, fill: Callable[[Path], object]) -> None:
     """fill(a temporary path beside `path`), renamed onto it when complete, then prune its folder; nothing when
     the folder cannot be written (a cache entry is optional)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with safe_write.atomic_path(path) as tmp:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # this user's alone (trusted)
+        with safe_write.atomic_path(path, user_output=False) as tmp:
             fill(tmp)
     except (OSError, safe_write.OutputError):
         return

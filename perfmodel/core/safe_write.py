@@ -20,6 +20,11 @@ so an interrupted run never leaves a stale lock (its partial file is reused by t
 flock is advisory and local: writers on other machines sharing a network file system are not
 serialised.
 
+Inside a command (command_scope, set by the CLI) an output never replaces a file the command read (scenario,
+demand, trace, measurement, calibration and catalogue files: core/input_files remembers them), an existing
+catalogue file, or another output of the same command; and never a path that is not a regular file (a device,
+a FIFO, a socket: renaming over it would destroy it), inside a command or not.
+
 Spreadsheet formula injection (OWASP "CSV injection"): a text cell starting with = + - @, tab or
 carriage return is read as a formula by Excel, LibreOffice and Sheets; such cells are written
 with a leading single quote, which those programs show as text. Numbers are never touched, nor
@@ -48,19 +53,67 @@ def temp_path(path: str | Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{secrets.token_hex(4)}{path.suffix}")
 
 
+_SCOPE: dict | None = None  # inside a command (command_scope): what it protects and what it has written
+
+
+@contextmanager
+def command_scope(protected=(), allowed=()) -> Iterator[None]:
+    """Inside the block (one CLI command) an output may not replace: a file the process read as an input
+    (core/input_files), an existing file under a `protected` folder (the catalogue) unless under an `allowed`
+    one, or a path the command already wrote (two outputs of one command to one path)."""
+    from perfmodel.core import input_files  # core: same package
+
+    global _SCOPE
+    saved, reads = _SCOPE, input_files.forget()  # what this command reads, from here
+    _SCOPE = {"protected": [os.path.realpath(p) for p in protected],
+              "allowed": [os.path.realpath(p) for p in allowed], "written": set()}
+    try:
+        yield
+    finally:
+        _SCOPE = saved
+        input_files.restore(reads)
+
+
+def _under(path: str, roots) -> bool:
+    return any(path == r or path.startswith(r + os.sep) for r in roots)
+
+
 def _check_folder(path: Path) -> None:
+    """Refuse (OutputError, one line) an output path that cannot or may not be written (module doc)."""
     parent = path.parent
     if not parent.is_dir():
         raise OutputError(f"{path}: cannot write: folder {parent} does not exist")
     if path.is_dir():
         raise OutputError(f"{path}: is a folder; give a file name")
+    if os.path.lexists(path) and not path.is_file():  # a device, FIFO, socket or dangling link: never renamed over
+        raise OutputError(f"{path}: is not a regular file (a device, FIFO, socket or broken link); perfmodel "
+                          "replaces only regular files: choose another path")
+    if _SCOPE is None:
+        return
+    from perfmodel.core import input_files  # core: same package
+
+    real = os.path.realpath(path)
+    if input_files.was_read(path):
+        raise OutputError(f"{path}: is an input this command read; writing the output there would replace it "
+                          "(--force included): choose another path")
+    if path.exists() and _under(real, _SCOPE["protected"]) and not _under(real, _SCOPE["allowed"]):
+        raise OutputError(f"{path}: is a catalogue file; an output never replaces one (--force included): choose "
+                          "another path")
+    if real in _SCOPE["written"]:
+        raise OutputError(f"{path}: this command already writes another of its outputs there: give each output "
+                          "its own path")
+    _SCOPE["written"].add(real)
 
 
 @contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
-    """A temporary path beside `path`, renamed onto it when the block ends without error, removed otherwise."""
+def atomic_path(path: str | Path, user_output: bool = True) -> Iterator[Path]:
+    """A temporary path beside `path`, renamed onto it when the block ends without error, removed otherwise.
+    user_output=False: perfmodel's own file (a cache entry), exempt from a command's output rules."""
     path = Path(path)
-    _check_folder(path)
+    if user_output:
+        _check_folder(path)
+    elif not path.parent.is_dir():
+        raise OutputError(f"{path}: cannot write: folder {path.parent} does not exist")
     tmp = temp_path(path)
     try:
         # O_EXCL reserves the name; mode 0o666 lets the umask give the file its usual permissions
@@ -106,6 +159,9 @@ class PartialTarget:
 
     def __enter__(self) -> PartialTarget:
         import fcntl
+
+        if not self.folder and self.target.parent.is_dir():
+            _check_folder(self.target)
 
         if not self.target.parent.is_dir():
             if not self.folder:

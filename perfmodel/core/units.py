@@ -118,7 +118,8 @@ def _known_factors() -> dict[str, float]:
     if _FACTORS is None:
         _FACTORS, path = {}, _factors_path()
         try:
-            doc = json.loads(path.read_text()) if path is not None and path.is_file() else {}
+            ok = path is not None and path.is_file() and cache_root.trusted(path)  # factors set every quantity
+            doc = json.loads(path.read_text()) if ok else {}
             if doc.get("version") == _factor_version():
                 _FACTORS = {str(k): float(v) for k, v in doc["factors"].items()}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):

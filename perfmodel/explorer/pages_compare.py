@@ -11,7 +11,7 @@ import streamlit as st
 from perfmodel.catalog import scenario_files
 from perfmodel.explorer import cached as cc
 from perfmodel.explorer.widgets import chart, downloads
-from perfmodel.report import charts, uploads
+from perfmodel.report import charts, scenario_compare, uploads
 from perfmodel.report import url_state as us
 
 
@@ -45,6 +45,14 @@ def page_compare(ctx: dict) -> None:
                    + ". Rename one (the sidebar's 'Scenario name') to compare them.")
         return
     shown, values = cc.scenario_comparison(tuple(chosen))
+    bad = scenario_compare.impossible(values)
+    for name, invalid, _ in bad:
+        if invalid:
+            st.error(f"Scenario {name!r} is not a valid plan: {invalid}. Fix or unpin it to compare.")
+    if any(invalid for _, invalid, _ in bad):
+        return  # an impossible plan is never shown as an answer
+    for name, _, misfit in bad:
+        st.warning(f"NOT A VALID ANSWER: scenario {name!r}: {misfit}. Its numbers are what it would take if it fitted.")
     st.dataframe(shown, hide_index=True, key="cmp_table")
     chart(charts.scenario_changes(values), "compare", "compare_" + "_vs_".join(names))
     if pinned and st.button("Clear the pinned scenarios", key="cmp_clear"):

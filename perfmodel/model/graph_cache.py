@@ -29,7 +29,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfmodel.core.cache_root import root, used, write_json  # noqa: F401 (root re-exported)
+from perfmodel.core.cache_root import root, trusted, used, write_json  # noqa: F401 (root re-exported)
 
 if TYPE_CHECKING:  # sympy is imported where a graph is read or fingerprinted: the root and writer stay light
     import sympy as sp
@@ -70,7 +70,7 @@ def _path(parts: tuple) -> Path | None:
 def load(parts: tuple) -> tuple[str, tuple[sp.Symbol, ...], object] | None:
     """(source, symbols, meta) of a stored entry, or None (no entry, cache off, or an entry that cannot be read)."""
     path = _path(parts)
-    if path is None or not path.is_file():
+    if path is None or not path.is_file() or not trusted(path):  # its source is run: only this user's entries
         return None
     try:
         doc = json.loads(path.read_text())

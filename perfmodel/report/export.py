@@ -219,7 +219,7 @@ def write_xlsx(sheets: dict[str, pd.DataFrame], path: Path) -> Path:
             people.to_excel(xw, sheet_name=name[:31], index=False)
             _lay_out(xw.sheets[name[:31]], people)
         if legend and "columns" not in sheets:
-            key = pd.DataFrame(legend)
+            key = safe_write.escape_frame(pd.DataFrame(legend))  # it repeats the sheets' values (scenario names)
             key.to_excel(xw, sheet_name="columns", index=False)
             _lay_out(xw.sheets["columns"], key)
     return path

@@ -11,7 +11,8 @@
 Figures: the scenario as run (system, workload, phase, batch, plan, data type, what-ifs), then the phase's headline figures (TPOT and tokens/s per user for decode, TTFT for
 prefill, step time for training), tokens/s per chip, MFU, what bounds it, memory per chip and whether it fits,
 tokens/s per MW and $ per million tokens, with the provenance markers the other tables use. A scenario that does
-not fit or is not a valid plan is compared all the same, its 'fits' / reason row saying so (never a bare number).
+not fit or is not a valid plan is evaluated all the same, its 'fits' / reason row saying so; impossible(values)
+says which, and the CLI and the app refuse an invalid plan and show a misfit only under a banner.
 
 Does not: read scenario files (catalog.scenario_files) or draw anything.
 """
@@ -99,3 +100,15 @@ def compare(saved: list[Saved]) -> tuple[pd.DataFrame, pd.DataFrame]:
                            "text": "" if math.isfinite(number) else str(value), "change_frac": frac if i else 0.0})
         table.append(row)
     return pd.DataFrame(table), pd.DataFrame(values)
+
+
+def impossible(values: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """(scenario, why its plan is invalid, why it does not fit) for each scenario that is no valid answer."""
+    out = []
+    for name, mine in values.groupby("scenario", sort=False):
+        mine = mine.set_index("figure")
+        invalid = str(mine["text"].get("invalid_reason", "") or "").strip()
+        misfit = "" if mine["value"].get("fits", 1.0) == 1.0 else "its memory per chip exceeds the chip's HBM"
+        if invalid or misfit:
+            out.append((str(name), invalid, misfit))
+    return out

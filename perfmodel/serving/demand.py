@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from perfmodel.catalog import files, workload_files
-from perfmodel.core import limits
+from perfmodel.core import input_files, limits
 
 NUMBER_FIELDS = ("requests_per_s", "ttft_s", "tpot_s", "peak_to_average", "percentile", "prefix_share")
 MAX_PEAK_TO_AVERAGE = 1000.0  # provisioning for a peak 1000x the average is a typo (the CLI's --peak-factor ceiling)
@@ -176,12 +176,9 @@ class Demand:
         table {"512" = 0.5, "4096" = 0.5} of length = weight. Errors name the file and the field."""
         path = Path(path)
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ValueError(f"{path}: cannot read demand file: {exc.strerror or exc}") from None
-        except UnicodeDecodeError:
-            raise ValueError(f"{path}: not a demand file (not UTF-8 text; expected TOML with a [demand] table)") \
-                from None
+            data = tomllib.loads(input_files.read_text(path, "demand file"))
+        except RecursionError:
+            raise ValueError(f"{path}: malformed TOML: nested too deeply to parse") from None
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(f"{path}: malformed TOML in demand file: {exc}") from None
         if "demand" not in data:

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from perfmodel.core import limits
+from perfmodel.core import input_files, limits
 
 KINDS = ("poisson", "gamma", "closed", "trace")
 TRACE_COLUMNS = ("arrival_s", "input_tokens", "output_tokens")
@@ -129,9 +129,9 @@ def read_trace(path: str | Path) -> Requests:
     """A trace CSV (module doc); one clear line naming the file, the column and the value on bad input."""
     path = Path(path)
     try:
-        df = pd.read_csv(path)
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise ValueError(f"{path}: cannot read trace CSV: {exc}") from None
+        df = input_files.read_csv(path, "trace CSV")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise ValueError(f"{path}: cannot read trace CSV: {str(exc).strip().splitlines()[0][:200]}") from None
     missing = [c for c in TRACE_COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"{path}: trace column {missing[0]!r} missing (needs {', '.join(TRACE_COLUMNS)}; optional "

@@ -40,7 +40,7 @@ import pandas as pd
 from perfmodel import catalog
 from perfmodel.catalog import system_names, workload_files
 from perfmodel.catalog.calibration import calibration_for
-from perfmodel.core import units
+from perfmodel.core import input_files, units
 from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Precision, Recompute, Scenario
 from perfmodel.model import kernels
@@ -52,7 +52,7 @@ VOCAB = 50432  # the script's GPT: GPT-NeoX tokenizer padded, tied head
 
 
 def load(path: str = PATH) -> pd.DataFrame:
-    return pd.read_csv(path)
+    return input_files.read_csv(path, "device measurements")
 
 
 def burst_pairs(df: pd.DataFrame) -> pd.DataFrame:

@@ -41,7 +41,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from perfmodel.core import limits, units
+from perfmodel.core import input_files, limits, units
 from perfmodel.validation import case_checks, fidelity, formats
 
 CSV = Path(__file__).resolve().parents[2] / "reference" / "published_measurements.csv"
@@ -110,9 +110,9 @@ def _read(path: str) -> pd.DataFrame:
 def _read_version(path: str, size: int, mtime_ns: int) -> pd.DataFrame:
     p = Path(path)
     try:
-        df = pd.read_csv(p, dtype=str, keep_default_na=False)
-    except OSError as exc:
-        raise CasesError(f"{path}: cannot read measurements file: {exc.strerror or exc}") from None
+        df = input_files.read_csv(p, "measurements file", dtype=str, keep_default_na=False)
+    except input_files.InputError as exc:
+        raise CasesError(str(exc)) from None
     except pd.errors.EmptyDataError:
         raise CasesError(f"{path}: empty file: No columns to parse (a measurements file needs a header line with "
                          f"the columns {', '.join(CASE_COLUMNS)} and one row per case)") from None
