@@ -237,3 +237,78 @@ def test_compare_refuses_an_invalid_plan_and_banners_a_misfit(capsys, tmp_path):
     assert rc == 1 and "exceeds the chip's HBM" in _one_line(err) and "--allow-oversubscribed" in err
     rc, out, err, _ = _run(capsys, ["compare", good, big, "--allow-oversubscribed", "-f", "csv"])
     assert rc == 0 and "NOT A VALID ANSWER" in err and "big" in out
+
+
+# ---------------------------------------------------------------- no impossible answer through the side doors
+
+def test_a_request_past_the_models_positions_is_refused_naming_row_and_value(capsys, tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s,input_tokens,output_tokens\n0,100,10\n0.5,131000,100\n")  # llama-3.1-8b: 131,072
+    for argv in ([*SIM, "--trace", trace], ["plan", "--systems", "p5.48xlarge", "--workload", "llama-3.1-8b",
+                                              "--trace", trace, "--no-progress"]):
+        rc, _, err, _ = _run(capsys, argv)
+        line = _one_line(err)
+        assert rc == 1 and "row 3" in line and "131100 tokens" in line and "131072 positions" in line, line
+    rc, _, err, _ = _run(capsys, ["plan", "--systems", "p5.48xlarge", "--workload", "llama-3.1-8b", "--rps", "1",
+                                  "--input", "200000", "--output", "10", "--ttft", "100", "--tpot", "1"])
+    assert rc == 1 and "past the 131072 positions of llama-3.1-8b" in _one_line(err)
+
+
+def test_shares_of_requests_must_sum_to_one(capsys):
+    rc, _, err, _ = _run(capsys, ["plan", "--systems", "p5.48xlarge", "--workload", "llama-3.1-8b", "--rps", "1",
+                                  "--input", "512:0.5,1024:0.6", "--output", "10", "--ttft", "2", "--tpot", "0.1"])
+    assert rc == 1 and "must sum to 1, got 1.1" in _one_line(err)
+
+
+@pytest.mark.parametrize("option", ["--max-running", "--token-budget", "--kv-blocks"])
+def test_zero_is_never_a_silent_default(capsys, option):
+    rc, _, err, _ = _run(capsys, [*SIM, "--requests", "20", option, "0"])
+    assert rc == 2 and "(or auto), got 0" in err
+    rc, out, err, _ = _run(capsys, [*SIM, "--requests", "20", option, "auto", "-f", "json"])
+    assert rc == 0, err
+
+
+def test_a_fleet_no_one_could_buy_is_no_answer(capsys):
+    rc, out, err, _ = _run(capsys, ["plan", "--systems", "p5.48xlarge", "--workload", "llama-3.1-8b", "--rps", "1e9",
+                                    "--input", "512", "--output", "128", "--ttft", "2", "--tpot", "0.1",
+                                    "--no-progress", "-f", "json"])
+    import json
+
+    row = json.loads(out)["results"]["table"][0]
+    assert rc == 0 and row["feasible"] is False and row["chips"] > 2_000_000 and "no fleet" in row["note"]
+    assert row.get("usd_per_month") is None  # never priced
+
+
+# ---------------------------------------------------------------- bounded work, said before it starts
+
+@pytest.mark.parametrize("argv, words", [
+    ([*SIM, "--requests", "10000000"], "10,000,000 requests over 1 worker: about 28 min"),
+    ([*SIM, "--mode", "disaggregated", "--prefill-workers", "100000", "--decode-workers", "100000", "--requests",
+      "10000"], "over 200,000 workers: about 12 min"),
+    (["sweep", "--hardware", "trn2-ultraserver", "--workload", "llama-3-70b", "--phase", "decode", "--grid",
+      "batch=1:100000:+1", "--grid", "context=1024:32768:x2", "--grid", "tp=1,2,4,8,16", "--out", "{tmp}/big.csv"],
+     "3,000,000 configurations: about 2 min and 1.8 GB written"),
+])
+def test_long_work_off_a_terminal_needs_yes(capsys, tmp_path, argv, words):
+    rc, _, err, took = _run(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv])
+    line = _one_line(err)
+    assert rc == 1 and words in line and "--yes" in line and took < 10, (line, took)
+    assert not (tmp_path / "big.csv").exists()
+
+
+def test_on_a_terminal_long_work_is_said_then_run(capsys, monkeypatch):
+    from perfmodel.cli import work_gate
+
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
+    work_gate.gate("simulate", "10 requests", 3600.0)  # no exception: said, then run
+    assert "about 60 min (estimate); running" in capsys.readouterr().err
+    work_gate.gate("simulate", "10 requests", 3600.0, yes=True)
+    work_gate.gate("simulate", "10 requests", 30.0, written_bytes=1e6)
+    assert not capsys.readouterr().err
+    assert work_gate.calibrate_seconds(12, 190, 8) == pytest.approx(40 + 13 * 12)
+
+
+def test_training_chips_come_in_whole_instances(capsys):
+    rc, _, err, _ = _run(capsys, ["plan", "--train", "--tokens", "1e12", "--workload", "llama-3-8b", "--hardware",
+                                  "p5.48xlarge", "--chips", "12", "--no-progress"])
+    assert rc == 1 and "instances of 8 chips; give a multiple of 8 (8 or 16)" in _one_line(err)

@@ -16,6 +16,7 @@ import os
 import sys
 
 from perfmodel.cli.common import add_force_option, count, print_result, refuse, same_file
+from perfmodel.cli.work_gate import add_yes_option
 
 # the same list as calibrate.DEFAULT_PARAMS (kept literal so that --help imports nothing heavy; a test checks it)
 _DEFAULT_HELP = ("tensor_efficiency, hbm_efficiency, element_efficiency, op_overhead, collective_fixed_latency, "
@@ -68,6 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="processes for the fold fits and the final fit (default or 0: one per CPU, at most folds + "
                         "1; 1: in this process); the results do not depend on it")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    add_yes_option(p)
     p.set_defaults(func=cmd_calibrate)
 
 
@@ -83,8 +85,14 @@ def cmd_calibrate(args) -> int:
     names = [n.strip() for n in args.params.split(",") if n.strip()] if args.params else None
     say = None if args.quiet else (lambda msg: print(f"calibrate: {msg}", file=sys.stderr, flush=True))
     jobs = args.jobs if args.jobs > 0 else min(os.cpu_count() or 1, max(args.folds, 0) + 1)
+    from perfmodel.cli import work_gate
+
+    def confirm(k: int, n: int, p: int) -> None:
+        work_gate.gate("calibrate", f"{k} fold fits and the final fit over {n} cases and {p} parameters",
+                       work_gate.calibrate_seconds(k, n, p) / max(min(jobs, k + 1), 1), yes=args.yes)
+
     res = calibrate.fit(args.family, names, args.cases, folds=args.folds, seed=args.seed, loss=args.loss,
-                        progress=say, jobs=jobs)
+                        progress=say, jobs=jobs, confirm=confirm)
     written = None if args.no_write else res.write(args.out, args.description)
     params = res.params_frame()
     shown = params.drop(columns=["initial_si", "fitted_si"])

@@ -152,24 +152,24 @@ CALIBRATION_HELP = ("apply a calibrated parameter set written by 'perfmodel cali
 
 # ---------------------------------------------------------------- option types: counts and sizes, checked when parsed
 # Each returns an argparse `type=` function: a bad value is one line naming the option (argparse adds
-# "argument --chips:"), the value and the allowed range, before the command runs. A ceiling is named
-# by its core/limits.py constant and looked up only when a value is parsed: building the parser
-# imports no perfmodel module outside cli (tests/test_cli_startup.py).
+# "argument --chips:"), the value and the allowed range, before the command runs. A ceiling is named by its
+# core/limits.py constant and looked up only when a value is parsed (the parser imports no model module).
 
 
-def count(lo: int = 1, hi: int | str = "MAX_CHIPS"):
+def count(lo: int = 1, hi: int | str = "MAX_CHIPS", auto: bool = False):
     """Type for a whole-number option in [lo, hi] (hi: a number or a limits.py name): '0', '-4', '1.5',
-    '1e3' refused."""
+    '1e3' refused; with `auto`, 'auto' gives 0 (the caller's default: 0 itself is refused, never a default)."""
     def parse(text: str) -> int:
         from perfmodel.core import limits
 
-        top = getattr(limits, hi) if isinstance(hi, str) else hi
-        s = str(text).strip()
+        top, s, alt = getattr(limits, hi) if isinstance(hi, str) else hi, str(text).strip(), " (or auto)" * auto
+        if auto and s.lower() == "auto":
+            return 0
         if not s.lstrip("+-").isdigit() or len(s) > 20:  # digits only: no float, no expression, no 10**9 digits
-            raise argparse.ArgumentTypeError(f"expected a whole number between {lo} and {top:,}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected a whole number between {lo} and {top:,}{alt}, got {text!r}")
         v = int(s)
         if not lo <= v <= top:
-            raise argparse.ArgumentTypeError(f"must be between {lo} and {top:,}, got {v:,}")
+            raise argparse.ArgumentTypeError(f"must be between {lo} and {top:,}{alt}, got {v:,}")
         return v
 
     parse.__name__ = "count"

@@ -71,6 +71,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-replica-chips", type=count(1, "MAX_CHIPS"), default=0, metavar="N",
                    help="largest replica: replicas up to N chips, spanning whole scale-up domains over the scale-out "
                         "network (default: the larger of the domain and 64)")
+    p.add_argument("--max-fleet-chips", type=count(1, "MAX_CHIPS"), default=0, metavar="N",
+                   help="a fleet needing more chips is answered 'no fleet' (default 2,000,000: about what one buyer "
+                        "could plausibly obtain; planner.FLEET_CHIPS)")
     p.add_argument("--trace", metavar="CSV", help="a request trace (arrival_s, input_tokens, output_tokens) as the "
                    "demand: its rate and length distributions, with --workload, --ttft, --tpot and --percentile")
     p.add_argument("--percentile", type=positive(99.9), metavar="P",
@@ -85,6 +88,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_plan)
 
 
+def _within_positions(demand, where: str) -> None:
+    """A demand whose longest request (longest input + longest output) is past the model's positions is refused:
+    no engine serves it, so no fleet is its answer."""
+    from perfmodel.catalog import workload_refs
+
+    positions = workload_refs.load(demand.workload).max_position_embeddings
+    i, o = max(demand.input_tokens.values), max(demand.output_tokens.values)
+    if i + o > positions:
+        raise ValueError(f"{where}: input {i:g} + output {o:g} = {i + o:g} tokens is past the {positions} positions "
+                         f"of {demand.workload} (max_position_embeddings)")
+
+
 def cmd_plan(args) -> int:
     from perfmodel.serving import planner, training_run
 
@@ -96,6 +111,10 @@ def cmd_plan(args) -> int:
             raise ValueError("--train needs --tokens N")
         system = catalog.load_system(args.hardware or args.systems[0])
         arch = workload_refs.load(args.workload)
+        per = system.node.chips
+        if args.chips and args.chips % per:  # chips are bought by the instance: a fraction of one is no fleet
+            raise ValueError(f"--chips {args.chips}: {system.name} comes in instances of {per} chips; give a multiple "
+                             f"of {per} ({args.chips // per * per or per} or {(args.chips // per + 1) * per})")
         df = training_run.plan_training(system, arch, args.tokens, chips=args.chips, days=args.days, seq_len=args.seq)
         _emit(df, args, f"Training {arch.name} on {system.display_name}: {args.tokens:.3g} tokens", "plan_train",
               cols=TRAIN_COLS)
@@ -103,10 +122,12 @@ def cmd_plan(args) -> int:
     if args.demand:
         demand = planner.Demand.from_toml(args.demand)
     elif args.trace:
+        from perfmodel.catalog import workload_refs
         from perfmodel.simulation import traffic
 
+        positions = workload_refs.load(args.workload).max_position_embeddings if args.workload else None
         demand = traffic.demand_from_trace(args.trace, args.workload, args.ttft, args.tpot, args.percentile or 99.0,
-                                           args.peak_factor)
+                                           args.peak_factor, max_tokens=positions)
     else:
         if args.rps is None:
             raise ValueError("give --demand FILE or --rps R (with --input/--output/--ttft/--tpot)")
@@ -114,11 +135,13 @@ def cmd_plan(args) -> int:
                                            "input_tokens": args.input, "output_tokens": args.output,
                                            "ttft_s": args.ttft, "tpot_s": args.tpot,
                                            "peak_to_average": args.peak_factor})
+    _within_positions(demand, args.demand or "--input/--output")
     if args.percentile:
         demand = dataclasses.replace(demand, percentile=float(args.percentile))
         demand.validate("--percentile: demand field ")
     opts = planner.PlanOptions(modes=tuple(args.mode), objective=args.objective,
                                whole_scaleup=args.whole_ultraserver, max_replica_chips=args.max_replica_chips,
+                               max_fleet_chips=args.max_fleet_chips,
                                engine=args.engine)
     with progress_bar(f"planning {len(args.systems)} systems", not args.no_progress) as cb:
         df = planner.plan_serving(demand, args.systems, opts, progress=cb)

@@ -29,6 +29,7 @@ from perfmodel.cli.common import (
     write_chart,
     write_extra,
 )
+from perfmodel.cli.work_gate import add_yes_option, gate, simulate_seconds
 
 SUMMARY = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "e2e_p50_s",
            "e2e_p99_s", "request_rate_per_s", "output_tokens_per_s", "sla_met_share", "goodput_requests_per_s",
@@ -72,12 +73,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--replicas", type=count(1, 100_000), default=1, metavar="R", help="aggregated replicas")
     d.add_argument("--prefill-workers", type=count(1, 100_000), default=1, metavar="X", help="disaggregated: prefill")
     d.add_argument("--decode-workers", type=count(1, 100_000), default=1, metavar="Y", help="disaggregated: decode")
-    d.add_argument("--max-running", type=count(0, "MAX_BATCH"), default=0, metavar="S",
-                   help="running-sequence cap (default: the engine's, else 1024)")
-    d.add_argument("--token-budget", type=count(0, "MAX_SEQ_TOKENS"), default=0, metavar="B",
-                   help="tokens per step (default: the engine's, else 8192)")
-    d.add_argument("--kv-blocks", type=count(0, 2 ** 31), default=0, metavar="N",
-                   help="KV pool per worker in 16-token blocks (default: what HBM leaves)")
+    d.add_argument("--max-running", type=count(1, "MAX_BATCH", auto=True), default="auto", metavar="S|auto",
+                   help="running-sequence cap (auto, the default: the engine's, else 1024)")
+    d.add_argument("--token-budget", type=count(1, "MAX_SEQ_TOKENS", auto=True), default="auto", metavar="B|auto",
+                   help="tokens per step (auto, the default: the engine's, else 8192)")
+    d.add_argument("--kv-blocks", type=count(1, 2 ** 31, auto=True), default="auto", metavar="N|auto",
+                   help="KV pool per worker in 16-token blocks (auto, the default: what HBM leaves)")
     s = p.add_argument_group("results")
     s.add_argument("--ttft", type=positive(), default=2.0, metavar="S", help="SLA: TTFT target (goodput)")
     s.add_argument("--tpot", type=positive(), default=0.05, metavar="S", help="SLA: TPOT target (goodput)")
@@ -87,6 +88,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the run's queue over time, or with --load-sweep TTFT against load (.svg, .png or .html)")
     s.add_argument("--timeline-out", metavar="CSV", help="waiting and running requests over time (200 bins)")
     s.add_argument("--requests-out", metavar="CSV", help="one row per simulated request")
+    add_yes_option(p)
     add_output_options(p)
     p.set_defaults(func=cmd_simulate)
 
@@ -162,7 +164,11 @@ def cmd_simulate(args) -> int:
                            path=args.trace or "")
     layout = deployment.Layout(replicas=args.replicas, prefill=args.prefill_workers, decode=args.decode_workers,
                                max_running=args.max_running, token_budget=args.token_budget, kv_blocks=args.kv_blocks)
-    reqs = traffic.draw(traf, shapes, args.requests, args.seed)
+    reqs = traffic.draw(traf, shapes, args.requests, args.seed, arch.max_position_embeddings)
+    workers = args.prefill_workers + args.decode_workers if args.mode == "disaggregated" else args.replicas
+    gate("simulate", f"{len(reqs):,} requests over {workers:,} worker{'s' * (workers != 1)}",
+         simulate_seconds(len(reqs), workers),
+         yes=args.yes)
     cap = capacity.assess(system, arch, plan, traf, reqs, options, layout, cal)
     if cap.warning():
         print(f"perfmodel simulate: warning: {cap.warning()}", file=sys.stderr, flush=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 
 from perfmodel.cli.common import add_output_options, count, print_result, refuse
+from perfmodel.cli.work_gate import add_yes_option, gate, sweep_estimate
 
 SHOW = {"decode": ("time_per_output_token_s", "tokens_per_s_per_user", "tokens_per_s_per_chip", "mfu_frac"),
         "prefill": ("ttft_s", "tokens_per_s_per_chip", "mfu_frac", "tensor_util_frac"),
@@ -62,6 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fits-only", action="store_true",
                    help="keep only configurations with a valid plan that fit memory and have finite results "
                         "(default: every row, marked by the valid, invalid_reason, fits and finite columns)")
+    add_yes_option(p)
     add_output_options(p)
     p.set_defaults(func=cmd_sweep)
     p.epilog = ("--out FILE.parquet or FILE.csv streams every configuration to the file chunk by chunk; --out DIR/ "
@@ -104,6 +106,8 @@ def cmd_sweep(args) -> int:
     if not stream and plan.size > MAX_ROWS_IN_MEMORY:
         raise ValueError(f"sweep of {plan.size:,} configurations would be held in memory (at most "
                          f"{MAX_ROWS_IN_MEMORY:,}): write it with --out FILE.parquet (streamed in chunks)")
+    kind = "parquet" if stream and Path(args.out).suffix.lower() not in (".csv",) else "csv"
+    gate("sweep", f"{plan.size:,} configurations", *sweep_estimate(plan.size, kind), yes=args.yes)
     with ExitStack() as stack:
         client = None
         if args.dask_scheduler or args.dask_local:

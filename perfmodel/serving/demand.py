@@ -47,6 +47,9 @@ def _length(v, what: str) -> int:
     return limits.check_count(v, f"{what}: token lengths", 1, limits.MAX_SEQ_TOKENS)
 
 
+WEIGHT_SUM_TOLERANCE = 1e-3  # shares written by hand (0.333 x 3) pass; 0.5 + 0.6 does not
+
+
 @dataclass(frozen=True)
 class Lengths:
     """A token-length distribution: values with weights (a single value is a point mass)."""
@@ -73,6 +76,9 @@ class Lengths:
         wts = tuple(_number(b, f"{what}: weight of {a}") for a, b in pairs)
         if not all(math.isfinite(w) and w >= 0 for w in wts) or sum(wts) <= 0:
             raise ValueError(f"{what}: token lengths need finite weights >= 0 summing > 0, got {x!r}")
+        if abs(sum(wts) - 1.0) > WEIGHT_SUM_TOLERANCE:  # shares of requests: a typo is not renormalised silently
+            raise ValueError(f"{what}: the weights are shares of requests and must sum to 1, got {sum(wts):g} "
+                             f"({x!r})")
         return cls(vals, wts)
 
     @property

@@ -17,6 +17,7 @@ Serving (`plan_serving`), per system:
        the targets, inside the envelope when the plan is; _refine, on arrays).
     Engine: PlanOptions.engine (None: the hardware family's default, serving_engines.default_for;
     "none": the accelerator alone, the roofline) prices every plan as that engine runs it.
+    Ceiling: a fleet above FLEET_CHIPS (PlanOptions.max_fleet_chips) is no answer: feasible False, its count said.
     Power: facility W at peak (provisioned) and on average (chip dynamic power x 1/peak factor),
     with the low / high chip-power cases. Queueing is not modelled beyond the peak factor.
 
@@ -53,6 +54,14 @@ class PlanOptions:
     grid_kw: dict = field(default_factory=dict)  # passed to search.plan_grid (dtypes, tp, concurrency ...)
     max_replica_chips: int = 0  # a replica's largest size; 0: the larger of the scale-up domain and SPAN_CHIPS
     engine: str | None = None  # serving engine; None: the system family's default; "none": the roofline
+    max_fleet_chips: int = 0  # a fleet larger is no answer (0: FLEET_CHIPS)
+
+
+# A sanity ceiling, not physics (assumption, PlanOptions.max_fleet_chips / plan --max-fleet-chips overrides it): the
+# most accelerators one buyer could plausibly obtain for one deployment. Two million chips draw 2-4 GW of facility
+# power at 1-2 kW each, the scale of the largest single-operator AI campuses announced by 2026; a demand that needs
+# more is answered "no fleet" with the count, never priced as if it could be bought.
+FLEET_CHIPS = 2_000_000
 
 
 # Search-space bounds, not physics (each multiplies the plans priced; PlanOptions overrides them):
@@ -305,6 +314,12 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
         op = op.copy()
         for k in ("replicas", "prefill_workers", "chips", "instances", "scaleups", "billed_chips"):
             op[k] = sized[k]
+        ceiling = options.max_fleet_chips or FLEET_CHIPS
+        if sized["chips"] > ceiling:
+            rows.append({**base, "feasible": False, "chips": sized["chips"],
+                         "note": f"no fleet: the demand needs {sized['chips']:,.0f} chips, beyond the {ceiling:,} one "
+                                 "buyer could plausibly obtain (assumption: planner.FLEET_CHIPS; --max-fleet-chips)"})
+            continue
         one = _power_cols(pd.DataFrame([op]), system, cal, demand.peak_to_average).iloc[0]
         rows.append({**base, **_answer(one, cap, price, peak, demand, how), "objective": obj,
                      "envelope": envelope.MEASURED if inside else envelope.EXTRAPOLATED})

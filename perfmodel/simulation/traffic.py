@@ -102,11 +102,11 @@ def _lengths(rng: np.random.Generator, pairs, n: int, ratio: float) -> np.ndarra
     return np.maximum(1, np.round(base * rng.uniform(ratio, 1.0, n))).astype(np.int64)
 
 
-def draw(traffic: Traffic, shapes: Shapes, n: int, seed: int = 0) -> Requests:
-    """n requests (a trace file gives its own, n ignored)."""
+def draw(traffic: Traffic, shapes: Shapes, n: int, seed: int = 0, max_tokens: int | None = None) -> Requests:
+    """n requests (a trace file gives its own, n ignored; none past `max_tokens`, the model's positions)."""
     traffic.validate()
     if traffic.kind == "trace":
-        return read_trace(traffic.path)
+        return read_trace(traffic.path, max_tokens)
     shapes.validate()
     limits.check_count(n, "requests", 1, 10 ** 8)
     rng = np.random.default_rng(seed)
@@ -125,8 +125,9 @@ def draw(traffic: Traffic, shapes: Shapes, n: int, seed: int = 0) -> Requests:
     return Requests(arrival, inp, out, pid.astype(np.int64), ptok.astype(np.int64))
 
 
-def read_trace(path: str | Path) -> Requests:
-    """A trace CSV (module doc); one clear line naming the file, the column and the value on bad input."""
+def read_trace(path: str | Path, max_tokens: int | None = None) -> Requests:
+    """A trace CSV (module doc); one clear line naming the file, the column and the value on bad input, and on a
+    request longer (input + output tokens) than `max_tokens`, the model's positions."""
     path = Path(path)
     try:
         df = input_files.read_csv(path, "trace CSV")
@@ -154,6 +155,12 @@ def read_trace(path: str | Path) -> Requests:
         i = int(np.flatnonzero(np.diff(cols["arrival_s"]) < 0)[0]) + 1
         raise ValueError(f"{path}: row {i + 2}, column arrival_s: arrivals must be in time order")
     inp = cols["input_tokens"].astype(np.int64)
+    total = inp + cols["output_tokens"].astype(np.int64)
+    if max_tokens is not None and (total > max_tokens).any():  # no engine serves past the model's positions
+        i = int(np.flatnonzero(total > max_tokens)[0])
+        raise ValueError(f"{path}: row {i + 2}: input_tokens {inp[i]} + output_tokens "
+                         f"{int(cols['output_tokens'][i])} = {total[i]} tokens is past the model's {max_tokens} "
+                         "positions (max_position_embeddings)")
     pid = cols.get("prefix_id", np.full(len(df), -1.0)).astype(np.int64)
     ptok = np.minimum(cols.get("prefix_tokens", np.zeros(len(df))).astype(np.int64), inp - 1)
     return Requests(cols["arrival_s"], inp, cols["output_tokens"].astype(np.int64), pid,
@@ -161,13 +168,13 @@ def read_trace(path: str | Path) -> Requests:
 
 
 def demand_from_trace(path: str | Path, workload: str, ttft_s: float, tpot_s: float, percentile: float = 99.0,
-                      peak_to_average: float = 1.0, bins: int = 8):
+                      peak_to_average: float = 1.0, bins: int = 8, max_tokens: int | None = None):
     """A planner demand (serving/demand.Demand) summarising a trace: its mean request rate (requests over the
     span of arrivals) and its input / output length distributions (up to `bins` quantile groups, each its mean
     length weighted by its share of requests), with the given targets at `percentile`."""
     from perfmodel.serving.demand import Demand
 
-    reqs = read_trace(path)
+    reqs = read_trace(path, max_tokens)
     if len(reqs) < 2 or reqs.arrival_s[-1] <= reqs.arrival_s[0]:
         raise ValueError(f"{path}: a trace needs at least two requests at different times to give a rate")
 

@@ -104,10 +104,11 @@ def _run_fits(pr: Problem, tasks: list[np.ndarray], loss: str, jobs: int, done: 
 
 def fit(family: str, params: Sequence[str] | None = None, cases_path: Path | str | None = None, folds: int = 5,
         seed: int = 0, loss: str = "linear", progress: Callable[[str], None] | None = None,
-        jobs: int = 1) -> FitResult:
+        jobs: int = 1, confirm: Callable[[int, int, int], None] | None = None) -> FitResult:
     """Fit `params` (default DEFAULT_PARAMS) of `family` ('neuron' | 'nvidia') to the family's cases of
     `cases_path` (default the development cases), with `folds`-fold grouped cross-validation (folds < 2: none).
-    jobs > 1 runs the fold fits and the final fit in that many forked processes (same results, less wall time)."""
+    jobs > 1 runs the fold fits and the final fit in that many forked processes (same results, less wall time).
+    confirm(folds, cases, parameters), when given, is called before any fit (it may raise to stop the work)."""
     t0 = time.perf_counter()
     say = progress or (lambda msg: None)
     pr = setup(family, params, cases_path)
@@ -123,6 +124,8 @@ def fit(family: str, params: Sequence[str] | None = None, cases_path: Path | str
     if folds >= 2 and k < 2:
         say("only one group of cases: no cross-validation")
         k = 0
+    if confirm:
+        confirm(k, n, len(pr.names))
     tests = [np.flatnonzero(fold_of == f) for f in range(k)]
     tasks = [np.flatnonzero(fold_of != f) for f in range(k)] + [every]
 
