@@ -136,3 +136,28 @@ def test_a_request_rate_is_an_open_loop_and_an_unbounded_one_a_burst(tmp_path):
     assert "a burst of 500 prompts" in out.at["BURST", "note"] and out.at["BURST", "predicted"] > 0
     assert pd.isna(out.at["BURSTL", "predicted"]) and "its latencies are its queue's" in out.at["BURSTL", "reason"]
     assert "beyond what the deployment serves" in out.at["OVER", "reason"]
+
+
+def test_lengths_a_client_draws_are_priced_at_their_mean(tmp_path):
+    """'1024 (random range ratio 0)': lengths uniform in [0, 1024], mean 512 (sglang.bench_serving's default);
+    '1024 (random range ratio 0.5)': mean 768; '1024 (+/-15%)': mean 1024; all the same prices as plain means."""
+    rows = [_row(case_id="R0", input_len="1024 (random range ratio 0)", output_len="1024 (random range ratio 0)"),
+            _row(case_id="P0", input_len="512", output_len="512"),
+            _row(case_id="R5", input_len="1024 (random, range ratio 0.5)", output_len="512"),
+            _row(case_id="P5", input_len="768", output_len="512"),
+            _row(case_id="PM", input_len="1024 (+/-15%)", output_len="512"), _row(case_id="P1", input_len="1024")]
+    out = _run(tmp_path, rows)
+    for spread, plain in (("R0", "P0"), ("R5", "P5"), ("PM", "P1")):
+        assert out.at[spread, "reason"] == "" and out.at[spread, "predicted"] == out.at[plain, "predicted"]
+    assert "512/512 tokens" in out.at["R0", "note"]
+
+
+def test_a_kv_cache_type_in_the_dtype_is_priced_and_a_mixed_one_listed(tmp_path):
+    """'bf16; KV cache FP8' stores the KV cache in FP8 (half the bytes a decode step reads at a long context);
+    'KV cache FP8 except sliding-window layers' is no one type: listed, not guessed."""
+    long = dict(input_len="16384", output_len="1024", metric="ITL mean", unit="ms", value="20", batch="32")
+    out = _run(tmp_path, [_row(case_id="B", dtype="bf16; KV cache BF16", **long),
+                          _row(case_id="F", dtype="bf16 weights (default); KV cache FP8", **long),
+                          _row(case_id="M", dtype="bf16; KV cache FP8 except sliding-window layers kept BF16", **long)])
+    assert "fp8 KV cache" in out.at["F", "note"] and out.at["F", "predicted"] < out.at["B", "predicted"]
+    assert "mixed types" in out.at["M", "reason"]

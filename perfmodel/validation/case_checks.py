@@ -25,6 +25,8 @@ from perfmodel.core import limits
 COUNT_COLUMNS = {"num_chips": limits.MAX_CHIPS, "batch": limits.MAX_BATCH, "input_len": limits.MAX_SEQ_TOKENS,
                  "output_len": limits.MAX_SEQ_TOKENS}
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)(?![\w.])", re.IGNORECASE)
+# a length's spread as benchmark clients write it (validation/serving_words.py reads it): not a count itself
+_SPREAD = re.compile(r"\((?:random,?\s*)?range ratio\s*[\d.]+\)|\((?:\+/-|±)\s*[\d.]+\s*%\)", re.IGNORECASE)
 _DEGREE = re.compile(r"\b(TP|PP|DP|EP|CP)\s*([-+]?(?:\d[\w.+-]*|nan|inf\w*))", re.IGNORECASE)
 
 
@@ -51,7 +53,8 @@ def _one(row: pd.Series) -> tuple[str, str]:
     if not (np.isfinite(v) and v > 0):
         return "value", f"{row['value']!r} is not a positive number"
     for col, hi in COUNT_COLUMNS.items():
-        why = _count_problem(row[col], hi)
+        text = _SPREAD.sub("", row[col]).lstrip("~") if col.endswith("_len") else row[col]
+        why = _count_problem(text, hi)
         if why:
             return col, f"{why} (got {row[col][:80]!r})"
     why = _degree_problem(row["parallelism"])

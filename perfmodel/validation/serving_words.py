@@ -22,6 +22,8 @@ nothing fitted:
     at speed    a throughput stated 'at N tokens/s/user' (or per MW) is read on the engine frontier: every plan
                 inside the engine's measured envelope in the row's data types (validation/frontier.model_frontier),
                 its best at interactivity >= N
+    lengths     as stated, or the mean of a spread a client draws ('1024 (random range ratio 0)': uniform in
+                [r L, L], mean (1 + r) L / 2; '20000 (+/-15%)': mean L), priced at the mean
     quantity    the steady state's figure (serving/steady_state.serve, aggregated): TTFT, TPOT, 1 / TPOT,
                 TTFT + (O - 1) TPOT; output tokens/s per chip x the scope's chips (the deployment: every GPU);
                 total = output x (I + O) / O; requests/s = output / O
@@ -94,15 +96,36 @@ def _count(text) -> int:
     return int(float(s)) if re.fullmatch(r"\d+(\.0+)?", s) else 0
 
 
+SPREAD = re.compile(r"(\d+)\s*\((?:random,?\s*)?range ratio\s*(0?\.\d+|[01](?:\.0*)?)\)", re.I)  # U[r L, L]
+AROUND = re.compile(r"~?(\d+)\s*\((?:\+/-|±)\s*\d+(?:\.\d+)?\s*%\)")  # L, spread evenly about it
+
+
+def _length(text) -> int:
+    """A length cell as its mean: 'L'; 'L (random range ratio r)', lengths uniform in [r L, L] as benchmark
+    clients draw them (sglang.bench_serving --random-range-ratio, vllm bench serve's random dataset), mean
+    (1 + r) L / 2; 'L (+/-p%)', mean L. 0 when the cell gives none (a dataset's distribution: ShareGPT)."""
+    s = str(text).strip()
+    if (m := SPREAD.fullmatch(s)) is not None:
+        return round(int(m.group(1)) * (1.0 + float(m.group(2))) / 2.0)
+    if (m := AROUND.fullmatch(s)) is not None:
+        return int(m.group(1))
+    return _count(s)
+
+
 def _engine(notes: str, system) -> str:
     t = str(notes).lower()
     return next((e for w, e in ENGINES.items() if w in t), serving_engines.default_for(system))
 
 
+KV_TYPE = re.compile(r"KV[ -]cache\s+(\w+)(\s+except\b)?", re.I)  # '...; KV cache FP8' (one type for every layer)
+
+
 def _types(m):
-    """(quant label, dense weight type, expert weight type) of a row's dtype ('(not stated)' remarks dropped)."""
-    label = re.sub(r"\s*[(\[].*$", "", str(m["dtype"])).strip()
-    if re.fullmatch(r"not stated|unstated|native|default|auto|", label, re.I):
+    """(quant label, dense weight type, expert weight type) of a row's dtype ('(not stated)' remarks, a 'KV cache'
+    clause and a trailing 'weights' dropped)."""
+    label = re.sub(r"\s*[(\[].*$", "", str(m["dtype"]).split(";")[0]).strip()
+    label = re.sub(r"\s+weights$", "", label, flags=re.I)
+    if re.fullmatch(r"not stated|unstated|native|default|default checkpoint|auto|", label, re.I):
         label = ""  # the checkpoint's own types
     w = inferencex_map.storage_type(label, m["_arch"], experts=False)
     return label, w, (inferencex_map.storage_type(label, m["_arch"], experts=True) if m["_arch"].is_moe else w)
@@ -198,7 +221,7 @@ def _price(m) -> tuple[float, str, str]:
     if gpus % unit:
         return np.nan, "", f"parallelism {m['parallelism']!r} ({unit} GPUs per replica) does not divide {gpus} GPUs"
     replicas = gpus // unit
-    batch, i, o = _count(m["batch"]), _count(m["input_len"]), _count(m["output_len"])
+    batch, i, o = _count(m["batch"]), _length(m["input_len"]), _length(m["output_len"])
     speed = AT_SPEED.search(str(m["metric"]))
     if speed and i and o:
         return _on_frontier(m, float(speed.group(1)), i, o, gpus)
@@ -209,13 +232,19 @@ def _price(m) -> tuple[float, str, str]:
     label, w, e = _types(m)
     if w is None:
         return np.nan, "", f"dtype {label!r} is not a data type or quantisation mode"
+    kv = KV_TYPE.search(str(m["dtype"]))
+    if kv and kv.group(2):
+        return np.nan, "", f"a KV cache of mixed types ({kv.group(0)} ...) is not one data type"
+    kv_type = inferencex_map.storage_type(kv.group(1), m["_arch"], experts=False) if kv else None
+    if kv and kv_type is None:
+        return np.nan, "", f"KV cache type {kv.group(1)!r} is not a data type"
     comp = inferencex_map.compute_type(w, system, label)
     engine = _engine(m["notes"], system)
     opts = ServingOptions(mode=Mode.AGGREGATED, engine=engine)
 
     def at(cs, options=opts) -> pd.DataFrame:
         g = Grid.of(tp=tp, da=da, ep=plan.ep, pp=plan.pp, concurrency=np.asarray(cs, dtype=float), compute=comp,
-                    weights=w, expert_weights=e)
+                    weights=w, expert_weights=e, kv_cache=kv_type)
         return serve(system, arch, g, Mix(i, o), options)
 
     def at_gpu(c) -> pd.Series:  # the GPU's terms alone (the closed loop adds the engine)
@@ -241,7 +270,8 @@ def _price(m) -> tuple[float, str, str]:
     value = {"output_throughput": out, "total_throughput": out * (i + o) / o, "request_throughput": out / o,
              "user_speed": 1.0 / tpot, "ttft": ttft, "tpot": tpot, "e2e_latency": ttft + (o - 1) * tpot}[q]
     note = (f"{engine}, TP{tp} DA{da} EP{plan.ep} PP{plan.pp} x {replicas} replicas, {how}, "
-            f"{comp.value}/{w.value} weights, {i}/{o} tokens; {q} {scope}"
+            f"{comp.value}/{w.value} weights{f', {e.value} experts' if e != w else ''}"
+            f"{f', {kv_type.value} KV cache' if kv_type else ''}, {i}/{o} tokens; {q} {scope}"
             + ("; the median read as the steady state's mean" if stat == "p50" else ""))
     return float(value), note, ""
 
