@@ -111,7 +111,9 @@ def cmd_sweep(args) -> int:
     with ExitStack() as stack:
         client = None
         if args.dask_scheduler or args.dask_local:
-            from dask.distributed import Client
+            from perfmodel.core import extras
+
+            Client = extras.require("dask.distributed").Client
 
             from perfmodel.sweep.run import local_cluster
 

@@ -22,13 +22,13 @@ Does not: compute model quantities.
 
 from __future__ import annotations
 
-import altair as alt
 import numpy as np
 import pandas as pd
 
-from perfmodel.core import units
+from perfmodel.core import extras, units
 from perfmodel.report import export
 
+alt = extras.Lazy("altair")  # the 'charts' extra: imported when a chart is drawn, not when tables are made
 WIDTH = 560
 HEIGHT = 340
 
@@ -259,14 +259,12 @@ def queue_over_time(df: pd.DataFrame, title: str = "") -> alt.Chart:
 
 
 def to_svg(chart: alt.TopLevelMixin) -> str:
-    import vl_convert as vlc
-
+    vlc = extras.require("vl_convert")
     return vlc.vegalite_to_svg(chart.to_dict())
 
 
 def to_png(chart: alt.TopLevelMixin, scale: float = 2.0) -> bytes:
-    import vl_convert as vlc
-
+    vlc = extras.require("vl_convert")
     return vlc.vegalite_to_png(chart.to_dict(), scale=scale)
 
 

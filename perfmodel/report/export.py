@@ -20,7 +20,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from perfmodel.core import safe_write, units
+from perfmodel.core import extras, safe_write, units
 from perfmodel.report import json_envelope
 
 FORMATS = ("table", "md", "csv", "json", "xlsx")
@@ -211,6 +211,7 @@ def write_xlsx(sheets: dict[str, pd.DataFrame], path: Path) -> Path:
     would run as a formula is escaped; written to a temporary file renamed into place."""
     path = Path(path)
     legend = []
+    extras.require("openpyxl")  # the 'xlsx' extra: said before any file is touched
     with safe_write.atomic_path(path) as tmp, pd.ExcelWriter(tmp, engine="openpyxl") as xw:
         for name, frame in sheets.items():
             people, rows = for_people(name[:31], frame)

@@ -27,7 +27,9 @@ def _scaled(col: str) -> tuple[str, float]:
 
 
 def _figure():
-    import plotext as plt
+    from perfmodel.core import extras
+
+    plt = extras.require("plotext")
 
     plt.clear_figure()
     plt.theme("clear")

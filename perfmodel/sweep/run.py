@@ -167,8 +167,9 @@ def steady_allocator() -> bool:
 
 def local_cluster(n_workers: int, **kw):
     """A dask.distributed LocalCluster of `n_workers` processes, 1 thread each, with WORKER_ENV."""
-    import dask
-    from dask.distributed import LocalCluster
+    from perfmodel.core import extras
+
+    dask, LocalCluster = extras.require("dask"), extras.require("dask.distributed").LocalCluster
 
     env = {**dask.config.get("distributed.nanny.pre-spawn-environ", default={}), **WORKER_ENV}
     with dask.config.set({"distributed.nanny.pre-spawn-environ": env}):
