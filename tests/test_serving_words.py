@@ -122,8 +122,8 @@ def test_a_request_rate_is_an_open_loop_and_an_unbounded_one_a_burst(tmp_path):
     """Without a batch: 'request rate 2 RPS' holds the fewest sequences per replica whose steady-state request
     rate reaches 2/s (so the output throughput is at least 2 x O); 'request rate inf, 500 prompts' runs as many as
     the engine's cap and the KV cache hold (its TTFT is its queue's: listed); a rate beyond the capacity is
-    listed."""
-    rows = [_row(case_id="OPEN", batch="", notes="vLLM; request rate 2 RPS, 600 prompts", metric="Median TPOT",
+    listed. (A rate with a number of prompts is a finite run: the next test.)"""
+    rows = [_row(case_id="OPEN", batch="", notes="vLLM; request rate 2 RPS", metric="Median TPOT",
                  unit="ms", value="20"),
             _row(case_id="OPENT", batch="", notes="vLLM; request rate 2 RPS", metric="Output token throughput"),
             _row(case_id="BURST", batch="", notes="vLLM; request rate inf, 500 prompts"),
@@ -161,3 +161,19 @@ def test_a_kv_cache_type_in_the_dtype_is_priced_and_a_mixed_one_listed(tmp_path)
                           _row(case_id="M", dtype="bf16; KV cache FP8 except sliding-window layers kept BF16", **long)])
     assert "fp8 KV cache" in out.at["F", "note"] and out.at["F", "predicted"] < out.at["B", "predicted"]
     assert "mixed types" in out.at["M", "reason"]
+
+
+def test_n_prompts_at_a_rate_are_run_request_by_request(tmp_path):
+    """'--request-rate R --num-prompts N' is a finite run: the simulation (the same step model, the engine's
+    scheduler) gives the client's figures. Well inside capacity every prompt's tokens come out over the
+    arrivals' span, (N - 1) / R, plus the last one's drain; far beyond it the deployment's own rate sets the
+    throughput and the queue grows until the prompts run out (the steady state has no answer there)."""
+    common = dict(batch="", parallelism="TP8", num_chips="8", input_len="1024", output_len="256",
+                  metric="Output token throughput")
+    low = _row(case_id="LOW", notes="SGLang; --request-rate 1 --num-prompts 60", **common)
+    high = _row(case_id="HIGH", notes="SGLang; --request-rate 10000 --num-prompts 2000", **common)
+    out = _run(tmp_path, [low, high])
+    assert "60 prompts at 1 requests/s (Poisson) simulated" in out.at["LOW", "note"]
+    e2e_bound = 59 / 1.0 + 30.0  # the span of arrivals plus a generous drain of the last request
+    assert 60 * 256 / e2e_bound < out.at["LOW", "predicted"] <= 60 * 256 / 59
+    assert out.at["HIGH", "reason"] == "" and out.at["HIGH", "predicted"] < 10000 * 256 / 10

@@ -14,7 +14,9 @@ nothing fitted:
                 closed loop of `batch` clients with a known engine is priced as the InferenceX rows are
                 (inferencex_engine.closed_loop: running cap, KV pages, host time, steps to the first token, the
                 prefill queue of its waves = the notes' prompts / clients; throughput C O / (TTFT + (O-1) TPOT));
-                without a batch, the request rate its notes give: an open loop held at the fewest C whose steady-
+                without a batch, N prompts at a request rate (notes: "300 prompts", "--num-prompts 200"): a finite run,
+                run request by request (serving_runs.py: the client's figures over the run's span); a rate alone:
+                an open loop held at the fewest C whose steady-
                 state request rate reaches it (Little's law), or an infinite rate with N prompts: a burst, as many
                 running as the engine's cap and the KV cache hold (throughputs only: a burst's latencies are its
                 queue's)
@@ -48,7 +50,7 @@ from perfmodel.serving import search
 from perfmodel.serving.options import Mode, ServingOptions
 from perfmodel.serving.steady_state import Grid, Mix, serve
 from perfmodel.validation import (frontier, harness, inferencex_engine, inferencex_map, plan_words, quantities,
-                                 training_rows)
+                                  serving_runs, training_rows)
 from perfmodel.validation.harness import register_validation, unexpressed
 
 PHASE = "serving"
@@ -98,6 +100,17 @@ def _count(text) -> int:
 
 SPREAD = re.compile(r"(\d+)\s*\((?:random,?\s*)?range ratio\s*(0?\.\d+|[01](?:\.0*)?)\)", re.I)  # U[r L, L]
 AROUND = re.compile(r"~?(\d+)\s*\((?:\+/-|±)\s*\d+(?:\.\d+)?\s*%\)")  # L, spread evenly about it
+
+
+def _spread(text) -> tuple[int, float]:
+    """(longest length L, range ratio r) of a length cell, lengths uniform in [r L, L] (a plain L: r = 1)."""
+    s = str(text).strip()
+    if (m := SPREAD.fullmatch(s)) is not None:
+        return int(m.group(1)), float(m.group(2))
+    if (m := AROUND.fullmatch(s)) is not None:
+        pct = float(re.search(r"(\d+(?:\.\d+)?)\s*%", s).group(1)) / 100.0
+        return round(int(m.group(1)) * (1 + pct)), (1 - pct) / (1 + pct)
+    return _count(s), 1.0
 
 
 def _length(text) -> int:
@@ -159,7 +172,13 @@ def _on_frontier(m, x: float, i: int, o: int, gpus: int) -> tuple[float, str, st
 
 RATE = re.compile(r"(?:request[ -]rate|rps)\s*(?:=|:)?\s*(?:default\s*)?\(?(inf\w*|\d+(?:\.\d+)?)"
                   r"|(\d+(?:\.\d+)?)\s*(?:rps|req/s)", re.I)
-PROMPTS = re.compile(r"(\d[\d,]*)\s*(?:prompts|requests)\b", re.I)
+PROMPTS = re.compile(r"--num-prompts?[ =](\d[\d,]*)|(\d[\d,]*)\s*(?:prompts|requests)\b", re.I)
+
+
+def _prompts(notes) -> int | None:
+    """The prompts a run sent ('300 prompts', '--num-prompts 200'), or None."""
+    n = PROMPTS.search(str(notes))
+    return int((n.group(1) or n.group(2)).replace(",", "")) if n else None
 
 
 def _load(m, batch: int, replicas: int, step: int, at, o: int, cap: float):
@@ -177,11 +196,11 @@ def _load(m, batch: int, replicas: int, step: int, at, o: int, cap: float):
     probe = at([step]).iloc[0]
     most = max(step, min(cap, float(probe["max_concurrency_kv"])) // step * step)
     if rate.lower().startswith("inf"):
-        n = PROMPTS.search(str(m["notes"]))
+        n = _prompts(m["notes"])
         if n is None:
             return "an unbounded request rate needs the number of prompts sent (a burst)"
-        c = int(min(most, step * math.ceil(int(n.group(1).replace(",", "")) / replicas / step)))
-        return c, f"a burst of {n.group(1)} prompts, C={c} running per replica", False
+        c = int(min(most, step * math.ceil(n / replicas / step)))
+        return c, f"a burst of {n} prompts, C={c} running per replica", False
     per = float(rate) / replicas
     cs = np.unique(np.round(np.geomspace(1, max(1.0, most / step), 64)) * step)
     f = at(cs)
@@ -193,6 +212,32 @@ def _load(m, batch: int, replicas: int, step: int, at, o: int, cap: float):
     return c, f"{rate} requests/s held at C={c} per replica", True
 
 
+def _finite_run(m, g, engine: str, rate: float, prompts: int, replicas: int, gpus: int, plan_words_: str):
+    """(value, note, reason) of N prompts sent at R requests/s, run request by request (serving_runs.py): what
+    the client prints for that run, throughputs over its whole span, latencies' mean or percentile."""
+    try:
+        s = serving_runs.finite_run(m["_system"], m["_arch"], g, engine, rate, prompts, _spread(m["input_len"]),
+                                    _spread(m["output_len"]), replicas)
+    except ValueError as exc:
+        return np.nan, "", f"the run of {prompts} prompts at {rate:g}/s cannot be simulated: {exc}"
+    q, scope, stat = m["_q"]
+    span = s["mean_output_tokens"] * s["requests"] / s["output_tokens_per_s"]  # first arrival to last finish
+    per = {"gpu": 1.0 / gpus, "node": float(m["_system"].node.chips) / gpus, "replica": 1.0 / replicas,
+           "deployment": 1.0}[scope]
+    key = {"p50": "p50", "p90": "p90", "p99": "p99", "mean": "mean"}.get(stat)
+    if key is None:
+        return np.nan, "", f"the simulation reports p50, p90, p99 and means, not {stat}"
+    value = {"output_throughput": s["output_tokens_per_s"] * per,
+             "total_throughput": s["output_tokens_per_s"] * per * (s["mean_input_tokens"] + s["mean_output_tokens"])
+             / s["mean_output_tokens"], "request_throughput": s["requests"] / span * per,
+             "ttft": s[f"ttft_{key}_s"], "tpot": s[f"tpot_{key}_s"], "e2e_latency": s[f"e2e_{key}_s"],
+             "user_speed": 1.0 / s[f"tpot_{key}_s"]}[q]
+    note = (f"{plan_words_}, {prompts} prompts at {rate:g} requests/s (Poisson) simulated request by request, "
+            f"lengths {m['input_len']} / {m['output_len']} (mean {s['mean_input_tokens']:.0f} / "
+            f"{s['mean_output_tokens']:.0f}); {q} {scope}, {stat}")
+    return float(value), note, ""
+
+
 def _closed_loop(m, r, engine: str, c: int, step: int, da: int, i: int, o: int, batch: int, how: str):
     """(TTFT, TPOT, how) of a closed loop of clients (serving/closed_loop.py through inferencex_engine, as the
     InferenceX rows are priced): the engine's running cap and KV pages, its host time and steps to the first
@@ -201,8 +246,8 @@ def _closed_loop(m, r, engine: str, c: int, step: int, da: int, i: int, o: int, 
     prof = serving_engines.engine(engine)
     s = float(np.ravel(inferencex_engine.slots(float(c), prof["max_running"], float(r["max_concurrency_kv"]), step,
                                                da))[0])
-    n = PROMPTS.search(str(m["notes"]))
-    waves = max(1, round(int(n.group(1).replace(",", "")) / batch)) if n else inferencex_engine.protocol()["waves"]
+    n = _prompts(m["notes"])
+    waves = max(1, round(n / batch)) if n else inferencex_engine.protocol()["waves"]
     rows = inferencex_engine.replica_terms(engine, c, s, da, i, o, r)
     cl = inferencex_engine.closed_loop(rows, overrides={"waves": waves, "length_range_ratio": 1.0}).iloc[0]
     return float(cl["ttft_s"]), float(cl["tpot_s"]), f"{how} in a closed loop of {waves} waves, {s:g} running"
@@ -250,6 +295,13 @@ def _price(m) -> tuple[float, str, str]:
     def at_gpu(c) -> pd.Series:  # the GPU's terms alone (the closed loop adds the engine)
         return at([c], ServingOptions(mode=Mode.AGGREGATED)).iloc[0]
 
+    rate, prompts = RATE.search(str(m["notes"])), _prompts(m["notes"])
+    rate = rate and (rate.group(1) or rate.group(2))
+    if not batch and rate and prompts and not rate.lower().startswith("inf"):  # N prompts at R/s: a finite run
+        g = Grid.of(tp=tp, da=da, ep=plan.ep, pp=plan.pp, concurrency=float(da * plan.pp), compute=comp, weights=w,
+                    expert_weights=e, kv_cache=kv_type)
+        return _finite_run(m, g, engine, float(rate), prompts, replicas, gpus,
+                           f"{engine}, TP{tp} DA{da} EP{plan.ep} PP{plan.pp} x {replicas} replicas")
     load = _load(m, batch, replicas, da * plan.pp, at, o, serving_engines.engine(engine)["max_running"] * da
                  if engine in serving_engines.engines() else np.inf)
     if isinstance(load, str):
