@@ -233,3 +233,15 @@ def test_every_module_is_named_in_its_packages_section_of_the_architecture_doc()
         if f"| `{path.name}` |" not in sections.get(pkg, ""):
             missing.append(f"{pkg}/{path.name}")
     assert not missing, f"modules not named in docs/ARCHITECTURE.md: {missing}"
+
+
+def test_the_notation_block_is_the_codes_own_letter_tables():
+    """docs/ARCHITECTURE.md's notation block is report.documents.notation_markdown() (core/symbols.py and
+    serving/closed_loop.py's tables): a letter added or renamed in the code must move the doc with it."""
+    from pathlib import Path
+
+    from perfmodel.report.documents import notation_markdown
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "ARCHITECTURE.md").read_text()
+    block = doc.split("<!-- notation:begin -->")[1].split("<!-- notation:end -->")[0].strip()
+    assert block == notation_markdown()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfmodel.core import safe_write
-from perfmodel.report.export import HTML_CSS, render_text_table, to_markdown
+from perfmodel.report.export import HTML_CSS, emit, render_text_table, to_markdown
 
 
 def _slug(text: str) -> str:
@@ -90,3 +90,18 @@ def write_report(report, path: str | Path) -> Path:
     else:
         raise ValueError(f"report output {path.name!r}: use a .md or .html file name (or --format csv|json|xlsx)")
     return path
+
+
+def notation_markdown() -> str:
+    """Every formula letter as Markdown tables from the code's own tables (core/symbols.py via
+    formula_catalog.symbol_table; serving/closed_loop.symbol_table): docs/ARCHITECTURE.md's notation block."""
+    from perfmodel.model import formula_catalog
+    from perfmodel.serving import closed_loop
+
+    model = formula_catalog.symbol_table()[["latex", "meaning", "unit"]].rename(columns={"latex": "letter"})
+    serving = closed_loop.symbol_table().rename(columns={"symbol": "letter"})
+    parts = [emit(model, "md", "roofline and model letters (core/symbols.py; model/formulas.py, graph.py, "
+                                      "roofline.py)"),
+             emit(serving, "md", "serving letters (serving/closed_loop.py: the engine's closed loop)")]
+    return "\n\n".join(t.replace("## ", "#### ", 1) for t in parts).strip()
+
