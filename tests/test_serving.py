@@ -195,7 +195,8 @@ def test_speculative_decoding_divides_the_step_by_the_accepted_tokens():
 
     h100 = catalog.load_system("p5.48xlarge")
     a = workload_files.load_workload("llama-3.1-8b")
-    spec = Speculation("eagle3-llama-3.1-8b", 3, acceptance=(0.865, 0.725, 0.635))
+    draft = workload_files.load_draft("eagle3-llama-3.1-8b")  # resolved where inputs are read, as the CLI does
+    spec = Speculation("eagle3-llama-3.1-8b", 3, acceptance=(0.865, 0.725, 0.635), model=draft)
     assert spec.tokens_per_step == pytest.approx(3.225)
     plain = serving.serve_one(h100, a, concurrency=2, mix=MIX)
     fast = serving.serve_one(h100, a, concurrency=2, mix=MIX, options=ServingOptions(speculative=spec))
@@ -204,8 +205,8 @@ def test_speculative_decoding_divides_the_step_by_the_accepted_tokens():
         fast["decode_step_s"] / 3.225 + (plain["time_per_output_token_s"] - plain["decode_step_s"]), rel=1e-6)
     assert fast["time_per_output_token_s"] < 0.5 * plain["time_per_output_token_s"]
     with pytest.raises(ValueError, match="non-increasing"):
-        Speculation("eagle3-llama-3.1-8b", 2, acceptance=(0.5, 0.8)).validate()
-    with pytest.raises(ValueError, match="no draft"):
+        Speculation("eagle3-llama-3.1-8b", 2, acceptance=(0.5, 0.8), model=draft).validate()
+    with pytest.raises(ValueError, match="'nope': its architecture is not given"):  # serving reads no draft file
         Speculation("nope", 1, mean_accepted=1.5).validate()
     with pytest.raises(ValueError, match="either"):
         Speculation("mtp", 1).validate()

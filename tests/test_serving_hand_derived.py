@@ -74,7 +74,8 @@ def gqa_kv_bytes_per_token(arch, bytes_per_element: float) -> float:
 ])
 def test_speculative_step_is_verify_of_k_plus_1_tokens_plus_k_drafts(h200, llama8, acceptance, mean, e_hand):
     k, C, mix = 3, 16, Mix(4096, 2048)
-    spec = Speculation("eagle3-llama-3.1-8b", k, acceptance, mean)
+    draft_model = workload_files.load_draft("eagle3-llama-3.1-8b")  # resolved at the edge, as the CLI does
+    spec = Speculation("eagle3-llama-3.1-8b", k, acceptance, mean, model=draft_model)
     assert e_hand == pytest.approx(1.0 + sum(acceptance) if acceptance else mean, rel=EXACT)
     r = serve_one(h200, llama8, tp=1, concurrency=C, mix=mix,
                   options=ServingOptions(mode=Mode.DISAGGREGATED, speculative=spec))

@@ -20,7 +20,8 @@ def speculation(args):
     if args.draft not in (known := ["mtp", *workload_files.list_drafts()]):  # named before anything about it
         raise ValueError(f"--draft {args.draft!r}: no such draft{files.did_you_mean(args.draft, known)} (drafts: "
                          f"{', '.join(known)}; workloads/drafts/)")
+    model = None if args.draft == "mtp" else workload_files.load_draft(args.draft)  # read here, at the edge
     acc = tuple(args.acceptance or ())
     if len(acc) == 1 and acc[0] >= 1:
-        return Speculation(args.draft, args.draft_tokens, mean_accepted=acc[0])
-    return Speculation(args.draft, args.draft_tokens, acceptance=acc)
+        return Speculation(args.draft, args.draft_tokens, mean_accepted=acc[0], model=model)
+    return Speculation(args.draft, args.draft_tokens, acceptance=acc, model=model)

@@ -13,9 +13,10 @@ Per decode step of a batch of b sequences at context c (times in s):
                                         unconditional); or the stated mean acceptance length
     TPOT          = t_s / E
 
-Inputs: the draft (a workload name, or "mtp" for the target's own prediction layer), k, and either the
-per-position acceptance rates or the mean acceptance length (what vLLM's and the Neuron tutorials' benchmarks
-print).
+Inputs: the draft (its name and its architecture, resolved at the edge from workloads/drafts/ by the CLI or a
+reader; or "mtp" for the target's own prediction layer, derived here), k, and either the per-position acceptance
+rates or the mean acceptance length (what vLLM's and the Neuron tutorials' benchmarks print). Nothing here reads
+a file.
 
 Not modelled (second order at the batch sizes speculation is used at): the verify step's logits for all k + 1
 positions (the prefill graph computes the last position's), the draft's own KV cache in the memory fit, and
@@ -30,7 +31,6 @@ from functools import lru_cache
 
 import numpy as np
 
-from perfmodel.catalog import workload_files
 from perfmodel.core.scenario import Phase
 from perfmodel.core.workload import ModelArch
 from perfmodel.serving.steps import sweep
@@ -40,13 +40,15 @@ MTP = "mtp"  # the draft is the target's own multi-token-prediction layer
 
 @dataclass(frozen=True)
 class Speculation:
-    """A speculative-decoding setup: draft workload (or "mtp"), k draft tokens per step, and the acceptance
-    (per-position rates, or the mean acceptance length E including the bonus token)."""
+    """A speculative-decoding setup: the draft's name (or "mtp") and its architecture (`model`, resolved at the
+    edge: workload_files.load_draft; None for MTP), k draft tokens per step, and the acceptance (per-position
+    rates, or the mean acceptance length E including the bonus token)."""
 
     draft: str
     k: int
     acceptance: tuple[float, ...] = ()
     mean_accepted: float = 0.0
+    model: ModelArch | None = None
 
     def validate(self) -> None:
         if not isinstance(self.k, (int, np.integer)) or not 1 <= self.k <= 16:
@@ -62,9 +64,9 @@ class Speculation:
         elif not 1 <= self.mean_accepted <= self.k + 1:
             raise ValueError(f"speculative mean acceptance length: in [1, k + 1 = {self.k + 1}], got "
                              f"{self.mean_accepted!r}")
-        if self.draft != MTP and self.draft not in workload_files.list_drafts():
-            known = ", ".join(workload_files.list_drafts() + [MTP])
-            raise ValueError(f"speculative draft: no draft {self.draft!r} (workloads/drafts/; known: {known})")
+        if self.draft != MTP and self.model is None:
+            raise ValueError(f"speculative draft {self.draft!r}: its architecture is not given (resolve it where the "
+                             "inputs are read: workload_files.load_draft)")
 
     @property
     def tokens_per_step(self) -> float:
@@ -76,12 +78,14 @@ class Speculation:
         return f"{self.draft} k={self.k} E={self.tokens_per_step:.2f}"
 
 
+def draft_arch(spec: Speculation, target: ModelArch) -> ModelArch:
+    """The draft's architecture: the one resolved at the edge, or for MTP the target's last layer type alone."""
+    return _mtp_layer(target) if spec.draft == MTP else spec.model
+
+
 @lru_cache(maxsize=None)
-def draft_arch(draft: str, target: ModelArch) -> ModelArch:
-    """The draft's architecture: its workload file, or for MTP the target's last layer type alone (one layer,
-    the target's head)."""
-    if draft != MTP:
-        return workload_files.load_draft(draft)
+def _mtp_layer(target: ModelArch) -> ModelArch:
+    """MTP's draft: the target's own prediction layer (one layer, the target's head)."""
     return dataclasses.replace(target, name=f"{target.name}-mtp", num_hidden_layers=1,
                                first_k_dense_replace=0, layer_types=())
 
@@ -92,7 +96,7 @@ def step_frame(system, arch: ModelArch, grid, su, batch, context, spec: Speculat
     (steady_state.setup), `grid` the plans (one per row)."""
     spec.validate()
     verify = sweep(system, arch, su.knobs(grid, Phase.PREFILL, batch, spec.k + 1, context, cp=1), su.cal)
-    draft = sweep(system, draft_arch(spec.draft, arch), su.knobs(grid, Phase.DECODE, batch, 1, context, cp=1),
+    draft = sweep(system, draft_arch(spec, arch), su.knobs(grid, Phase.DECODE, batch, 1, context, cp=1),
                   su.cal)
     cols = [c for c in verify.columns if c.endswith("_s") and c in draft.columns]
     out = verify.copy()

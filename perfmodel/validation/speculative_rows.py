@@ -23,6 +23,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from perfmodel.catalog import workload_files
 from perfmodel.core.scenario import Phase
 from perfmodel.model.evaluate import evaluate_sweep
 from perfmodel.serving.speculative import Speculation, draft_arch
@@ -49,10 +50,12 @@ def speculation(m) -> Speculation | str:
     k = int(k.group(1))
     per = re.search(r"per-position ([\d./]+)%", notes)
     if per and len(per.group(1).split("/")) == k:
-        return Speculation(DRAFTS[target], k, acceptance=tuple(float(x) / 100 for x in per.group(1).split("/")))
+        return Speculation(DRAFTS[target], k, acceptance=tuple(float(x) / 100 for x in per.group(1).split("/")),
+                           model=workload_files.load_draft(DRAFTS[target]))
     mean = re.search(r"mean accept(?:ance|ed)? length ([\d.]+)", notes)
     if mean:
-        return Speculation(DRAFTS[target], k, mean_accepted=float(mean.group(1)))
+        return Speculation(DRAFTS[target], k, mean_accepted=float(mean.group(1)),
+                           model=workload_files.load_draft(DRAFTS[target]))
     return "the row states no acceptance (per-position rates or mean acceptance length)"
 
 
@@ -75,7 +78,7 @@ def predict(rows: pd.DataFrame, decode_setup) -> pd.DataFrame:
         spec = speculation(m)
         system, arch, kn, cal, host, scale, stack, span = decode_setup(dict(m, model=target_model(str(m["model"]))))
         verify = evaluate_sweep(system, arch, dataclasses.replace(kn, phase=Phase.PREFILL, seq_len=spec.k + 1), cal)
-        draft = evaluate_sweep(system, draft_arch(spec.draft, arch), kn, cal)
+        draft = evaluate_sweep(system, draft_arch(spec, arch), kn, cal)
         step = float(verify["step_time_s"].iloc[0] + spec.k * draft["step_time_s"].iloc[0]) + host
         out.append({
             "case_id": m["case_id"], "system": system.name, "model": m["model"], "metric": m["metric"],
