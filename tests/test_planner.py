@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from perfmodel import catalog
-from perfmodel.catalog import workload_files
+from perfmodel.catalog import demand_files, workload_files
 from perfmodel.serving import planner, training_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,7 +21,7 @@ def test_lengths_and_demand_files():
     assert L.mean == 1280 and L.max == 2048
     assert planner.Lengths.of(100).mean == 100
     for path in sorted((ROOT / "workloads" / "demands").glob("*.toml")):
-        d = planner.Demand.from_toml(path)
+        d = planner.Demand.from_dict(*demand_files.read(path))
         assert d.requests_per_s > 0 and d.name == path.stem
         workload_files.load_workload(d.workload)
 
@@ -40,7 +40,7 @@ def test_demand_errors(tmp_path):
     bad = tmp_path / "d.toml"
     bad.write_text("[nodemand]\n")
     with pytest.raises(ValueError, match=r"\[demand\]"):
-        planner.Demand.from_toml(bad)
+        demand_files.read(bad)
 
 
 @pytest.fixture(scope="module")

@@ -120,7 +120,10 @@ def cmd_plan(args) -> int:
               cols=TRAIN_COLS)
         return 0
     if args.demand:
-        demand = planner.Demand.from_toml(args.demand)
+        from perfmodel.catalog import demand_files
+
+        table, name = demand_files.read(args.demand)  # the file read here, at the edge
+        demand = planner.Demand.from_dict(table, name=name, where=f"{args.demand}: field demand.")
     elif args.trace:
         from perfmodel.catalog import workload_refs
         from perfmodel.simulation import traffic

@@ -9,7 +9,8 @@
               simulation draws them). MLPerf's scenarios as demands: Server = Poisson requests at a
               rate under p99 targets (percentile 99); Offline = a batch with no latency bound (targets set
               to the run's length).
-Read from a TOML [demand] table or plain values; every error names the file, the field and the value.
+Built from plain values (a demand file's [demand] table is read by catalog/demand_files.py at the edge); every
+error names the file, the field and the value.
 Does not: plan (planner.py).
 """
 
@@ -17,14 +18,11 @@ from __future__ import annotations
 
 import math
 import numbers
-import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from perfmodel.catalog import files, workload_files
-from perfmodel.core import input_files, limits
+from perfmodel.core import limits
 
 NUMBER_FIELDS = ("requests_per_s", "ttft_s", "tpot_s", "peak_to_average", "percentile", "prefix_share")
 MAX_PEAK_TO_AVERAGE = 1000.0  # provisioning for a peak 1000x the average is a typo (the CLI's --peak-factor ceiling)
@@ -151,7 +149,7 @@ class Demand:
 
     @classmethod
     def from_dict(cls, d: dict, name: str = "demand", where: str = "demand field ") -> "Demand":
-        """A demand from plain values; every error starts with `where` (a file's name in from_toml)
+        """A demand from plain values; every error starts with `where` (a file's name: catalog/demand_files.read)
         and names the field and the value."""
         known = {"workload", "requests_per_s", "input_tokens", "output_tokens", "ttft_s", "tpot_s",
                  "peak_to_average", "name", "percentile", "prefix_share", "prefix_tokens", "prefixes"}
@@ -174,26 +172,4 @@ class Demand:
                   prefix_share=num.get("prefix_share", 0.0), prefix_tokens=d.get("prefix_tokens", 0),
                   prefixes=d.get("prefixes", 1))
         dem.validate(where)
-        return dem
-
-    @classmethod
-    def from_toml(cls, path: str | Path) -> "Demand":
-        """Read a demand file: a [demand] table with the fields above; lengths as a number or a
-        table {"512" = 0.5, "4096" = 0.5} of length = weight. Errors name the file and the field."""
-        path = Path(path)
-        try:
-            data = tomllib.loads(input_files.read_text(path, "demand file"))
-        except RecursionError:
-            raise ValueError(f"{path}: malformed TOML: nested too deeply to parse") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"{path}: malformed TOML in demand file: {exc}") from None
-        if "demand" not in data:
-            raise ValueError(f"{path}: no [demand] table")
-        if not isinstance(data["demand"], dict):
-            raise ValueError(f"{path}: field demand: expected a [demand] table, got {data['demand']!r}")
-        dem = cls.from_dict(data["demand"], name=path.stem, where=f"{path}: field demand.")
-        known = workload_files.list_workloads()
-        if dem.workload not in known:
-            raise ValueError(f"{path}: field demand.workload: no such workload {dem.workload!r}"
-                             f"{files.did_you_mean(dem.workload, known)} (perfmodel workloads list)")
         return dem
