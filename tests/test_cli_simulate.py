@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from perfmodel import cli
+from perfmodel.catalog import trace_files
 from perfmodel.simulation import traffic
 
 BASE = ["simulate", "--hardware", "p5.48xlarge", "--workload", "llama-3.1-8b", "--input", "512", "--output", "128",
@@ -62,7 +63,7 @@ def test_plan_from_a_trace_at_p99(tmp_path, capsys):
     path = tmp_path / "trace.csv"
     pd.DataFrame({"arrival_s": np.cumsum(rng.exponential(0.1, 1000)), "input_tokens": rng.integers(200, 2000, 1000),
                   "output_tokens": rng.integers(50, 400, 1000)}).to_csv(path, index=False)
-    d = traffic.demand_from_trace(path, "llama-3.1-8b", 1.0, 0.03)
+    d = traffic.demand_from_trace(traffic.requests_of(trace_files.read(path)), path.stem, "llama-3.1-8b", 1.0, 0.03)
     assert abs(d.requests_per_s - 10) < 1.0 and d.percentile == 99
     assert abs(d.input_tokens.mean - 1100) < 60 and abs(d.output_tokens.mean - 225) < 15
     code, out, _ = run(["plan", "--trace", str(path), "--workload", "llama-3.1-8b", "--ttft", "1", "--tpot", "0.03",

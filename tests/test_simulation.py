@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from perfmodel import catalog
-from perfmodel.catalog import workload_files
+from perfmodel.catalog import trace_files, workload_files
 from perfmodel.serving.steady_state import Mix, ServingOptions, serve_one
 from perfmodel.simulation import compare, deployment, metrics, step_table, traffic
 from perfmodel.validation import closed_loop_sim
@@ -129,17 +129,20 @@ def test_trace_file_round_trip_and_errors(h100, tmp_path):
     p = tmp_path / "trace.csv"
     pd.DataFrame({"arrival_s": [0.0, 0.1, 0.2], "input_tokens": [100, 200, 300], "output_tokens": [10, 20, 30],
                   "prefix_id": [0, 0, -1], "prefix_tokens": [64, 64, 0]}).to_csv(p, index=False)
-    run = _run(h100, traffic.Traffic("trace", path=str(p)))
+    reqs = traffic.requests_of(trace_files.read(p))  # read where inputs are read, as the CLI does
+    run = _run(h100, traffic.Traffic("trace", path=str(p)), reqs=reqs)
     frame = metrics.requests_frame(run)
     assert list(frame["output_tokens"]) == [10, 20, 30] and frame["e2e_s"].notna().all()
     assert frame["cached_tokens"].tolist() == [0, 64, 0]
     pd.DataFrame({"arrival_s": [0.0, 0.1], "input_tokens": [100, -5], "output_tokens": [10, 20]}).to_csv(
         p, index=False)
     with pytest.raises(ValueError, match=r"trace.csv: row 3, column input_tokens: -5"):
-        traffic.read_trace(p)
+        trace_files.read(p)
     pd.DataFrame({"arrival_s": [0.0], "tokens": [1]}).to_csv(p, index=False)
     with pytest.raises(ValueError, match=r"trace column 'input_tokens' missing"):
-        traffic.read_trace(p)
+        trace_files.read(p)
+    with pytest.raises(ValueError, match=r"its requests are read where inputs are read"):
+        _run(h100, traffic.Traffic("trace", path=str(p)))  # the simulation reads no file
 
 
 def test_bad_traffic_is_one_clear_line():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 
 from perfmodel.cli.common import (
     add_chart_option,
@@ -125,12 +126,13 @@ def cmd_plan(args) -> int:
         table, name = demand_files.read(args.demand)  # the file read here, at the edge
         demand = planner.Demand.from_dict(table, name=name, where=f"{args.demand}: field demand.")
     elif args.trace:
-        from perfmodel.catalog import workload_refs
+        from perfmodel.catalog import trace_files, workload_refs
         from perfmodel.simulation import traffic
 
         positions = workload_refs.load(args.workload).max_position_embeddings if args.workload else None
-        demand = traffic.demand_from_trace(args.trace, args.workload, args.ttft, args.tpot, args.percentile or 99.0,
-                                           args.peak_factor, max_tokens=positions)
+        reqs = traffic.requests_of(trace_files.read(args.trace, positions))  # the file read here, at the edge
+        demand = traffic.demand_from_trace(reqs, Path(args.trace).stem, args.workload, args.ttft, args.tpot,
+                                           args.percentile or 99.0, args.peak_factor, where=f"{args.trace}: ")
     else:
         if args.rps is None:
             raise ValueError("give --demand FILE or --rps R (with --input/--output/--ttft/--tpot)")

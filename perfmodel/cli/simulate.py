@@ -164,7 +164,12 @@ def cmd_simulate(args) -> int:
                            path=args.trace or "")
     layout = deployment.Layout(replicas=args.replicas, prefill=args.prefill_workers, decode=args.decode_workers,
                                max_running=args.max_running, token_budget=args.token_budget, kv_blocks=args.kv_blocks)
-    reqs = traffic.draw(traf, shapes, args.requests, args.seed, arch.max_position_embeddings)
+    trace = None
+    if args.traffic == "trace" and args.trace:  # the file read here, at the edge
+        from perfmodel.catalog import trace_files
+
+        trace = traffic.requests_of(trace_files.read(args.trace, arch.max_position_embeddings))
+    reqs = traffic.draw(traf, shapes, args.requests, args.seed, trace)
     workers = args.prefill_workers + args.decode_workers if args.mode == "disaggregated" else args.replicas
     gate("simulate", f"{len(reqs):,} requests over {workers:,} worker{'s' * (workers != 1)}",
          simulate_seconds(len(reqs), workers),

@@ -5,7 +5,7 @@
                 (cv = coefficient of variation of the gaps; cv = 1 is Poisson)
     closed      C clients, each sending its next request `think_s` after its previous one ends
                 (a benchmark's max-concurrency; MLPerf Offline is closed with C = all the queries)
-    trace       a CSV file: arrival_s, input_tokens, output_tokens[, prefix_id, prefix_tokens]
+    trace       a trace's requests (its CSV read at the edge: catalog/trace_files.py; requests_of)
 
 Lengths: a fixed value, or drawn uniformly in [ratio L, L] around the demand's (planner.Lengths) weighted
 values; prefix: a share of requests that open with a shared prefix of P tokens, from G distinct prefixes
@@ -19,16 +19,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from perfmodel.core import input_files, limits
+from perfmodel.core import limits
 
 KINDS = ("poisson", "gamma", "closed", "trace")
-TRACE_COLUMNS = ("arrival_s", "input_tokens", "output_tokens")
-TRACE_OPTIONAL = ("prefix_id", "prefix_tokens")
 
 
 @dataclass(frozen=True)
@@ -102,11 +98,14 @@ def _lengths(rng: np.random.Generator, pairs, n: int, ratio: float) -> np.ndarra
     return np.maximum(1, np.round(base * rng.uniform(ratio, 1.0, n))).astype(np.int64)
 
 
-def draw(traffic: Traffic, shapes: Shapes, n: int, seed: int = 0, max_tokens: int | None = None) -> Requests:
-    """n requests (a trace file gives its own, n ignored; none past `max_tokens`, the model's positions)."""
+def draw(traffic: Traffic, shapes: Shapes, n: int, seed: int = 0, trace: Requests | None = None) -> Requests:
+    """n requests; a trace's own (`trace`: requests_of its file's columns, read at the edge), n ignored."""
     traffic.validate()
     if traffic.kind == "trace":
-        return read_trace(traffic.path, max_tokens)
+        if trace is None:
+            raise ValueError(f"traffic trace {traffic.path}: its requests are read where inputs are read "
+                             "(catalog/trace_files.read, then requests_of) and passed in")
+        return trace
     shapes.validate()
     limits.check_count(n, "requests", 1, 10 ** 8)
     rng = np.random.default_rng(seed)
@@ -125,58 +124,28 @@ def draw(traffic: Traffic, shapes: Shapes, n: int, seed: int = 0, max_tokens: in
     return Requests(arrival, inp, out, pid.astype(np.int64), ptok.astype(np.int64))
 
 
-def read_trace(path: str | Path, max_tokens: int | None = None) -> Requests:
-    """A trace CSV (module doc); one clear line naming the file, the column and the value on bad input, and on a
-    request longer (input + output tokens) than `max_tokens`, the model's positions."""
-    path = Path(path)
-    try:
-        df = input_files.read_csv(path, "trace CSV")
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise ValueError(f"{path}: cannot read trace CSV: {str(exc).strip().splitlines()[0][:200]}") from None
-    missing = [c for c in TRACE_COLUMNS if c not in df.columns]
-    if missing:
-        raise ValueError(f"{path}: trace column {missing[0]!r} missing (needs {', '.join(TRACE_COLUMNS)}; optional "
-                         f"{', '.join(TRACE_OPTIONAL)})")
-    if not len(df):
-        raise ValueError(f"{path}: trace has no rows")
-    cols = {}
-    for c in TRACE_COLUMNS + tuple(c for c in TRACE_OPTIONAL if c in df.columns):
-        v = pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float)
-        bad = ~np.isfinite(v) | (v < (0 if c in ("arrival_s", "prefix_tokens") else -1 if c == "prefix_id" else 1))
-        if c != "arrival_s":
-            bad |= v != np.round(v)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            allowed = {"arrival_s": "seconds >= 0", "prefix_id": "a whole number (-1: none)",
-                       "prefix_tokens": "a whole number >= 0"}.get(c, "a whole number >= 1")
-            raise ValueError(f"{path}: row {i + 2}, column {c}: {df[c].iloc[i]} is not {allowed}")
-        cols[c] = v
-    if np.any(np.diff(cols["arrival_s"]) < 0):
-        i = int(np.flatnonzero(np.diff(cols["arrival_s"]) < 0)[0]) + 1
-        raise ValueError(f"{path}: row {i + 2}, column arrival_s: arrivals must be in time order")
-    inp = cols["input_tokens"].astype(np.int64)
-    total = inp + cols["output_tokens"].astype(np.int64)
-    if max_tokens is not None and (total > max_tokens).any():  # no engine serves past the model's positions
-        i = int(np.flatnonzero(total > max_tokens)[0])
-        raise ValueError(f"{path}: row {i + 2}: input_tokens {inp[i]} + output_tokens "
-                         f"{int(cols['output_tokens'][i])} = {total[i]} tokens is past the model's {max_tokens} "
-                         "positions (max_position_embeddings)")
-    pid = cols.get("prefix_id", np.full(len(df), -1.0)).astype(np.int64)
-    ptok = np.minimum(cols.get("prefix_tokens", np.zeros(len(df))).astype(np.int64), inp - 1)
-    return Requests(cols["arrival_s"], inp, cols["output_tokens"].astype(np.int64), pid,
+def requests_of(columns: dict[str, np.ndarray]) -> Requests:
+    """A trace's requests from its checked columns (catalog/trace_files.read, at the edge): a shared prefix is
+    cut below the request's own input."""
+    inp = np.asarray(columns["input_tokens"], dtype=np.int64)
+    pid = np.asarray(columns["prefix_id"], dtype=np.int64)
+    ptok = np.minimum(np.asarray(columns["prefix_tokens"], dtype=np.int64), inp - 1)
+    out = np.asarray(columns["output_tokens"], dtype=np.int64)
+    return Requests(np.asarray(columns["arrival_s"], dtype=float), inp, out, pid,
                     np.where(pid >= 0, np.maximum(ptok, 0), 0))
 
 
-def demand_from_trace(path: str | Path, workload: str, ttft_s: float, tpot_s: float, percentile: float = 99.0,
-                      peak_to_average: float = 1.0, bins: int = 8, max_tokens: int | None = None):
-    """A planner demand (serving/demand.Demand) summarising a trace: its mean request rate (requests over the
-    span of arrivals) and its input / output length distributions (up to `bins` quantile groups, each its mean
-    length weighted by its share of requests), with the given targets at `percentile`."""
+def demand_from_trace(reqs: Requests, name: str, workload: str, ttft_s: float, tpot_s: float,
+                      percentile: float = 99.0, peak_to_average: float = 1.0, bins: int = 8, where: str = ""):
+    """A planner demand (serving/demand.Demand) summarising a trace's requests (requests_of; `name` the trace's,
+    its file's stem; `where` how errors start, its file's path): its mean request rate (requests over the span of
+    arrivals) and its input / output length distributions (up to `bins` quantile groups, each its mean length
+    weighted by its share of requests), with the given targets at `percentile`."""
     from perfmodel.serving.demand import Demand
 
-    reqs = read_trace(path, max_tokens)
     if len(reqs) < 2 or reqs.arrival_s[-1] <= reqs.arrival_s[0]:
-        raise ValueError(f"{path}: a trace needs at least two requests at different times to give a rate")
+        raise ValueError(f"{where or name + ': '}a trace needs at least two requests at different times to give a "
+                         "rate")
 
     def groups(x: np.ndarray) -> dict[str, float]:
         order = np.sort(x)
@@ -191,4 +160,4 @@ def demand_from_trace(path: str | Path, workload: str, ttft_s: float, tpot_s: fl
     return Demand.from_dict({"workload": workload, "requests_per_s": rate, "input_tokens": groups(reqs.input_tokens),
                              "output_tokens": groups(reqs.output_tokens), "ttft_s": ttft_s, "tpot_s": tpot_s,
                              "peak_to_average": peak_to_average, "percentile": percentile},
-                            name=Path(path).stem, where=f"{path}: ")
+                            name=name, where=where or f"{name}: ")
