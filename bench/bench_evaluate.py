@@ -33,7 +33,7 @@ def main() -> None:
     system = catalog.load_system("trn2-ultraserver")
     arch = workload_files.load_workload("deepseek-v3")
     sc = Scenario(Phase.DECODE, batch=64, context=4096, parallel=Parallelism(tp=8, ep=8))
-    with tempfile.TemporaryDirectory() as tmp:  # an empty disk cache (model/graph_cache.py) for this run
+    with tempfile.TemporaryDirectory() as tmp:  # an empty disk cache (model/graph/cache.py) for this run
         os.environ["PERFMODEL_CACHE_DIR"] = tmp
         evaluate.compile_graph.cache_clear()
         first = timed(lambda: evaluate.evaluate(system, arch, sc))

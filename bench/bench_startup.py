@@ -7,7 +7,7 @@ measured in this run: `perfmodel --help` (target: under 0.5 s; the parser import
 module, see perfmodel/cli/parser.py), `perfmodel roofline ...` (one scenario), `perfmodel report`
 (every case on every system) and `perfmodel claims` (the 73 seed claims). "Cold" runs with an empty
 cache folder (PERFMODEL_CACHE_DIR: graphs compiled, claims computed), "warm" with the folder the
-cold run filled (graphs read back, claims read back: model/graph_cache.py, claims/result_cache.py).
+cold run filled (graphs read back, claims read back: model/graph/cache.py, claims/result_cache.py).
 Targets (issue 21, the 2-core machine): report < 10 s cold and < 3 s warm, claims < 5 s warm,
 roofline < 0.5 s warm; a miss exits non-zero naming it (bench/targets.py). Timing lives here, never in unit
 tests.

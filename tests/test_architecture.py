@@ -110,7 +110,11 @@ def test_every_module_lives_in_a_layer_package():
     assert len(top) <= MAX_TOP_LEVEL, f"perfmodel/ holds {top}: put modules in a layer package"
     packages = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
     assert packages == set(LAYERS), f"packages {sorted(packages)} vs layers {LAYERS}"
-    assert all(len(p.relative_to(PKG).parts) <= 2 for p in MODULES), "one level of packages"
+    # a layer may group modules a prefix named in one sub-package (model/graph/), never deeper
+    assert all(len(p.relative_to(PKG).parts) <= 3 for p in MODULES), "a layer's sub-packages hold modules only"
+    for sub in (d for layer in LAYERS for d in (PKG / layer).iterdir() if d.is_dir() and d.name != "__pycache__"):
+        doc = ast.get_docstring(_tree(sub / "__init__.py")) or ""
+        assert doc.strip(), f"{sub.relative_to(PKG)}/__init__.py needs a docstring naming its modules"
 
 
 @pytest.mark.parametrize("layer", LAYERS)

@@ -9,7 +9,7 @@ from perfmodel.core.workload import parameter_count
 from perfmodel.model import bindings as bd
 from perfmodel.model import memory
 from perfmodel.model.evaluate import evaluate
-from perfmodel.model.graph import graph_for
+from perfmodel.model.graph.build import graph_for
 from perfmodel.model.ops import GraphKey, Pass
 
 ALL = workload_files.list_workloads()

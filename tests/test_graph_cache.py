@@ -1,4 +1,4 @@
-"""Compiled graphs on disk (model/graph_cache.py): a graph read back computes exactly what a fresh compile
+"""Compiled graphs on disk (model/graph/cache.py): a graph read back computes exactly what a fresh compile
 does; an unreadable entry, a changed formula (fingerprint) or the cache turned off fall back to compiling."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from perfmodel.catalog import workload_files
 from perfmodel.core.scenario import Phase, Recompute
 from perfmodel.model import evaluate as ev
-from perfmodel.model import graph_cache
+from perfmodel.model.graph import cache as graph_cache
 from perfmodel.model.ops import GraphKey
 from perfmodel.model.roofline import Overlap
 

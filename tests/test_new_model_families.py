@@ -35,7 +35,7 @@ from perfmodel.model import attention_variant_formulas as av
 from perfmodel.model import bindings as bd
 from perfmodel.model import formula_catalog, memory
 from perfmodel.model.evaluate import evaluate, evaluate_sweep
-from perfmodel.model.graph import graph_for
+from perfmodel.model.graph.build import graph_for
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "reference" / "model_configs"

@@ -165,7 +165,7 @@ def test_fp8_training_keeps_the_attention_core_in_bf16():
     from perfmodel.catalog import workload_files
     from perfmodel.core.dtypes import DType
     from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Precision, Recompute, Scenario
-    from perfmodel.model.graph import graph_for
+    from perfmodel.model.graph.build import graph_for
 
     arch = workload_files.load_workload("llama-3.1-8b")
     ops = graph_for(arch, Phase.TRAIN)

@@ -15,7 +15,7 @@ from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Precision, Recompute, Scenario
 from perfmodel.model import formulas as fm
 from perfmodel.model import kernels
-from perfmodel.model.graph import graph_for
+from perfmodel.model.graph.build import graph_for
 from perfmodel.core.symbols import bw, bwe
 from perfmodel.model.ops import OpKind, Pass, f_rc, i_fr, i_z3, nmb
 

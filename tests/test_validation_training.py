@@ -20,7 +20,7 @@ from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Parallelism, Phase, Precision, Recompute, Scenario
 from perfmodel.core.workload import parameter_count
 from perfmodel.model import formulas as fm
-from perfmodel.model.graph import graph_for
+from perfmodel.model.graph.build import graph_for
 from perfmodel.model.ops import Pass
 from perfmodel.validation import kernels as vk
 from perfmodel.validation import training as vt

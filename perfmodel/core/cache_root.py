@@ -1,5 +1,5 @@
 """Where perfmodel keeps what it computed once and reads back in the next process: compiled graphs
-(model/graph_cache.py), computed claims and report comparisons (claims/result_cache.py), unit conversion
+(model/graph/cache.py), computed claims and report comparisons (claims/result_cache.py), unit conversion
 factors (core/units.py). Every entry is keyed by what it was computed from; any entry may be deleted.
 
     root()              $PERFMODEL_CACHE_DIR, else $XDG_CACHE_HOME/perfmodel, else ~/.cache/perfmodel;

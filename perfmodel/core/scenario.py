@@ -36,7 +36,7 @@ class Recompute(str, Enum):
     FULL = "full"  # recompute the whole layer forward in the backward pass
     # torchtitan's selective activation checkpointing: 'layer' checkpoints every k-th block whole (its default
     # selective_ac_option = 2: every other layer); 'op' saves attention and every other matmul's output and
-    # recomputes the other matmuls and the element-wise ops (graph_training.RECOMPUTED)
+    # recomputes the other matmuls and the element-wise ops (graph.training.RECOMPUTED)
     ALTERNATE_LAYERS = "alternate-layers"
     SELECTIVE_OP = "selective-op"
 

@@ -1,6 +1,6 @@
 """Formulas of the attention variants beside softmax attention, written once in sympy (as formulas.py):
 Gated DeltaNet linear attention and DeepSeek Sparse Attention. FLOPs (never MACs), engine work and
-HBM bytes per operator instance on one device; graph_attention_variants.py places them in a graph.
+HBM bytes per operator instance on one device; graph/attention_variants.py places them in a graph.
 
 Gated DeltaNet (Yang, Kautz, Hatamizadeh 2024, arXiv:2412.06464): per value head a state S of
 d_k x d_v, per token S <- a S (I - b k k^T) + b v k^T, o = S^T q (a: decay gate, b: write strength).
@@ -42,7 +42,7 @@ the k_top best keys only.
                               priced at the BF16 rate.
     sparse_mean_keys          mean keys attended per new token: (1/T) sum_{i=1..T} min(C_0 + i, k_top)
 
-Does not: place operators in a graph (graph_attention_variants.py) or bind numbers.
+Does not: place operators in a graph (graph/attention_variants.py) or bind numbers.
 """
 
 from __future__ import annotations

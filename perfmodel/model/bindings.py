@@ -224,7 +224,7 @@ def conversion_values(system: System, cal: Calibration, weights, compute) -> dic
     wc, cc = np.broadcast_arrays(wc, cc)  # one entry per (weights, compute) pair present
     qw = np.asarray(table[wc, cc])
     # a training recipe with GEMMs at 8 bits or fewer quantizes each linear layer's input and output gradient
-    # (graph_training.low_precision_casts): f_8 = 1, c_8 copies per tensor
+    # (graph.training.low_precision_casts): f_8 = 1, c_8 copies per tensor
     return {fm.q_a: _dtype_map(compute, q_act), fm.q_w: qw,
             fm.f8: _dtype_map(compute, lambda d: 1.0 if payload_bits(d) <= 8 else 0.0),
             fm.c8: _dtype_map(compute, lambda d: cal["microscaled_training_copies"] if is_microscaled(d)
@@ -382,7 +382,7 @@ def bind(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) -> dict:
     vals = dict(fixed_values(system, arch, cal, kn))
     if Phase(kn.phase) == Phase.TRAIN:
         # a low-precision training recipe quantizes activations, gradients and weights in kernels of their own
-        # (graph_training.low_precision_casts / _weight_casts, f_8 = 1): its GEMMs convert nothing themselves
+        # (graph.training.low_precision_casts / _weight_casts, f_8 = 1): its GEMMs convert nothing themselves
         keep = 1.0 - vals[fm.f8]
         vals[fm.q_a], vals[fm.q_w], vals[fm.q_we] = (vals[x] * keep for x in (fm.q_a, fm.q_w, fm.q_we))
     n = kn.head_shards if isinstance(kn.head_shards, (int, float)) else _arr(kn.head_shards)

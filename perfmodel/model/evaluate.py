@@ -37,9 +37,10 @@ from perfmodel.core.dtypes import DType
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Phase, Recompute, Scenario
 from perfmodel.core.workload import ModelArch
-from perfmodel.model import attribution, feasibility, graph_cache, numeric
+from perfmodel.model import attribution, feasibility, numeric
+from perfmodel.model.graph import cache as graph_cache
 from perfmodel.model import bindings as bd
-from perfmodel.model import graph as gr
+from perfmodel.model.graph import build as gr
 from perfmodel.model.formulas import FIELDS
 from perfmodel.model.ops import GraphKey, OpInfo, OpKind
 from perfmodel.model.roofline import ENGINES, Overlap, engine_times, op_time

@@ -21,7 +21,7 @@ from perfmodel.core.symbols import C0, LATEX_NAMES, Kc, ktop, latex, table
 from perfmodel.core.workload import ModelArch
 from perfmodel.model import attention_variant_formulas as av
 from perfmodel.model import formulas as fm
-from perfmodel.model import graph as gr
+from perfmodel.model.graph import build as gr
 from perfmodel.model import ops
 from perfmodel.model import roofline as rl
 from perfmodel.model.ops import OpKind

@@ -49,8 +49,9 @@ from perfmodel.core.symbols import t as t_sym
 from perfmodel.core.workload import AttentionKind, ModelArch
 from perfmodel.model import attention_variant_formulas as av
 from perfmodel.model import bindings as bd
-from perfmodel.model import graph as gr
-from perfmodel.model import graph_cache, numeric, ops
+from perfmodel.model.graph import build as gr
+from perfmodel.model import numeric, ops
+from perfmodel.model.graph import cache as graph_cache
 from perfmodel.model.activation_memory import (  # noqa: F401  (a_tok: the footprint's activations, re-exported)
     activation_bytes_per_token_layer,
     saved_bytes_per_layer,
@@ -117,7 +118,7 @@ def params_per_device(arch: ModelArch, kn: bd.Knobs, phase: Phase = Phase.PREFIL
                       experts: bool | None = None, quantized: bool = False, lora: bool = False) -> np.ndarray:
     """Parameters on one device, from the operator graph (sharded by t, ep, d_a and p);
     experts=True / False selects routed-expert / other parameters; quantized: only the linear layers a
-    low-precision training recipe quantizes (graph_training.quantized_linear); lora: the LoRA adapters of a
+    low-precision training recipe quantizes (graph.training.quantized_linear); lora: the LoRA adapters of a
     training graph at kn.lora_rank (0 without LoRA), otherwise the model's own weights."""
     phase = Phase(phase)
     phase = Phase.PREFILL if phase == Phase.DECODE else phase

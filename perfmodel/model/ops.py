@@ -106,12 +106,12 @@ class Op:
     formula: str = ""  # formula family (formulas.py function) for display
     backward: Work | None = None  # the backward's work when the generic rule (_backward) does not apply
     # a linear layer's activation elements in (its input, M K) and out (M N) per instance: what a low-precision
-    # training recipe quantizes (graph_training.low_precision_casts); None for every other operator
+    # training recipe quantizes (graph.training.low_precision_casts); None for every other operator
     io: tuple[sp.Expr, sp.Expr] | None = None
     # bytes per weight element of a linear layer whose weights are not stored at b_w (routed experts: b_we); what
-    # graph_training.low_precision_weight_casts reads them at
+    # graph.training.low_precision_weight_casts reads them at
     weight_bytes: sp.Expr | None = None
-    # a linear layer's (M, K, N) per instance: where LoRA fine-tuning attaches its adapters (graph_training)
+    # a linear layer's (M, K, N) per instance: where LoRA fine-tuning attaches its adapters (graph/training.py)
     shape: tuple[sp.Expr, sp.Expr, sp.Expr] | None = None
 
 
@@ -173,8 +173,8 @@ class GraphKey:
     type_vocab: bool
     sinks: bool
     qk_norm: bool
-    linear: bool = False  # Gated DeltaNet layers (graph_attention_variants.linear_attention_block)
-    sparse: bool = False  # DeepSeek Sparse Attention on MLA (graph_attention_variants.sparse_mla_core)
+    linear: bool = False  # Gated DeltaNet layers (graph.attention_variants.linear_attention_block)
+    sparse: bool = False  # DeepSeek Sparse Attention on MLA (graph.attention_variants.sparse_mla_core)
     attn_gate: bool = False  # sigmoid output gate from q_proj (Qwen3-Next / Qwen3.5)
     qk_norm_per_layer: bool = False  # q/k norm weights span the layer's heads (MiniMax-M2)
     shared_expert_gate: bool = False  # sigmoid gate on the shared expert (Qwen3-Next / Qwen3.5)
@@ -213,6 +213,6 @@ _KEYS = ObjectCache(256)  # GraphKey per model object (a frozen record: its key 
 
 def forward_op(name, group, kind, count, work, comm=None, formula="", backward=None, io=None,
                weight_bytes=None, shape=None) -> Op:
-    """An operator of the forward pass (graph.py and graph_attention_variants.py build with it)."""
+    """An operator of the forward pass (graph.py and graph/attention_variants.py build with it)."""
     return Op(name=name, group=group, kind=kind, pass_=Pass.FORWARD, count=count, work=work, comm=comm,
               formula=formula or kind.value, backward=backward, io=io, weight_bytes=weight_bytes, shape=shape)

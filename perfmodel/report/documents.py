@@ -100,7 +100,7 @@ def notation_markdown() -> str:
 
     model = formula_catalog.symbol_table()[["latex", "meaning", "unit"]].rename(columns={"latex": "letter"})
     serving = closed_loop.symbol_table().rename(columns={"symbol": "letter"})
-    parts = [emit(model, "md", "roofline and model letters (core/symbols.py; model/formulas.py, graph.py, "
+    parts = [emit(model, "md", "roofline and model letters (core/symbols.py; model/formulas.py, graph/build.py, "
                                "roofline.py)"),
              emit(serving, "md", "serving letters (serving/closed_loop.py: the engine's closed loop)")]
     return "\n\n".join(t.replace("## ", "#### ", 1) for t in parts).strip()

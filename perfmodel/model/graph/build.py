@@ -8,7 +8,7 @@ shares one graph, and sizes, batch, parallel degrees and data types are bound la
 The records and structural symbols are in ops.py. Counts: layer ops repeat L_x / p times (p
 pipeline stages; the graph is one stage, embedding and LM head included, i.e. the heaviest
 stage), x the micro-batches. Gated DeltaNet layers and DeepSeek Sparse Attention's indexer and
-top-k core are built in graph_attention_variants.py.
+top-k core are built in graph/attention_variants.py.
 
 Does not: bind numbers, price time or communication.
 """
@@ -27,8 +27,8 @@ from perfmodel.core.symbols import (C0, KV, B, D, E, F, Fe, Fs, H, T, V, W, ba, 
 from perfmodel.core.workload import AttentionKind, ModelArch
 from perfmodel.model import formulas as fm
 from perfmodel.model.formulas import Work
-from perfmodel.model.graph_attention_variants import linear_attention_block, sparse_mla_core
-from perfmodel.model.graph_training import is_lora_adapter, quantized_linear, training_ops
+from perfmodel.model.graph.attention_variants import linear_attention_block, sparse_mla_core
+from perfmodel.model.graph.training import is_lora_adapter, quantized_linear, training_ops
 from perfmodel.model.ops import (TV, Comm, GraphKey, KV_dev, Ld, Lfa, Lm, Lsw, N_dev, N_rep, Op, OpKind, P, Pass, bdp,
                                  da, i_a2a, i_ag, i_cp, i_ep, n_rep, nmb)
 from perfmodel.model.ops import forward_op as _op
@@ -290,7 +290,7 @@ def _forward(g: GraphKey, phase: Phase) -> list[Op]:
 
 @lru_cache(maxsize=256)
 def build_graph(key: GraphKey, phase: Phase, recompute: Recompute = Recompute.NONE) -> tuple[Op, ...]:
-    """Symbolic operator graph of one device for `phase`; cached per structure (training: graph_training)."""
+    """Symbolic operator graph of one device for `phase`; cached per structure (training: graph/training.py)."""
     fwd = _forward(key, phase)
     if phase == Phase.PREFILL:
         return tuple(fwd + _prefill_cp_comm(key))
