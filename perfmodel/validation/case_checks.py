@@ -25,8 +25,21 @@ from perfmodel.core import limits
 COUNT_COLUMNS = {"num_chips": limits.MAX_CHIPS, "batch": limits.MAX_BATCH, "input_len": limits.MAX_SEQ_TOKENS,
                  "output_len": limits.MAX_SEQ_TOKENS}
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)(?![\w.])", re.IGNORECASE)
-# a length's spread as benchmark clients write it (validation/serving_words.py reads it): not a count itself
-_SPREAD = re.compile(r"\((?:random,?\s*)?range ratio\s*[\d.]+\)|\((?:\+/-|±)\s*[\d.]+\s*%\)", re.IGNORECASE)
+# a length cell as benchmark clients write a spread of lengths: 'L (random range ratio r)' (uniform in [r L, L]) or
+# 'L (+/-p%)' (uniform about L); the one grammar the row check and the serving reader share
+RANGE_RATIO = re.compile(r"(\d+)\s*\((?:random,?\s*)?range ratio\s*(0?\.\d+|[01](?:\.0*)?)\)", re.IGNORECASE)
+PLUS_MINUS = re.compile(r"~?(\d+)\s*\((?:\+/-|±)\s*(\d+(?:\.\d+)?)\s*%\)")
+
+
+def length_spread(text) -> tuple[int, float] | None:
+    """(longest length L, range ratio r: lengths uniform in [r L, L]) of a spread length cell, else None."""
+    s = str(text).strip()
+    if (m := RANGE_RATIO.fullmatch(s)) is not None:
+        return int(m.group(1)), float(m.group(2))
+    if (m := PLUS_MINUS.fullmatch(s)) is not None:
+        p = float(m.group(2)) / 100.0
+        return round(int(m.group(1)) * (1 + p)), (1 - p) / (1 + p)
+    return None
 _DEGREE = re.compile(r"\b(TP|PP|DP|EP|CP)\s*([-+]?(?:\d[\w.+-]*|nan|inf\w*))", re.IGNORECASE)
 
 
@@ -53,8 +66,8 @@ def _one(row: pd.Series) -> tuple[str, str]:
     if not (np.isfinite(v) and v > 0):
         return "value", f"{row['value']!r} is not a positive number"
     for col, hi in COUNT_COLUMNS.items():
-        text = _SPREAD.sub("", row[col]).lstrip("~") if col.endswith("_len") else row[col]
-        why = _count_problem(text, hi)
+        spread = length_spread(row[col]) if col.endswith("_len") else None
+        why = _count_problem(str(spread[0]) if spread else row[col], hi)
         if why:
             return col, f"{why} (got {row[col][:80]!r})"
     why = _degree_problem(row["parallelism"])

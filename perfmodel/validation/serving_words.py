@@ -49,8 +49,8 @@ from perfmodel.core import units
 from perfmodel.serving import search
 from perfmodel.serving.options import Mode, ServingOptions
 from perfmodel.serving.steady_state import Grid, Mix, serve
-from perfmodel.validation import (frontier, harness, inferencex_engine, inferencex_map, plan_words, quantities,
-                                  serving_runs, training_rows)
+from perfmodel.validation import (case_checks, frontier, harness, inferencex_engine, inferencex_map, plan_words,
+                                  quantities, serving_runs, training_rows)
 from perfmodel.validation.harness import register_validation, unexpressed
 
 PHASE = "serving"
@@ -98,31 +98,17 @@ def _count(text) -> int:
     return int(float(s)) if re.fullmatch(r"\d+(\.0+)?", s) else 0
 
 
-SPREAD = re.compile(r"(\d+)\s*\((?:random,?\s*)?range ratio\s*(0?\.\d+|[01](?:\.0*)?)\)", re.I)  # U[r L, L]
-AROUND = re.compile(r"~?(\d+)\s*\((?:\+/-|±)\s*\d+(?:\.\d+)?\s*%\)")  # L, spread evenly about it
-
-
 def _spread(text) -> tuple[int, float]:
-    """(longest length L, range ratio r) of a length cell, lengths uniform in [r L, L] (a plain L: r = 1)."""
-    s = str(text).strip()
-    if (m := SPREAD.fullmatch(s)) is not None:
-        return int(m.group(1)), float(m.group(2))
-    if (m := AROUND.fullmatch(s)) is not None:
-        pct = float(re.search(r"(\d+(?:\.\d+)?)\s*%", s).group(1)) / 100.0
-        return round(int(m.group(1)) * (1 + pct)), (1 - pct) / (1 + pct)
-    return _count(s), 1.0
+    """(longest length L, range ratio r) of a length cell (case_checks.length_spread: lengths uniform in [r L, L],
+    as sglang.bench_serving --random-range-ratio and vllm bench serve's random dataset draw them); a plain L: r = 1;
+    (0, 1) when the cell gives none (a dataset's distribution: ShareGPT)."""
+    return case_checks.length_spread(text) or (_count(text), 1.0)
 
 
 def _length(text) -> int:
-    """A length cell as its mean: 'L'; 'L (random range ratio r)', lengths uniform in [r L, L] as benchmark
-    clients draw them (sglang.bench_serving --random-range-ratio, vllm bench serve's random dataset), mean
-    (1 + r) L / 2; 'L (+/-p%)', mean L. 0 when the cell gives none (a dataset's distribution: ShareGPT)."""
-    s = str(text).strip()
-    if (m := SPREAD.fullmatch(s)) is not None:
-        return round(int(m.group(1)) * (1.0 + float(m.group(2))) / 2.0)
-    if (m := AROUND.fullmatch(s)) is not None:
-        return int(m.group(1))
-    return _count(s)
+    """A length cell as its mean, (1 + r) L / 2 (L for a plain length; 0 when the cell gives none)."""
+    top, r = _spread(text)
+    return round(top * (1.0 + r) / 2.0)
 
 
 def _engine(notes: str, system) -> str:
