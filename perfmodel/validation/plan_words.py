@@ -23,15 +23,27 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_N = r"\s*(?:=|:|\s)\s*(\d+)"  # 'tp=8', 'tp: 8', 'tp 8'
-SPELLINGS = {  # degree -> patterns followed by the number (case-insensitive)
-    "tp": (r"(?<![a-z])tp(?=\d)", r"(?<![a-z])tp(?:[-_]size)?" + _N, r"tensor[-_ ]parallel(?:ism)?(?:[-_ ]size)?" + _N),
-    "dp": (r"(?<![a-z])dp(?=\d)", r"(?<![a-z])dp(?:[-_]size)?" + _N, r"data[-_ ]parallel(?:ism)?(?:[-_ ]size)?" + _N),
-    "ep": (r"(?<![a-z])ep(?=\d)", r"(?<![a-z])ep(?:[-_]size)?" + _N, r"expert[-_ ]parallel(?:ism)?(?:[-_ ]size)?" + _N,
-           r"moe[-_]expert[-_]parallel[-_]size" + _N),
-    "pp": (r"(?<![a-z])pp(?=\d)", r"(?<![a-z])pp(?:[-_]size)?" + _N,
-           r"pipeline[-_ ]parallel(?:ism)?(?:[-_ ]size)?" + _N),
+# each degree as frameworks spell it, for serving and training rows alike (training_rows.plan_of reads its
+# degrees here too): 'TP8', 'tp=8', 'tp: 8', 'tensor parallel 8'; vLLM '--tensor-parallel-size 8', SGLang
+# '--tp-size 8', TensorRT-LLM 'tp_size: 8' / 'moe_expert_parallel_size'; Megatron / NeMo
+# '--tensor-model-parallel-size 8'; torchtitan 'tensor_parallel_degree' / 'data_parallel_shard_degree'; DeepSpeed
+# 'pipeline_parallel_size'; each followed by '=', ':' or a space and the number
+_SEP = r"[ _-]"
+_TAIL = rf"(?:ism|{_SEP}size|{_SEP}degree)?"
+DEGREES = {
+    "tp": rf"tp(?:{_SEP}size)?|tensor{_SEP}(?:model{_SEP})?parallel{_TAIL}",
+    "pp": rf"pp(?:{_SEP}size)?|pipeline{_SEP}(?:model{_SEP})?parallel{_TAIL}",
+    "dp": rf"dp(?:{_SEP}size)?|data{_SEP}parallel(?:ism|{_SEP}size|{_SEP}(?:shard{_SEP})?degree)?",
+    "cp": rf"cp(?:{_SEP}size)?|context{_SEP}parallel{_TAIL}",
+    "ep": rf"ep(?:{_SEP}size)?|(?:moe{_SEP})?expert{_SEP}(?:model{_SEP})?parallel{_TAIL}",
+    "vp": rf"vpp|vp|virtual{_SEP}pipeline(?:{_SEP}model{_SEP}parallel{_SEP}size)?|interleav\w*",
 }
+
+
+def degree(text: str, key: str) -> int:
+    """The `key` degree ('tp', 'pp', 'dp', 'cp', 'ep', 'vp') written in `text`, or 0."""
+    hit = re.search(rf"(?<![a-z_])(?:{DEGREES[key]})\s*(?:=|:)?\s*(\d+)", str(text), re.I)
+    return int(hit.group(1)) if hit else 0
 ATTENTION_DP = r"dp[-_ ]attention|attention[-_ ]dp|enable[-_]dp[-_]attention|enable_attention_dp\s*[:=]\s*true"
 EXPERT_FLAG = r"enable[-_]expert[-_]parallel"
 
@@ -49,22 +61,14 @@ class Plan:
         return self.tp * self.da * self.pp
 
 
-def _degree(text: str, key: str) -> int:
-    for pat in SPELLINGS[key]:
-        hit = re.search(pat + (r"(\d+)" if pat.endswith("(?=\\d)") else ""), text, re.I)
-        if hit:
-            return int(hit.group(1))
-    return 0
-
-
 def plan_of(text) -> Plan:
     t = str(text)
     dep = re.search(r"(?<![a-z])(dep|tep)(\d+)", t, re.I)  # InferenceMAX's DEP8 / TEP8
     if dep:
         n = int(dep.group(2))
         tp, da = (1, n) if dep.group(1).lower() == "dep" else (n, 1)
-        return Plan(tp, da, n, max(1, _degree(t, "pp")), f"{dep.group(0).upper()}: t={tp} d_a={da} e={n}")
-    tp, dp, ep, pp = (_degree(t, k) for k in ("tp", "dp", "ep", "pp"))
+        return Plan(tp, da, n, max(1, degree(t, "pp")), f"{dep.group(0).upper()}: t={tp} d_a={da} e={n}")
+    tp, dp, ep, pp = (degree(t, k) for k in ("tp", "dp", "ep", "pp"))
     tp, pp = tp or 1, pp or 1
     da = 1
     if re.search(ATTENTION_DP, t, re.I):

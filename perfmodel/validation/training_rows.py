@@ -35,7 +35,7 @@ import re
 from perfmodel import catalog
 from perfmodel.catalog import model_names, system_names
 from perfmodel.core.scenario import Parallelism
-from perfmodel.validation import quantities
+from perfmodel.validation import plan_words, quantities
 
 # accelerator words -> catalogue system, most specific first
 ACCELERATORS = (
@@ -50,18 +50,6 @@ ACCELERATORS = (
 # launcher_scripts/conf/training/gpt3/<size>.yaml: num_layers, hidden_size, num_attention_heads; FFN 4 h,
 # learned positions, GPT-2 BPE vocabulary): the GPT-3 template at these dimensions
 GPT3_SIZES = {"5b": "h=4096, L=24, heads=32", "20b": "h=6144, L=44, heads=48"}
-# each degree as frameworks spell it: 'TP8', 'tensor parallel 8'; Megatron / NeMo flags ('--tensor-model-parallel-size
-# 8', 'tensor_model_parallel_size: 8', '--num-layers-per-virtual-pipeline-stage' is not a degree);
-# torchtitan's '--parallelism.tensor_parallel_degree 8' / 'data_parallel_shard_degree'; DeepSpeed's
-# 'pipeline_parallel_size'; followed by '=', ':' or a space and the number
-_SEP = r"[ _-]"
-PLAN_KEYS = {
-    "tp": rf"tp|tensor{_SEP}(?:model{_SEP})?parallel(?:ism|{_SEP}size|{_SEP}degree)?",
-    "pp": rf"pp|pipeline{_SEP}(?:model{_SEP})?parallel(?:ism|{_SEP}size|{_SEP}degree)?",
-    "dp": rf"dp|data{_SEP}parallel(?:ism|{_SEP}size|{_SEP}(?:shard{_SEP})?degree)?",
-    "cp": rf"cp|context{_SEP}parallel(?:ism|{_SEP}size|{_SEP}degree)?",
-    "ep": rf"ep|expert{_SEP}(?:model{_SEP})?parallel(?:ism|{_SEP}size|{_SEP}degree)?",
-    "vp": rf"vpp|vp|virtual{_SEP}pipeline(?:{_SEP}model{_SEP}parallel{_SEP}size)?|interleav\w*"}
 
 
 def system_of(hardware: str) -> str:
@@ -151,10 +139,9 @@ def plan_of(text: str, gpus: int = 0) -> Parallelism:
     the GPUs when unstated."""
     t = str(text)
     vals: dict[str, int] = {}
-    for k, pat in PLAN_KEYS.items():
-        hit = re.search(rf"(?<![a-z_])(?:{pat})\s*(?:=|:)?\s*(\d+)", t, re.I)
-        if hit:
-            vals[k] = int(hit.group(1))
+    for k in plan_words.DEGREES:  # the degrees as frameworks spell them (plan_words.py)
+        if n := plan_words.degree(t, k):
+            vals[k] = n
     zero = 0
     fsdp = re.search(r"FSDP\s*(?:=|:)?\s*(\d+)?", t, re.I)
     z = re.search(r"ZeRO[- ]?(?:stage\s*)?([0-3])", t, re.I)
