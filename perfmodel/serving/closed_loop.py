@@ -40,6 +40,9 @@ profile, catalog/serving_engines.py, and a client protocol). Per replica (times 
                                               one of the S running finishes (each holds its slot T_0 + (O-1) TPOT)
     TTFT         agg: T_0 + T_q;  disagg: T_0 with t_s of the decode pool and L_f of the prefill pool
                  (with the KV hand-off)
+    a request    e2e = T_1 + (O - 1) T_2     (T_1 its TTFT, T_2 its TPOT, however they were priced or measured)
+    throughput   y = C O / e2e / G           output tokens/s per GPU of a closed loop of C clients on G GPUs:
+                                              each client finishes O tokens every e2e (the frontier's y)
 
 Formulas live here once (sympy), evaluated lambdified over arrays; `latex_table()` shows them.
 Does not: price the GPU work (steady_state.py) or read files (catalog/serving_engines.py).
@@ -58,6 +61,7 @@ I, O, W = sp.symbols("I O W", positive=True)
 t_d, tau, t_f, L_f, kappa, tpot_gpu, T_p = sp.symbols("t_d tau t_f L_f kappa TPOT_gpu T_p", nonnegative=True)
 tau_0, tau_1 = sp.symbols("tau_0 tau_1", nonnegative=True)
 d_a = sp.Symbol("d_a", positive=True)
+T_1, T_2, G = sp.symbols("T_1 T_2 G", positive=True)  # a request's TTFT and TPOT as given; GPUs
 
 RUNNING = sp.Min(C, d_a * S_max, sp.floor(S_kv))
 HOST = tau_0 + tau_1 * S / d_a
@@ -67,6 +71,8 @@ FIRST_TOKEN = kappa * STEP + STEP / 2 + (L_f - t_f) + T_p
 QUEUE = sp.Max(C - S, 0) / S * (FIRST_TOKEN + (O - 1) * TPOT)
 TTFT_AGG = FIRST_TOKEN + QUEUE
 TTFT_DISAGG = FIRST_TOKEN
+E2E = T_1 + (O - 1) * T_2
+THROUGHPUT = C * O / E2E / G
 SEED = 20260423  # the protocol's lengths are drawn with this fixed seed: results repeat exactly
 
 MEANINGS = {
@@ -84,13 +90,16 @@ MEANINGS = {
     kappa: ("engine steps from prefill to the first token at the client", "1"),
     tpot_gpu: ("steady-state time per output token at S", "s"),
     T_p: ("mean arrival-to-prefill-end time of a prompt under the protocol's load (prefill queue)", "s"),
+    T_1: ("a request's time to first token, as priced or measured", "s"),
+    T_2: ("a request's time per output token, as priced or measured", "s"),
+    G: ("GPUs of the deployment (a replica's, or both pools' with their worker counts)", "1"),
 }
 
 
 @lru_cache(maxsize=None)
 def _fn(name: str):
     expr = {"running": RUNNING, "host": HOST, "tpot": TPOT, "first_token": FIRST_TOKEN, "ttft_agg": TTFT_AGG,
-            "ttft_disagg": TTFT_DISAGG}[name]
+            "ttft_disagg": TTFT_DISAGG, "e2e": E2E, "throughput": THROUGHPUT}[name]
     args = sorted(expr.free_symbols, key=lambda s: s.name)
     return args, sp.lambdify(args, expr, "numpy")
 
@@ -188,7 +197,8 @@ def prefill_wait(clients, t_f, after_prefill, tpot, o_mean, waves: int, ratio: f
 
 def latex_table() -> pd.DataFrame:
     rows = [("running", RUNNING), ("host time per step", HOST), ("engine step", STEP), ("TPOT", TPOT),
-            ("first token", FIRST_TOKEN), ("queue", QUEUE), ("TTFT (agg)", TTFT_AGG), ("TTFT (disagg)", TTFT_DISAGG)]
+            ("first token", FIRST_TOKEN), ("queue", QUEUE), ("TTFT (agg)", TTFT_AGG), ("TTFT (disagg)", TTFT_DISAGG),
+            ("end to end", E2E), ("throughput per GPU", THROUGHPUT)]
     return pd.DataFrame({"quantity": [r[0] for r in rows], "latex": [sp.latex(r[1]) for r in rows]})
 
 

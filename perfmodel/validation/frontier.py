@@ -45,7 +45,7 @@ import pandas as pd
 from perfmodel import catalog
 from perfmodel.catalog import serving_engines, workload_files
 from perfmodel.core.dtypes import DType
-from perfmodel.serving import envelope, search
+from perfmodel.serving import closed_loop, envelope, search
 from perfmodel.serving.steady_state import Mix
 from perfmodel.validation import harness, inferencex, inferencex_engine
 from perfmodel.validation.inferencex_map import map_rows
@@ -68,8 +68,9 @@ def _gpus(m: pd.DataFrame) -> np.ndarray:
 
 
 def closed_loop_y(clients, output_tokens, ttft_s, tpot_s, gpus):
-    """Output tokens/s per GPU of a closed loop of C clients: each finishes O tokens every TTFT + (O - 1) TPOT."""
-    return clients * output_tokens / (ttft_s + (output_tokens - 1) * tpot_s) / gpus
+    """Output tokens/s per GPU of a closed loop of C clients: each finishes O tokens every TTFT + (O - 1) TPOT
+    (serving/closed_loop.THROUGHPUT)."""
+    return closed_loop.evaluate("throughput", C=clients, O=output_tokens, T_1=ttft_s, T_2=tpot_s, G=gpus)
 
 
 def measured_points(src: pd.DataFrame) -> pd.DataFrame:

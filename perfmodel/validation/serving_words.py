@@ -46,7 +46,7 @@ import pandas as pd
 from perfmodel import catalog
 from perfmodel.catalog import model_names, serving_engines, system_names, workload_files
 from perfmodel.core import units
-from perfmodel.serving import search
+from perfmodel.serving import closed_loop, search
 from perfmodel.serving.options import Mode, ServingOptions
 from perfmodel.serving.steady_state import Grid, Mix, serve
 from perfmodel.validation import (case_checks, frontier, harness, inferencex_engine, inferencex_map, plan_words,
@@ -306,7 +306,7 @@ def _price(m) -> tuple[float, str, str]:
         ttft, tpot, how = _closed_loop(m, at_gpu(c), engine, c, da * plan.pp, da, i, o, batch, how)
         out = frontier.closed_loop_y(c, o, ttft, tpot, unit) * chips  # each client finishes O tokens per request
     value = {"output_throughput": out, "total_throughput": out * (i + o) / o, "request_throughput": out / o,
-             "user_speed": 1.0 / tpot, "ttft": ttft, "tpot": tpot, "e2e_latency": ttft + (o - 1) * tpot}[q]
+             "user_speed": 1.0 / tpot, "ttft": ttft, "tpot": tpot, "e2e_latency": closed_loop.evaluate("e2e", T_1=ttft, T_2=tpot, O=o)}[q]
     note = (f"{engine}, TP{tp} DA{da} EP{plan.ep} PP{plan.pp} x {replicas} replicas, {how}, "
             f"{comp.value}/{w.value} weights{f', {e.value} experts' if e != w else ''}"
             f"{f', {kv_type.value} KV cache' if kv_type else ''}, {i}/{o} tokens; {q} {scope}"
