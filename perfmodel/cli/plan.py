@@ -89,18 +89,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_plan)
 
 
-def _within_positions(demand, where: str) -> None:
-    """A demand whose longest request (longest input + longest output) is past the model's positions is refused:
-    no engine serves it, so no fleet is its answer."""
-    from perfmodel.catalog import workload_refs
-
-    positions = workload_refs.load(demand.workload).max_position_embeddings
-    i, o = max(demand.input_tokens.values), max(demand.output_tokens.values)
-    if i + o > positions:
-        raise ValueError(f"{where}: input {i:g} + output {o:g} = {i + o:g} tokens is past the {positions} positions "
-                         f"of {demand.workload} (max_position_embeddings)")
-
-
 def cmd_plan(args) -> int:
     from perfmodel.serving import planner, training_run
 
@@ -140,7 +128,6 @@ def cmd_plan(args) -> int:
                                            "input_tokens": args.input, "output_tokens": args.output,
                                            "ttft_s": args.ttft, "tpot_s": args.tpot,
                                            "peak_to_average": args.peak_factor})
-    _within_positions(demand, args.demand or "--input/--output")
     if args.percentile:
         demand = dataclasses.replace(demand, percentile=float(args.percentile))
         demand.validate("--percentile: demand field ")

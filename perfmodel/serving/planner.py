@@ -252,6 +252,10 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
     """Best configuration per system for `demand` (module doc): one row per system, generations side by side."""
     demand.validate()
     arch = workload_refs.load(demand.workload)
+    i, o = demand.input_tokens.max, demand.output_tokens.max
+    if i + o > arch.max_position_embeddings:  # no engine serves such a request: no fleet is its answer
+        raise ValueError(f"demand {demand.name!r}: input {i:g} + output {o:g} = {i + o:g} tokens is past the "
+                         f"{arch.max_position_embeddings} positions of {arch.name} (max_position_embeddings)")
     mix = Mix(int(round(demand.input_tokens.mean)), int(round(demand.output_tokens.mean)))
     mix_max = Mix(int(round(demand.input_tokens.max)), mix.output_tokens)
     peak = demand.requests_per_s * demand.peak_to_average * demand.output_tokens.mean
