@@ -147,6 +147,69 @@ def test_the_checks_catch_a_back_import_and_a_circle(tmp_path):
     assert import_circles(mods, root) == [["perfmodel.core.units", "perfmodel.report.export"]]
 
 
+# Below the edge a computation takes its inputs as arguments: a System carries its chip's Calibration (resolved by
+# catalog.load_system), so no computing layer looks one up; comm and model import nothing from the catalogue.
+COMPUTING = ("comm", "model", "training", "serving", "simulation", "sweep")
+CATALOGUE_FREE = ("comm", "model")
+# computing modules that still resolve a name in the catalogue (an engine profile, a Neuron stack, a system or a
+# workload by name; issue 48's remaining work): the list only shrinks, a new importer fails
+STILL_RESOLVING = {"serving/options.py", "serving/planner.py", "simulation/verify.py", "sweep/engine.py",
+                   "sweep/fields.py", "sweep/run.py", "training/step.py"}
+
+
+def look_ups_below_the_edge(modules, root: Path = PKG) -> list[str]:
+    """Computing-layer modules that look up a calibration (calibration_for) or, in the catalogue-free layers,
+    import the catalogue at all. (The sweep carries the applied calibrated sets to its Dask workers, the edge of a
+    worker process, without looking a calibration up.)"""
+    bad = []
+    for path in modules:
+        rel = path.relative_to(root).as_posix()
+        if rel.split("/")[0] not in COMPUTING:
+            continue
+        deps = imports_of(path, root)
+        names = {n.id for n in ast.walk(_tree(path)) if isinstance(n, ast.Name)} | \
+                {n.attr for n in ast.walk(_tree(path)) if isinstance(n, ast.Attribute)}
+        if "calibration_for" in names:
+            bad.append(f"{rel} looks up a calibration (take cal= or system.calibration)")
+        if rel.split("/")[0] in CATALOGUE_FREE and any(d.startswith("perfmodel.catalog") for d in deps):
+            bad.append(f"{rel} imports the catalogue")
+    return bad
+
+
+def catalogue_importers(modules, root: Path = PKG) -> set[str]:
+    return {path.relative_to(root).as_posix() for path in modules
+            if path.relative_to(root).parts[0] in COMPUTING
+            and any(d.startswith("perfmodel.catalog") for d in imports_of(path, root))}
+
+
+def test_no_look_ups_below_the_edge():
+    bad = look_ups_below_the_edge(MODULES)
+    assert not bad, "\n".join(bad)
+
+
+def test_catalogue_importers_below_the_edge_only_shrink():
+    now = catalogue_importers(MODULES)
+    assert now <= STILL_RESOLVING, f"new catalogue imports below the edge: {sorted(now - STILL_RESOLVING)}"
+    assert now == STILL_RESOLVING, f"no longer importing the catalogue (drop from STILL_RESOLVING): " \
+                                   f"{sorted(STILL_RESOLVING - now)}"
+
+
+def test_the_look_up_check_catches_a_calibration_for_and_a_catalogue_import(tmp_path):
+    """The check fails on a deliberate calibration_for in the serving layer and a catalogue import in model."""
+    root = tmp_path / "perfmodel"
+    for pkg in ("catalog", "serving", "model"):
+        (root / pkg).mkdir(parents=True)
+        (root / pkg / "__init__.py").write_text("")
+    (root / "catalog" / "calibration.py").write_text('"""Files."""\ndef calibration_for(s):\n    return s\n')
+    (root / "serving" / "steps.py").write_text('"""Steps."""\nfrom perfmodel.catalog.calibration import '
+                                               'calibration_for\n\ndef t(system):\n    return calibration_for(system)\n')
+    (root / "model" / "plan.py").write_text('"""Plan."""\nfrom perfmodel import catalog\n')
+    mods = [root / "catalog" / "calibration.py", root / "serving" / "steps.py", root / "model" / "plan.py"]
+    assert look_ups_below_the_edge(mods, root) == [
+        "serving/steps.py looks up a calibration (take cal= or system.calibration)",
+        "model/plan.py imports the catalogue"]
+
+
 @pytest.mark.parametrize("path", MODULES, ids=_rel)
 def test_modules_a_reader_can_hold(path):
     n = len(path.read_text().splitlines())

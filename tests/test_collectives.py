@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from perfmodel import catalog
-from perfmodel.catalog.calibration import Calibration, Param, calibration_for
+from perfmodel.catalog.calibration import calibration_for
+from perfmodel.core.calibration import Calibration, Param
 from perfmodel.comm import collectives as co
 from perfmodel.comm.algorithms import Collective
 from perfmodel.core.hardware import LinkTier, Scope, Topology

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from perfmodel import catalog
-from perfmodel.catalog import check, files, param_ranges, workload_files
+from perfmodel.catalog import check, files, workload_files
+from perfmodel.core import param_ranges
 from perfmodel.catalog import whatif as wi
 from perfmodel.catalog.calibration import calibration_for, load_calibrated_set, load_calibration_file
 from perfmodel.catalog.spec_schema import CatalogError

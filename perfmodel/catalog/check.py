@@ -40,7 +40,7 @@ def _loaders(root: Path):
     for name in files.list_chips(root):
         yield "chip", name, root / "hardware_specs" / "chips" / f"{name}.toml", lambda n=name: files._chip(n, root)
     for name in files.list_systems(root):
-        yield "system", name, root / "hardware_specs" / f"{name}.toml", lambda n=name: files.load_system(n, root=root)
+        yield "system", name, root / "hardware_specs" / f"{name}.toml", lambda n=name: files.system_spec(n, root=root)
     for name in workload_files.list_workloads(root):
         yield "workload", name, root / "workloads" / f"{name}.toml", lambda n=name: workload_files.load_workload(n, root)
     for name in workload_files.list_drafts(root):

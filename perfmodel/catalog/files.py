@@ -15,46 +15,18 @@ Does not: compute anything beyond building typed objects.
 
 from __future__ import annotations
 
-import difflib
-import os
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from perfmodel.catalog.calibration import calibration_for
+from perfmodel.catalog.root import catalog_root, read_toml  # noqa: F401  (importers name them from here too)
 from perfmodel.catalog.spec_schema import CatalogError, ChipFile, SystemFile, check_name, validate_file
 from perfmodel.catalog.specs import build_chip, build_system, chip_values
-from perfmodel.core import input_files
+from perfmodel.core.errors import did_you_mean  # noqa: F401  (catalog's readers name it from here)
 from perfmodel.core.hardware import System
 from perfmodel.core.provenance import SpecValue
-
-
-def catalog_root() -> Path:
-    return _catalog_root(os.environ.get("PERFMODEL_CATALOG"))
-
-
-@lru_cache(maxsize=8)
-def _catalog_root(env: str | None) -> Path:
-    """The catalogue folder for a PERFMODEL_CATALOG value, resolved and checked once (every evaluation asks)."""
-    root = Path(env) if env else Path(__file__).resolve().parents[2]
-    if not (root / "hardware_specs").is_dir():
-        raise CatalogError(f"{root}: no hardware_specs/ directory here; set PERFMODEL_CATALOG to the folder that "
-                           "holds hardware_specs/ and workloads/")
-    return root
-
-
-def did_you_mean(name: str, known) -> str:
-    """' (did you mean 'x'?)' for the closest known names to a mistyped one, or ''."""
-    close = difflib.get_close_matches(str(name), list(known), n=3, cutoff=0.6)
-    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
-
-
-def read_toml(path: Path) -> dict:
-    """Parse a TOML file (safe: data only; core/input_files: a bounded regular file, UTF-8 with or without a
-    byte-order mark), naming the file on any error."""
-    try:
-        return input_files.read_toml(path, "file")
-    except input_files.InputError as exc:
-        raise CatalogError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -101,7 +73,17 @@ def _chip(name: str, root: Path) -> tuple[ChipFile, dict[str, SpecValue], ChipFi
 
 def load_system(name: str, variant: str = "nominal", root: Path | None = None) -> System:
     """The typed System for catalogue key `name` (cached), or for a system file's path (hardware_refs: read each
-    time); variant low/high: ends of projected ranges."""
+    time); variant low/high: ends of projected ranges; carrying its chip's Calibration (family file, chip overrides
+    and the calibrated set applied now)."""
+    system = system_spec(name, variant, root)
+    # the chip's assumptions travel with the system: resolved here, where files are read, with any calibrated set
+    # applied now (calibration.applied), never looked up inside a computation
+    return dataclasses.replace(system, calibration=calibration_for(system, root))
+
+
+def system_spec(name: str, variant: str = "nominal", root: Path | None = None) -> System:
+    """The system as its spec files say, without its calibration (what `perfmodel check` checks of a system
+    file; the calibration files are checked on their own)."""
     from perfmodel.catalog import hardware_refs
 
     if hardware_refs.is_reference(name):

@@ -31,15 +31,12 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationErr
 
 from perfmodel.core import limits, units
 from perfmodel.core.dtypes import DType
+from perfmodel.core.errors import CatalogError  # noqa: F401  (raised here; importers name it from here)
 from perfmodel.core.hardware import Family, Scope, Topology
 from perfmodel.core.provenance import Alternative, SpecValue, Status
 
 SCHEMA_VERSION = 1
 STRICT = ConfigDict(extra="forbid", frozen=True)
-
-
-class CatalogError(ValueError):
-    """A catalogue file is malformed. The message names the file, the field and the problem."""
 
 
 # ---------------------------------------------------------------- one spec value

@@ -64,7 +64,7 @@ def _calibrated(files: list[str]):
     sets = [calibration.load_calibrated_set(f) for f in files]
     for s in sets:
         print(f"perfmodel: calibrated set {s.origin} applied ({s.family}: "
-              f"{', '.join(f'{k} = {calibration._as_written(v, _kind(s, k))}' for k, v in s.values.items())})",
+              f"{', '.join(f'{k} = {calibration.as_written(v, _kind(s, k))}' for k, v in s.values.items())})",
               file=sys.stderr)
     return calibration.applied(*sets)
 

@@ -39,10 +39,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from perfmodel.catalog.calibration import Calibration
 from perfmodel.comm.algorithms import ALGORITHMS, Collective, algorithm_cost
 from perfmodel.comm.topology import GroupDim, core_dim, place, place_group, scope_key, topology_dims
 from perfmodel.core import elementwise as ew
+from perfmodel.core.calibration import Calibration
 from perfmodel.core.hardware import Scope, System
 
 __all__ = ["ALGORITHMS", "BUS_FACTOR", "LAUNCH", "CollectiveCost", "collective_cost", "collective_fields",

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfmodel.catalog.calibration import Calibration
 from perfmodel.core import elementwise as ew
+from perfmodel.core.calibration import Calibration
 from perfmodel.core.hardware import Scope, System, Topology
 
 

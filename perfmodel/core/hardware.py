@@ -12,7 +12,8 @@ Engines (roofline "engines" in one vocabulary for every vendor):
     gpsimd  - Trainium GpSimdE (general SIMD); absent on GPUs
     dma     - HBM traffic (memory time), modelled as bytes over bandwidth
 
-Does not: read files, or hold any efficiency assumption (calibration.py does).
+Does not: read files, or hold any efficiency assumption (core/calibration.py does; a System carries its chip's
+Calibration, resolved at the edge).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Mapping
 
+from perfmodel.core.calibration import Calibration
 from perfmodel.core.dtypes import DType
 from perfmodel.core.provenance import SpecValue
 
@@ -193,6 +195,9 @@ class System:
     scaleup_power_w: float | None = None
     provenance: Mapping[str, SpecValue] = field(default_factory=lambda: MappingProxyType({}))
     projected: bool = False
+    # the chip's modelling assumptions (core/calibration.py), resolved with the system at the edge
+    # (catalog.load_system) so a computation reads them from its argument; not part of the system's identity
+    calibration: Calibration | None = field(default=None, compare=False, repr=False)
 
     @property
     def scaleup_chips(self) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfmodel.catalog.calibration import Calibration
+from perfmodel.core.calibration import Calibration
 from perfmodel.core.dtypes import bytes_per_element
 from perfmodel.core.scenario import Phase, Recompute
 from perfmodel.core.workload import AttentionKind, ModelArch

@@ -15,8 +15,8 @@ import functools
 import numpy as np
 import pandas as pd
 
-from perfmodel.catalog.calibration import Calibration
 from perfmodel.core import symbols as S
+from perfmodel.core.calibration import Calibration
 from perfmodel.core.dtypes import DType, bytes_per_element, is_microscaled, payload_bits
 from perfmodel.core.elementwise import any_true
 from perfmodel.core.hardware import System

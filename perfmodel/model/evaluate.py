@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 import sympy as sp
 
-from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.comm import collectives
 from perfmodel.comm.algorithms import Collective
+from perfmodel.core.calibration import Calibration, of as calibration_of
 from perfmodel.core.dtypes import DType
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Phase, Recompute, Scenario
@@ -197,7 +197,7 @@ def _comm_times(system: System, cal: Calibration, ops, q: dict, kn: bd.Knobs) ->
 def run_rows(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | None = None,
              recompute: Recompute = Recompute.NONE, overlap: Overlap = Overlap.PIPELINED) -> OpRows:
     """Evaluate all operators, per-operator arrays at their own shapes (the sweep path)."""
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     kn = bd.on_system(system, kn)
     compiled = compile_graph(GraphKey.of(arch), Phase(kn.phase), Recompute(recompute), Overlap(overlap))
     values = bd.bind(system, arch, cal, kn)
@@ -272,7 +272,7 @@ def point(system: System, arch: ModelArch, scenario: Scenario, cal: Calibration 
     """One scenario's summary row as a dict (evaluate()'s summary, the same numbers), without the per-operator
     frame: for the API called in a loop and the app's what-if (a third of evaluate's time)."""
     scenario.validate()
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     kn = bd.knobs_on(system, scenario)
     r = run_rows(system, arch, kn, cal, scenario.recompute, overlap)
     return _row(system, arch, scenario, overlap, summarize_rows(system, arch, kn, r),
@@ -283,7 +283,7 @@ def evaluate(system: System, arch: ModelArch, scenario: Scenario, cal: Calibrati
              overlap: Overlap = Overlap.PIPELINED) -> Result:
     """Evaluate one scenario: per-operator costs and a one-row summary."""
     scenario.validate()
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     kn = bd.knobs_on(system, scenario)
     r = run_rows(system, arch, kn, cal, scenario.recompute, overlap)
     (q, comm), ops, values = r.stacked(), r.ops, r.values
@@ -302,7 +302,7 @@ def evaluate(system: System, arch: ModelArch, scenario: Scenario, cal: Calibrati
 def evaluate_sweep(system: System, arch: ModelArch, knobs: bd.Knobs, cal: Calibration | None = None,
                    recompute: Recompute = Recompute.NONE, overlap: Overlap = Overlap.PIPELINED) -> pd.DataFrame:
     """Summary frame for every configuration in `knobs` (array fields broadcast together)."""
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     summ = summarize_rows(system, arch, knobs, run_rows(system, arch, knobs, cal, recompute, overlap))
     feas = feasibility.feasibility(system, arch, knobs, cal, recompute).columns()
     shape = np.broadcast_shapes(*[np.shape(v) for v in (*summ.values(), *feas.values())])

@@ -55,8 +55,8 @@ from typing import Callable
 
 import numpy as np
 
-from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.core import units
+from perfmodel.core.calibration import Calibration, of as calibration_of
 from perfmodel.core.hardware import System
 from perfmodel.core.object_cache import ObjectCache
 from perfmodel.core.scenario import Phase, Recompute, Scenario
@@ -256,7 +256,7 @@ def _distinct(x: np.ndarray) -> list:
 def feasibility(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | None = None,
                 recompute: Recompute = Recompute.NONE) -> Feasibility:
     """Validity and memory fit of every configuration in `kn` (see the module doc)."""
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     valid, reasons, coded = _checked(system, arch, kn, recompute)
     flash, sp = kn.flash_attention, kn.sequence_parallel
     if isinstance(flash, bool) and isinstance(sp, bool):  # one value of each (a point's, most sweeps')
@@ -327,7 +327,7 @@ def min_fit(system: System, arch: ModelArch, scenario: Scenario, cal: Calibratio
     any valid, fitting plan wins (ties: least pipeline, then least t). A plan breaking a rule
     of this module (heads, KV heads, layers, experts not divisible) is never chosen.
     """
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     kn0 = bd.Knobs.of(scenario)
     L = arch.num_hidden_layers
     pows = [2 ** j for j in range(0, int(np.log2(max_chips)) + 1)]

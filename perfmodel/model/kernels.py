@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 import sympy as sp
 
-from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.core import symbols as S
+from perfmodel.core.calibration import Calibration, of as calibration_of
 from perfmodel.core.dtypes import DType, bytes_per_element
 from perfmodel.core.hardware import System
 from perfmodel.model import bindings as bd
@@ -59,7 +59,7 @@ def kernel_costs(system: System, works: dict[str, fm.Work], compute, weights=Non
                  kv_cache=None, cal: Calibration | None = None, overlap: rl.Overlap = rl.Overlap.PIPELINED,
                  include_overhead: bool = False, materialised: bool = False) -> pd.DataFrame:
     """One row per kernel: busy time per engine, total time, bound engine, tensor utilisation."""
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     vals = kernel_values(system, cal, compute, weights, activations, kv_cache, materialised)
     if not include_overhead:
         vals[S.t_ovh] = 0.0

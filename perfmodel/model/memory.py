@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.core.attention_variants import linear_qkv_channels
+from perfmodel.core.calibration import Calibration, of as calibration_of
 from perfmodel.core.dtypes import DType, bytes_per_element
 from perfmodel.core.hardware import System
 from perfmodel.core.object_cache import ObjectCache
@@ -210,7 +210,7 @@ def footprint(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration | 
               sequence_parallel: bool = False) -> Footprint:
     """Per-device memory for the configuration(s) in `kn` (fields may be arrays)."""
     kn = bd.on_system(system, kn)
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     phase = Phase(kn.phase)
     one = bd.one_plan(kn)
     f = bd.num if one else bd._arr  # one plan's numbers as Python floats (scenario_knobs.num), a sweep's as arrays

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.comm import collectives as co
+from perfmodel.core.calibration import Calibration, of as calibration_of
 from perfmodel.core.hardware import Scope, System
 from perfmodel.core.scenario import Parallelism, Phase, Scenario
 from perfmodel.core.workload import ModelArch
@@ -56,7 +56,7 @@ def group_extents(p: Parallelism) -> dict[str, tuple[int, int]]:
 
 def placement(system: System, p: Parallelism, cal: Calibration | None = None) -> pd.DataFrame:
     """One row per group: size, stride, members per tier, outermost tier, whether it crosses EFA."""
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     dims = co.topology_dims(system, cal)
     rows = []
     for name in GROUP_ORDER:
@@ -106,7 +106,7 @@ class PlanCheck:
 def check(system: System, arch: ModelArch, scenario: Scenario, nodes: int | None = None,
           global_batch: int | None = None, cal: Calibration | None = None) -> PlanCheck:
     """Divisibility, chip count and memory fit of the scenario's plan on `nodes` instances."""
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     p = scenario.parallel
     errors: list[str] = []
     warns: list[str] = []

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.core import units
+from perfmodel.core.calibration import Calibration, of as calibration_of
 from perfmodel.core.hardware import System
 
 HOURS_PER_MONTH = units.HOURS_PER_MONTH
@@ -81,7 +81,7 @@ def price_for(system: System, cal: Calibration | None = None, usd_per_node_hour:
         asof = f", as of {system.node.price_as_of}" if system.node.price_as_of else ""
         return Price(system.name, system.node.price_usd_per_hour, n, sv.status.value if sv else "published",
                      f"on-demand list price ({src}{asof})")
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     per_chip = cal.get("assumed_price_per_chip_hour", 0.0)
     if per_chip > 0:
         reason = cal.params["assumed_price_per_chip_hour"].reason

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfmodel.catalog.calibration import Calibration, calibration_for
+from perfmodel.core.calibration import Calibration, of as calibration_of
 from perfmodel.core.dtypes import DType, bytes_per_element
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Phase
@@ -39,7 +39,7 @@ def kv_fit(system: System, arch: ModelArch, grid, context, cal: Calibration | No
     vLLM's gpu_memory_utilization) makes the capacity that share of HBM instead of HBM less the
     runtime's reserve.
     """
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     C = grid.concurrency
     kn = grid.knobs(Phase.DECODE, C, 1, np.maximum(np.asarray(context, dtype=float) - 1, 0))
     f = memory.footprint(system, arch, kn, cal)

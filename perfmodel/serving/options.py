@@ -13,8 +13,8 @@ from enum import Enum
 import numpy as np
 
 from perfmodel.catalog import neuron_stacks, serving_engines
-from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.catalog.files import did_you_mean
+from perfmodel.core.calibration import Calibration, of as calibration_of
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Phase
 from perfmodel.model import bindings as bd
@@ -111,7 +111,7 @@ class Setup:
 
 def setup(system: System, options: ServingOptions, cal: Calibration | None = None) -> Setup:
     """The option's engine (GPU serving engine) or software stack (Neuron) applied to the chip's calibration."""
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     stack = None
     if options.engine in neuron_stacks.stacks(role="serving"):
         stack = neuron_stacks.for_system(options.engine, "serving", system)  # one line off Neuron

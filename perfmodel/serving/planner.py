@@ -36,8 +36,8 @@ import pandas as pd
 
 from perfmodel import catalog
 from perfmodel.catalog import serving_engines, workload_refs
-from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.core import units
+from perfmodel.core.calibration import Calibration, of as calibration_of
 from perfmodel.core.hardware import System
 from perfmodel.core.workload import ModelArch
 from perfmodel.serving import cost, envelope, power, search
@@ -263,7 +263,7 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
     rows = []
     for i, name in enumerate(systems):
         system = catalog.load_system(name)
-        cal = calibration_for(system)
+        cal = calibration_of(system)
         if cal_overrides:
             cal = cal.with_overrides({k: v for k, v in cal_overrides.items() if k in cal.params})
         price = cost.price_for(system, cal, options.prices.get(name))

@@ -38,8 +38,8 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.core import units
+from perfmodel.core.calibration import Calibration, of as calibration_of
 from perfmodel.core.hardware import System
 
 CASES = ("low", "nominal", "high")
@@ -57,7 +57,7 @@ class TdpCase:
 
 def tdp_cases(system: System, cal: Calibration | None = None) -> dict[str, TdpCase]:
     """Chip TDP at the low / nominal / high end of what the sources allow (W)."""
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     chip = system.chip
     sv = system.provenance.get("chip.power.tdp")
     if chip.tdp_w is None or sv is None:
@@ -181,7 +181,7 @@ def power_model(system: System, cal: Calibration | None = None, case: str = "nom
     """Power parameters for `system` at the low / nominal / high TDP case (tdp_w overrides)."""
     if case not in CASES:
         raise ValueError(f"power case {case!r}: choose one of {', '.join(CASES)}")
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     if tdp_w is not None:
         if not tdp_w > 0:
             raise ValueError(f"power: TDP override must be > 0 W, got {tdp_w!r}")
@@ -214,7 +214,7 @@ def components(system: System, cal: Calibration | None = None, case: str = "nomi
     """The power sum of one system, per chip, component by component, each with the status and source of its
     value (the same components for every vendor): chip, node share (host CPUs, memory, NICs, fans, conversion
     loss), scale-up switch share, and the facility factor PUE."""
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     pm = power_model(system, cal, case)
     node_status = "assumed"  # the build-up's constants are assumptions (BUILD_UP), the node facts are the sheet's
     per_node = system.node.chips
@@ -253,7 +253,7 @@ def add_power_columns(df: pd.DataFrame, system: System, cal: Calibration | None 
     """Add chip / scale-up IT / facility watts and tokens per MW (nominal, and at the low / high
     power case) to a serving frame (serving.serve output, one scale-up domain per row). A chip
     with no TDP and no assumed one gets NaN power columns and a power_caveat saying why."""
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     act = {e: df[f"activity_{e}_frac"].to_numpy() for e in ("tensor", "vector", "scalar", "gpsimd", "memory", "comm")}
     out = df.copy()
     if tdp_w is None:

@@ -32,7 +32,7 @@ from typing import Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from perfmodel.catalog.calibration import Calibration, calibration_for
+from perfmodel.core.calibration import Calibration, of as calibration_of
 from perfmodel.core.dtypes import DType
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Precision
@@ -176,7 +176,7 @@ def frontier_sweep(system: System, arch: ModelArch, mix: Mix = Mix(), modes: Ite
     meet max_ttft_s), and `envelope` (measured | extrapolated: inside the engine's measured envelope
     `envelope_profile`, serving/envelope.py; extrapolated everywhere without one). progress(done, total) is
     called after each chunk."""
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     grid = grid if grid is not None else plan_grid(system, arch, **grid_kw)
     df = serve_sweep(system, arch, mix, modes, grid, cal, chunk_tokens, kv_reserve, progress, engine, prefix_tokens,
                      speculative)

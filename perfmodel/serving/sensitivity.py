@@ -29,8 +29,8 @@ from typing import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from perfmodel.catalog.calibration import Calibration
 from perfmodel.core import units
+from perfmodel.core.calibration import Calibration
 from perfmodel.core.hardware import ElementEngine, System
 
 SPEC_PARAMS = ("hbm_bandwidth", "hbm_capacity", "tensor_rate", "element_rate", "link_bandwidth", "tdp")

@@ -68,9 +68,9 @@ from dataclasses import dataclass, fields
 import numpy as np
 import pandas as pd
 
-from perfmodel.catalog.calibration import Calibration
 from perfmodel.comm import collectives
 from perfmodel.comm.algorithms import Collective
+from perfmodel.core.calibration import Calibration
 from perfmodel.core.dtypes import DType
 from perfmodel.core.hardware import Scope, System
 from perfmodel.core.scenario import Phase

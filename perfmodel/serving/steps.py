@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perfmodel.catalog.calibration import Calibration
 from perfmodel.comm import collectives
 from perfmodel.comm.algorithms import Collective
+from perfmodel.core.calibration import Calibration
 from perfmodel.core.dtypes import DType, bytes_per_element
 from perfmodel.core.hardware import System
 from perfmodel.core.workload import ModelArch

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import training
-from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.core import units
+from perfmodel.core.calibration import Calibration, of as calibration_of
 from perfmodel.core.dtypes import DType
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Optimizer, Phase, Recompute
@@ -42,7 +42,7 @@ def plan_training(system: System, arch: ModelArch, tokens: float, chips: int | N
         raise ValueError(f"tokens must be > 0, got {tokens!r}")
     if (chips is None) == (days is None):
         raise ValueError("give exactly one of chips or days")
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     price = price or cost.price_for(system, cal)
     n = system.node.chips
     counts = [int(chips)] if chips else [n * 2 ** j for j in range(0, int(np.log2(max(max_chips // n, 1))) + 1)]

@@ -26,7 +26,7 @@ import pandas as pd
 
 from perfmodel import catalog
 from perfmodel.catalog import workload_files
-from perfmodel.catalog.calibration import calibration_for
+from perfmodel.core.calibration import of as calibration_of
 from perfmodel.serving import planner
 from perfmodel.serving.options import Mode, ServingOptions
 from perfmodel.simulation import deployment, metrics
@@ -64,7 +64,7 @@ def verify_row(row: dict, demand: planner.Demand, options: planner.PlanOptions =
     percentiles, the rounds and the analytic replica count beside it."""
     pct = demand.percentile or DEFAULT_PERCENTILE
     system = catalog.load_system(row["system"])
-    cal = calibration_for(system)
+    cal = calibration_of(system)
     if cal_overrides:
         cal = cal.with_overrides({k: v for k, v in cal_overrides.items() if k in cal.params})
     arch = workload_files.load_workload(demand.workload)

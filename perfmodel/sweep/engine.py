@@ -147,7 +147,7 @@ def _context(system: str, workload: str, variant: str):
 @lru_cache(maxsize=64)
 def _loaded(system: str, workload: str, variant: str, _active_calibration: tuple):
     s = catalog.load_system(system, variant=variant)
-    return s, workload_refs.load(workload), calibration.calibration_for(s)
+    return s, workload_refs.load(workload), s.calibration
 
 
 def _categorical(codes: np.ndarray, labels, dtype=None) -> pd.Categorical:

@@ -59,9 +59,9 @@ import pandas as pd
 from scipy import special
 
 from perfmodel.catalog import neuron_stacks
-from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.comm import collectives as co
 from perfmodel.comm.algorithms import Collective
+from perfmodel.core.calibration import Calibration, of as calibration_of
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Optimizer, Phase, Recompute, Scenario
 from perfmodel.core.workload import ModelArch
@@ -125,7 +125,7 @@ def step_arrays(system: System, arch: ModelArch, kn: bd.Knobs, cal: Calibration 
     # the graph's plan collectives and the bubble below read the same plan fields
     kn = dataclasses.replace(kn, pp_virtual=pp_virtual if pp_schedule == "interleaved" else 1,
                              sequence_parallel=sequence_parallel)
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     if Phase(kn.phase) != Phase.TRAIN:
         raise ValueError("training step needs phase=train knobs")
     r = ev.run_rows(system, arch, kn, cal, recompute)  # per-operator arrays at their own shapes
@@ -337,7 +337,7 @@ def train(system: System, arch: ModelArch, scenario: Scenario, nodes: int | None
           cal: Calibration | None = None, stack: str = "") -> TrainResult:
     """Model one training step of `scenario` (phase train; batch = micro-batch per replica), under the Neuron
     training stack `stack` when one is named (with_stack)."""
-    scenario, cal = with_stack(system, scenario, cal or calibration_for(system), stack)
+    scenario, cal = with_stack(system, scenario, cal or calibration_of(system), stack)
     scenario.validate()
     p = scenario.parallel
     chk = pl.check(system, arch, scenario, nodes, cal=cal)

@@ -43,8 +43,8 @@ import numpy as np
 import pandas as pd
 import sympy as sp
 
-from perfmodel.catalog.calibration import Calibration
 from perfmodel.core import symbols as sy
+from perfmodel.core.calibration import Calibration
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Optimizer
 from perfmodel.core.workload import ModelArch, parameter_count

@@ -11,8 +11,8 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from perfmodel.catalog.calibration import Calibration, calibration_for
 from perfmodel.core import units
+from perfmodel.core.calibration import Calibration, of as calibration_of
 from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Scenario
 from perfmodel.core.workload import ModelArch
@@ -31,7 +31,7 @@ def scaling(system: System, arch: ModelArch, scenario: Scenario, nodes, cal: Cal
     of that many tokens at each node count (time_to_train.py, one call over the counts): compute_days, days on the
     wall clock and goodput_frac, which falls as interrupts grow with the chips.
     """
-    scenario, cal = with_stack(system, scenario, cal or calibration_for(system), stack)
+    scenario, cal = with_stack(system, scenario, cal or calibration_of(system), stack)
     p = scenario.parallel
     n = np.asarray(nodes, dtype=float)
     base = pl.knobs_for(scenario)

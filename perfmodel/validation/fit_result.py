@@ -45,10 +45,10 @@ class FitResult:
             k, v0, v = pr.kinds[j], pr.initial[j], fin.values[j]
             status = (f"held: {fin.held[n]}" if n in fin.held else "fitted, at its bound" if n in fin.at_bound
                       else "fitted")
-            rows.append({"parameter": n, "kind": k, "initial": calibration._as_written(v0, k),
-                         "fitted": calibration._as_written(v, k), "change_frac": v / v0 - 1.0 if v0 else math.nan,
-                         "lower": calibration._as_written(pr.lower[j], k),
-                         "upper": calibration._as_written(pr.upper[j], k) if np.isfinite(pr.upper[j]) else "none",
+            rows.append({"parameter": n, "kind": k, "initial": calibration.as_written(v0, k),
+                         "fitted": calibration.as_written(v, k), "change_frac": v / v0 - 1.0 if v0 else math.nan,
+                         "lower": calibration.as_written(pr.lower[j], k),
+                         "upper": calibration.as_written(pr.upper[j], k) if np.isfinite(pr.upper[j]) else "none",
                          "std_error": _written_or_blank(fin.std_error.get(n), k),
                          "fold_range": self._fold_range(n, k), "cases_moved": self.cases_moved[n], "status": status,
                          "initial_si": float(v0), "fitted_si": float(v)})
@@ -59,7 +59,7 @@ class FitResult:
         vals = [f["params"][name] for f in self.folds if name in f["params"]]
         if not vals:
             return ""
-        return f"{calibration._as_written(min(vals), kind)} - {calibration._as_written(max(vals), kind)}"
+        return f"{calibration.as_written(min(vals), kind)} - {calibration.as_written(max(vals), kind)}"
 
     def cv_frame(self) -> pd.DataFrame:
         """Held-out error per fold, pooled over folds, and in-sample for the final fit on every case."""
@@ -128,7 +128,7 @@ _STAT_KEYS = ("uncalibrated_median_abs_error", "uncalibrated_p90_abs_error", "ca
 
 
 def _written_or_blank(x, kind: str) -> str:
-    return calibration._as_written(x, kind) if x is not None and math.isfinite(x) else ""
+    return calibration.as_written(x, kind) if x is not None and math.isfinite(x) else ""
 
 
 def _file_or_none(x, kind: str):
