@@ -31,7 +31,7 @@ def main() -> int:
     import pandas as pd
 
     from perfmodel import catalog
-    from perfmodel.catalog import workload_files
+    from perfmodel.catalog import serving_engines, workload_files
     from perfmodel.serving.steady_state import Mix, ServingOptions
     from perfmodel.simulation import compare, deployment, traffic
 
@@ -61,7 +61,7 @@ def main() -> int:
             case(f"H100 llama-3.1-8b {mode} poisson {load:.0%}", h100, llama, plan,
                  traffic.Traffic("poisson", rate=load * top), ServingOptions(mode=mode))
     case("H100 llama-3.1-8b vllm closed loop 64", h100, llama, plan, traffic.Traffic("closed", clients=64),
-         ServingOptions(engine="vllm"))
+         ServingOptions(software=serving_engines.engine("vllm")))
     case("4 x H100 llama-3.1-8b poisson 40 req/s", h100, llama, plan, traffic.Traffic("poisson", rate=40.0),
          layout=deployment.Layout(replicas=4))
     trn2 = catalog.load_system("trn2.48xlarge")

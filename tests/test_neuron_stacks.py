@@ -168,35 +168,40 @@ def test_a_scenario_names_its_neuron_stack_as_its_engine():
     arch = workload_files.load_workload("llama-3.1-8b")
     grid, mix = Grid.of(tp=[2], concurrency=[8]), Mix(1024, 512)
     bare = serve(trn2, arch, grid, mix).iloc[0]
-    nxd = serve(trn2, arch, grid, mix, ServingOptions(engine="nxd-inference")).iloc[0]
+    nxd = serve(trn2, arch, grid, mix, ServingOptions(software=neuron_stacks.software("nxd-inference", trn2))).iloc[0]
     st = neuron_stacks.stack("nxd-inference")
     # its graphs' fixed cost per operator (7.62 vs the family's 2 us) and its decode over the whole length
     assert nxd["decode_step_s"] > bare["decode_step_s"]
     with neuron_stacks.using({"nxd-inference": st.with_overrides({"op_overhead": "2 us",
                                                                    "decode_spans_compiled_length": 0})}):
-        same = serve(trn2, arch, grid, mix, ServingOptions(engine="nxd-inference")).iloc[0]
+        same = serve(trn2, arch, grid, mix,
+                     ServingOptions(software=neuron_stacks.software("nxd-inference", trn2))).iloc[0]
     assert same["decode_step_s"] == pytest.approx(bare["decode_step_s"])  # nothing else differs
-    old = serve(trn2, arch, grid, mix, ServingOptions(engine="transformers-neuronx-2.18")).iloc[0]
+    old = serve(trn2, arch, grid, mix,
+                ServingOptions(software=neuron_stacks.software("transformers-neuronx-2.18", trn2))).iloc[0]
     assert old["prefill_step_s"] > bare["prefill_step_s"]  # no flash attention: scores through HBM
     with pytest.raises(ValueError, match="is a Neuron software stack; p5.48xlarge is not a Neuron system"):
-        serve(catalog.load_system("p5.48xlarge"), arch, Grid.of(tp=[1], concurrency=[8]), mix,
-              ServingOptions(engine="nxd-inference"))
+        neuron_stacks.software("nxd-inference", catalog.load_system("p5.48xlarge"))  # resolved at the edge
     with pytest.raises(ValueError, match="unknown serving engine 'nxdi'.*Neuron software stacks: .*nxd-inference"):
-        ServingOptions(engine="nxdi").validate()
+        neuron_stacks.software("nxdi", trn2)
+    with pytest.raises(ValueError, match="'nxd-inference': not resolved"):  # a name alone never reaches a step
+        serve(trn2, arch, grid, mix, ServingOptions(engine="nxd-inference"))
 
 
 def test_a_training_scenario_names_its_neuron_stack():
     from perfmodel import training
     from perfmodel.catalog import whatif, workload_files
     from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Scenario
-    from perfmodel.serving.steady_state import ServingOptions
 
     trn1 = catalog.load_system("trn1.32xlarge")
     bert = workload_files.load_workload("bert-large")
     sc = Scenario(phase=Phase.TRAIN, batch=4, seq_len=512, parallel=Parallelism(dp=16, microbatches=8),
                   optimizer=Optimizer.ADAM_BF16_SR)
-    old = training.train(trn1, bert, sc, 1, stack="torch-neuronx-2022")
-    new = training.train(trn1, bert, sc, 1, stack="nxd-training")
+    def stack(name, system=trn1):
+        return neuron_stacks.for_system(name, "training", system)  # resolved at the edge, as the CLI does
+
+    old = training.train(trn1, bert, sc, 1, stack=stack("torch-neuronx-2022"))
+    new = training.train(trn1, bert, sc, 1, stack=stack("nxd-training"))
     # 2022's PyTorch/XLA attention stores the scores: slower and more memory than NxD Training's flash kernels
     assert not old["flash_attention"] and new["flash_attention"] and old["stack"] == "torch-neuronx-2022"
     assert old["step_time_s"] > new["step_time_s"]
@@ -204,14 +209,14 @@ def test_a_training_scenario_names_its_neuron_stack():
     # the stack's graph cost replaces the file's, a user's --set wins over the stack
     cal = calibration_for(trn1)
     user = whatif.apply_calibration(cal, [whatif.split_assignment("op_overhead=20 us")])
-    _, under = training.with_stack(trn1, sc, user, "torch-neuronx-2022")
+    _, under = training.with_stack(trn1, sc, user, stack("torch-neuronx-2022"))
     assert under["op_overhead"] == pytest.approx(20e-6)
-    assert training.with_stack(trn1, sc, cal, "nxd-training")[1].params["op_overhead"].origin == "stack nxd-training"
+    assert training.with_stack(trn1, sc, cal, stack("nxd-training"))[1].params["op_overhead"].origin == \
+        "stack nxd-training"
     # one line each: a serving stack, a GPU system, and a training stack as a serving engine
     with pytest.raises(ValueError, match="'nxd-inference' is a Neuron serving stack, not a training one"):
-        training.train(trn1, bert, sc, 1, stack="nxd-inference")
+        stack("nxd-inference")
     with pytest.raises(ValueError, match="p4d.24xlarge is not a Neuron system"):
-        p4d_plan = sc.replace(parallel=Parallelism(dp=8, microbatches=8))
-        training.train(catalog.load_system("p4d.24xlarge"), bert, p4d_plan, 1, stack="nxd-training")
+        stack("nxd-training", catalog.load_system("p4d.24xlarge"))
     with pytest.raises(ValueError, match="'nxd-training' is a Neuron training stack"):
-        ServingOptions(engine="nxd-training").validate()
+        neuron_stacks.software("nxd-training", trn1)

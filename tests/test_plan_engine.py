@@ -20,7 +20,11 @@ SMALL = {"tp": [1, 2], "da": [1, 2], "pp": [1], "concurrency": [8, 64, 256, 1024
 
 @pytest.fixture(scope="module")
 def plans():
-    return {e: planner.plan_serving(DEMAND, ["p5e.48xlarge"], planner.PlanOptions(grid_kw=SMALL, engine=e)).iloc[0]
+    from perfmodel.catalog import system_inputs, workload_refs
+
+    arch = workload_refs.load(DEMAND.workload)  # the inputs resolved at the edge, as the CLI does
+    return {e: planner.plan_serving(DEMAND, arch, [system_inputs.resolve("p5e.48xlarge", e)],
+                                    planner.PlanOptions(grid_kw=SMALL)).iloc[0]
             for e in (None, "none")}
 
 

@@ -43,12 +43,20 @@ def test_demand_errors(tmp_path):
         demand_files.read(bad)
 
 
+def plan_of(demand, names, opts):
+    """planner.plan_serving with its inputs resolved at the edge, as the CLI resolves them."""
+    from perfmodel.catalog import system_inputs, workload_refs
+
+    return planner.plan_serving(demand, workload_refs.load(demand.workload),
+                                [system_inputs.resolve(n) for n in names], opts)
+
+
 @pytest.fixture(scope="module")
 def plan():
     d = planner.Demand.from_dict({"workload": "llama-3-8b", "requests_per_s": 50,
                                   "input_tokens": {"512": 0.5, "2048": 0.5}, "output_tokens": 256, "ttft_s": 1.0,
                                   "tpot_s": 0.03, "peak_to_average": 2.0})
-    return d, planner.plan_serving(d, ["trn2.48xlarge", "p5.48xlarge"], planner.PlanOptions(grid_kw=SMALL))
+    return d, plan_of(d, ["trn2.48xlarge", "p5.48xlarge"], planner.PlanOptions(grid_kw=SMALL))
 
 
 def test_plan_meets_sla_and_sizes_for_the_peak(plan):
@@ -79,7 +87,7 @@ def test_refinement_uses_the_slack(plan):
 def test_infeasible_sla_is_reported():
     d = planner.Demand.from_dict({"workload": "llama-3-8b", "requests_per_s": 1, "input_tokens": 512,
                                   "output_tokens": 64, "ttft_s": 1e-4, "tpot_s": 1e-4})
-    df = planner.plan_serving(d, ["trn2.48xlarge"], planner.PlanOptions(grid_kw=SMALL))
+    df = plan_of(d, ["trn2.48xlarge"], planner.PlanOptions(grid_kw=SMALL))
     assert not df["feasible"].iloc[0] and "no configuration meets" in df["note"].iloc[0]
 
 

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from perfmodel.catalog import serving_engines
+from perfmodel.catalog import neuron_stacks, serving_engines
 from perfmodel.model import evaluate
 from perfmodel.report import engine_priced, frames
 from perfmodel.report.compare import CASES
@@ -41,7 +41,7 @@ def test_a_gpu_decode_step_gains_the_engines_host_time_per_step():
 
 def test_a_trainium_step_is_re_priced_under_the_neuron_stacks_rules():
     run = _run("trn2-ultraserver", "llama-3-70b-decode")
-    su = options.setup(run.loaded.system, options.ServingOptions(engine="nxd-inference"), run.loaded.cal)
+    su = options.setup(run.loaded.system, options.ServingOptions(software=neuron_stacks.software("nxd-inference", run.loaded.system)), run.loaded.cal)
     stacked = evaluate.evaluate(run.loaded.system, run.loaded.arch, run.result.scenario, su.cal).summary.iloc[0]
     got = engine_priced.engine_columns(run, None)
     assert got["engine"] == "nxd-inference"

@@ -1,4 +1,4 @@
-"""A serving engine around the GPU in the steady state (ServingOptions.engine): its host time per step joins
+"""A serving engine around the GPU in the steady state (ServingOptions.software): its host time per step joins
 TPOT, its steps to the first token join TTFT (closed_loop's formulas at an idle queue), its KV allotment
 decides the fit, and a concurrency above its running cap is refused; the CLI takes --engine."""
 
@@ -17,7 +17,7 @@ def _pair(mode: Mode, engine: str, concurrency: int = 64):
     s, a = catalog.load_system(SYSTEM), workload_files.load_workload(WORKLOAD)
     kw = dict(tp=8, concurrency=concurrency, compute="fp8")
     return (serve_one(s, a, **kw, options=ServingOptions(mode=mode)),
-            serve_one(s, a, **kw, options=ServingOptions(mode=mode, engine=engine)))
+            serve_one(s, a, **kw, options=ServingOptions(mode=mode, software=serving_engines.engine(engine))))
 
 
 @pytest.mark.parametrize("engine", ["vllm", "trtllm", "sglang"])
@@ -39,7 +39,7 @@ def test_host_time_grows_with_the_sequences_each_attention_dp_rank_schedules():
     prof = serving_engines.engine("trtllm").with_overrides({"step_cost": "1 ms", "step_cost_per_sequence": "20 us"})
     with serving_engines.using({"trtllm": prof}):
         rows = {c: (serve_one(s, a, tp=8, concurrency=c, compute="fp8", options=ServingOptions()),
-                    serve_one(s, a, tp=8, concurrency=c, compute="fp8", options=ServingOptions(engine="trtllm")))
+                    serve_one(s, a, tp=8, concurrency=c, compute="fp8", options=ServingOptions(software=prof)))
                 for c in (16, 128)}
     for c, (gpu, eng) in rows.items():  # 1 ms + 20 us x C on one rank, in every step and so in TPOT
         host = 1e-3 + 20e-6 * c
@@ -82,7 +82,7 @@ def test_the_running_cap_holds_per_attention_dp_rank():
     s, a = catalog.load_system(SYSTEM), workload_files.load_workload(WORKLOAD)
     capped = serving_engines.engine("vllm").with_overrides({"max_running": 32})
     with serving_engines.using({"vllm": capped}):
-        rows = {c: serve_one(s, a, tp=4, da=2, concurrency=c, compute="fp8", options=ServingOptions(engine="vllm"))
+        rows = {c: serve_one(s, a, tp=4, da=2, concurrency=c, compute="fp8", options=ServingOptions(software=capped))
                 for c in (64, 66)}
     assert rows[64]["valid"]  # two ranks of 32 each
     assert not rows[66]["valid"] and "32 sequences per attention-DP rank" in rows[66]["invalid_reason"]

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from perfmodel import catalog
-from perfmodel.catalog import trace_files, workload_files
+from perfmodel.catalog import system_inputs, trace_files, workload_files, workload_refs
 from perfmodel.serving.steady_state import Mix, ServingOptions, serve_one
 from perfmodel.simulation import compare, deployment, metrics, step_table, traffic
 from perfmodel.validation import closed_loop_sim
@@ -178,8 +178,9 @@ def test_planner_answer_is_verified_at_the_percentile():
                                   "4096": 0.3}, "output_tokens": 256, "ttft_s": 0.5, "tpot_s": 0.012,
                                   "peak_to_average": 1.0, "percentile": 99})
     opts = planner.PlanOptions(grid_kw={"tp": [1], "da": [1], "pp": [1], "dtypes": ["fp8"]})
-    df = planner.plan_serving(d, ["p5.48xlarge"], opts)
-    v = verify.verify_plan(df, d, opts).iloc[0]
+    arch, systems = workload_refs.load(d.workload), [system_inputs.resolve("p5.48xlarge")]
+    df = planner.plan_serving(d, arch, systems, opts)
+    v = verify.verify_plan(df, d, arch, systems, opts).iloc[0]
     assert bool(v["verified"]) and bool(v["feasible"])
     assert v["sim_ttft_p99_s"] <= 0.5 and v["sim_tpot_p99_s"] <= 0.012
     assert v["replicas"] >= v["analytic_replicas"] >= 1
@@ -225,10 +226,11 @@ def test_a_demand_with_a_cached_prefix_needs_less_and_is_verified_with_it():
     plain = planner.Demand.from_dict(base)
     cached = planner.Demand.from_dict({**base, "prefix_share": 1.0, "prefix_tokens": 3072, "prefixes": 2})
     assert cached.cached_tokens == 3072
-    a = planner.plan_serving(plain, ["p5.48xlarge"], opts).iloc[0]
-    b = planner.plan_serving(cached, ["p5.48xlarge"], opts).iloc[0]
+    arch, systems = workload_refs.load(plain.workload), [system_inputs.resolve("p5.48xlarge")]
+    a = planner.plan_serving(plain, arch, systems, opts).iloc[0]
+    b = planner.plan_serving(cached, arch, systems, opts).iloc[0]
     assert (b["replicas"], b["ttft_s"]) < (a["replicas"], a["ttft_s"])
-    v = verify.verify_plan(pd.DataFrame([b]), cached, opts).iloc[0]
+    v = verify.verify_plan(pd.DataFrame([b]), cached, arch, systems, opts).iloc[0]
     assert bool(v["verified"]) and v["sim_ttft_p99_s"] <= 0.4
     with pytest.raises(ValueError, match="prefix_tokens"):
         planner.Demand.from_dict({**base, "prefix_share": 1.0, "prefix_tokens": 4096})

@@ -24,25 +24,23 @@ Does not: compute anything.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from types import MappingProxyType
 from typing import Literal, Mapping
 
 from pydantic import BaseModel
 
-from perfmodel.catalog.calibration import Calibration
-from perfmodel.catalog.files import catalog_root, did_you_mean, read_toml
-from perfmodel.catalog.serving_engines import Profile, _Param, _profile, replacing
+from perfmodel.catalog.root import catalog_root, read_toml
+from perfmodel.catalog import serving_engines
+from perfmodel.catalog.serving_engines import _Param, _profile, replacing
 from perfmodel.catalog.spec_schema import STRICT, CatalogError, validate_file
+from perfmodel.core.errors import did_you_mean
+from perfmodel.core.profiles import Profile, Stack
 
 STACK_PARAMS = ("flash_attention", "context_bucket_ratio", "decode_spans_compiled_length",
                 "intranode_direct_max_ranks", "intranode_multistep_algorithms", "op_overhead", "step_host_latency")
 TRAINING_PARAMS = ("flash_attention", "intranode_direct_max_ranks", "intranode_multistep_algorithms", "op_overhead")
 ROLES = {"serving": STACK_PARAMS, "training": TRAINING_PARAMS}
-CALIBRATION_PARAMS = ("intranode_direct_max_ranks", "intranode_multistep_algorithms", "op_overhead")
 SERVING_DEFAULT = "nxd-inference"  # today's Neuron serving stack: what a measurement row naming none ran
 
 
@@ -58,27 +56,6 @@ class _File(BaseModel):
     model_config = STRICT
     schema_version: Literal[1]
     stacks: dict[str, _Stack]
-
-
-@dataclass(frozen=True)
-class Stack(Profile):
-    """One Neuron software stack: its rules as Settings (a serving_engines.Profile: values, overrides), and
-    the words that name it."""
-
-    names: tuple[str, ...] = ()
-    role: str = "serving"
-
-    def calibration(self, cal: Calibration) -> Calibration:
-        """`cal` with this stack's runtime rules in place of the family file's (provenance: the stack); a user's
-        override (--set) stays: what the user states wins over the stack, as over the file."""
-        new = dict(cal.params)
-        for key in CALIBRATION_PARAMS:
-            if new[key].origin == "user override":
-                continue
-            s = self.params[key]
-            new[key] = dataclasses.replace(new[key], value=s.value, raw=s.raw, status=s.status, reason=s.reason,
-                                           source=s.source, origin=f"stack {self.name}")
-        return dataclasses.replace(cal, params=MappingProxyType(new))
 
 
 def _stack(path: str, name: str, table: _Stack) -> Stack:
@@ -133,3 +110,22 @@ def for_system(name: str, role: str, system) -> Stack:
     if not system.chip.family.is_neuron:
         raise ValueError(f"{name!r} is a Neuron software stack; {system.name} is not a Neuron system")
     return st
+
+
+def software(name: str, system) -> Profile | None:
+    """What the serving engine `name` means on `system`, resolved at the edge (ServingOptions.software): a Neuron
+    serving stack (a Stack; ValueError off Neuron hardware), a GPU serving-engine profile, or None for "" (the
+    accelerator alone). ValueError (one line) for a training stack or an unknown name."""
+    if not name:
+        return None
+    serving = stacks(role="serving")
+    if name in serving:
+        return for_system(name, "serving", system)
+    gpu, neuron = list(serving_engines.engines()), list(serving)
+    if name in stacks():
+        raise ValueError(f"serving option engine: {name!r} is a Neuron training stack (perfmodel train "
+                         f"--stack); serving stacks: {', '.join(neuron)}")
+    if name not in gpu:
+        raise ValueError(f"unknown serving engine {name!r}{did_you_mean(name, gpu + neuron)} "
+                         f"(serving engines: {', '.join(gpu)}; Neuron software stacks: {', '.join(neuron)})")
+    return serving_engines.engine(name)

@@ -33,8 +33,6 @@ Does not: compute anything.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
@@ -42,9 +40,11 @@ from typing import Iterator, Literal, Mapping
 
 from pydantic import BaseModel
 
-from perfmodel.catalog.calibration import parameter_value
-from perfmodel.catalog.files import catalog_root, did_you_mean, read_toml
+from perfmodel.catalog.root import catalog_root, read_toml
 from perfmodel.catalog.spec_schema import STRICT, CatalogError, validate_file
+from perfmodel.core.calibration import parameter_value
+from perfmodel.core.errors import did_you_mean
+from perfmodel.core.profiles import Profile, Setting
 
 ENGINE_PARAMS = ("token_budget", "max_running", "kv_memory_fraction", "prefill_first", "step_cost",
                  "step_cost_per_sequence", "first_token_steps", "first_token_steps_disagg")
@@ -86,48 +86,6 @@ class _File(BaseModel):
     engines: dict[str, _Table]
     protocols: dict[str, _Table] = {}
     envelopes: dict[str, _EnvelopeTable] = {}
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One parameter: SI value and its provenance."""
-
-    name: str
-    value: float
-    raw: str
-    kind: str
-    status: str
-    reason: str
-    source: str
-    fit: str = ""
-
-
-@dataclass(frozen=True)
-class Profile:
-    """A named set of Settings (an engine profile or a benchmark protocol)."""
-
-    name: str
-    description: str
-    params: Mapping[str, Setting]
-
-    def __getitem__(self, name: str) -> float:
-        return self.params[name].value
-
-    def with_overrides(self, overrides: Mapping[str, float | str]) -> "Profile":
-        """Copy with user-set values (numbers, or strings with units for step_cost), range-checked."""
-        new = dict(self.params)
-        for key, v in overrides.items():
-            if key not in new:
-                raise KeyError(f"{self.name}: unknown parameter {key!r}{did_you_mean(key, new)} "
-                               f"(known: {', '.join(new)})")
-            val = parameter_value(v, new[key].kind, f"{self.name} override {key}", key)
-            new[key] = dataclasses.replace(new[key], value=val, raw=str(v), status="assumed",
-                                           reason=f"user override (was {new[key].raw})", source="user override")
-        return dataclasses.replace(self, params=MappingProxyType(new))
-
-    def frame_rows(self) -> list[dict]:
-        return [{"profile": self.name, "parameter": s.name, "value": s.value, "as_written": s.raw, "status": s.status,
-                 "reason": s.reason, "source": s.source, "fit": s.fit} for s in self.params.values()]
 
 
 def _profile(path: str, scope: str, name: str, table: _Table, required: tuple[str, ...]) -> Profile:

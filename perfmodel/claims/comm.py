@@ -22,7 +22,7 @@ import functools
 import numpy as np
 
 from perfmodel import catalog, training
-from perfmodel.catalog import workload_files
+from perfmodel.catalog import neuron_stacks, workload_files
 from perfmodel.catalog.calibration import active_key, calibration_for
 from perfmodel.claims.registry import ClaimResult, claim
 from perfmodel.comm import collectives as co
@@ -212,7 +212,8 @@ def _c4_numbers(cal_key: tuple):
     for id_, wl, seq, micro, tp, dp, gbs, q1, q16, eff in C4_CASES:
         arch = workload_files.load_workload(wl)
         sc = c4_scenario(wl, seq, micro, tp, dp, gbs)
-        out[id_] = training.scaling(s, arch, sc, [1, 2, 4, 8, 16], stack=C4_STACK)
+        out[id_] = training.scaling(s, arch, sc, [1, 2, 4, 8, 16],
+                                    stack=neuron_stacks.for_system(C4_STACK, "training", s))
     return out
 
 

@@ -87,7 +87,7 @@ def restricted_fn(frames: dict[str, pd.DataFrame], key: str | None = None, mix: 
             pk = perf_key(k, system, cal)
             if pk not in serve_memo:
                 serve_memo[pk] = (system, cal, search.serve_sweep(system, arch, mix, [Mode.AGGREGATED], grids[k], cal,
-                                                                  engine=engine(names[k])))
+                                                                  software=neuron_stacks.software(engine(names[k]), system)))
             memo[mk] = (system, cal, search.finish_sweep(serve_memo[pk][2], system, cal))
         return memo[mk][2]
 

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
-from perfmodel.catalog import serving_engines, workload_files
+from perfmodel.catalog import neuron_stacks, serving_engines, workload_files
 from perfmodel.catalog.calibration import active_key
 from perfmodel.serving import power, search
 from perfmodel.serving.steady_state import Mix
@@ -76,7 +76,8 @@ def _sweeps(mix: Mix, cal_key: tuple) -> dict[str, pd.DataFrame]:
     for name in (NEW, OLD):
         system = catalog.load_system(name)
         eng, env = serving_engines.resolve(None, system)
-        out[name] = search.frontier_sweep(system, arch, mix, concurrency=conc, engine=eng, envelope_profile=env)
+        out[name] = search.frontier_sweep(system, arch, mix, concurrency=conc, software=neuron_stacks.software(eng, system),
+                                          envelope_profile=env)
     return out
 
 

@@ -226,7 +226,7 @@ def cmd_train(args) -> int:
     import pandas as pd
 
     from perfmodel import catalog, training
-    from perfmodel.catalog import workload_refs
+    from perfmodel.catalog import neuron_stacks, workload_refs
     from perfmodel.report import export
 
     s = catalog.load_system(args.hardware)
@@ -239,12 +239,13 @@ def cmd_train(args) -> int:
     if args.show == "scaling" and args.checkpoint_every:
         raise ValueError("--checkpoint-every applies to one run, not to --show scaling (Daly's interval at each "
                          "node count)")
+    stack = neuron_stacks.for_system(args.stack, "training", s) if args.stack else None  # resolved here, once
     if args.show == "scaling":
         per_node = sc.replace(parallel=dataclasses.replace(sc.parallel, dp=sc.parallel.dp // args.nodes))
         nodes = [2 ** k for k in range(args.nodes.bit_length()) if 2 ** k <= args.nodes]
-        df = training.scaling(s, arch, per_node, nodes, cal, args.stack, args.tokens)
+        df = training.scaling(s, arch, per_node, nodes, cal, stack, args.tokens)
     else:
-        r = training.train(s, arch, sc, args.nodes, cal, args.stack)
+        r = training.train(s, arch, sc, args.nodes, cal, stack)
         banner = refuse_or_banner(r.check.rule_errors, r.check.fit_error, args.allow_oversubscribed)
         title = with_banner(title, banner, args.format, "train")
         if args.tokens:  # the run: its wall clock beside the step (training/time_to_train.py)

@@ -90,11 +90,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_plan(args) -> int:
+    from perfmodel.catalog import system_inputs, workload_refs
     from perfmodel.serving import planner, training_run
 
     if args.train:
         from perfmodel import catalog
-        from perfmodel.catalog import workload_refs
 
         if not args.tokens:
             raise ValueError("--train needs --tokens N")
@@ -114,7 +114,7 @@ def cmd_plan(args) -> int:
         table, name = demand_files.read(args.demand)  # the file read here, at the edge
         demand = planner.Demand.from_dict(table, name=name, where=f"{args.demand}: field demand.")
     elif args.trace:
-        from perfmodel.catalog import trace_files, workload_refs
+        from perfmodel.catalog import trace_files
         from perfmodel.simulation import traffic
 
         positions = workload_refs.load(args.workload).max_position_embeddings if args.workload else None
@@ -133,16 +133,18 @@ def cmd_plan(args) -> int:
         demand.validate("--percentile: demand field ")
     opts = planner.PlanOptions(modes=tuple(args.mode), objective=args.objective,
                                whole_scaleup=args.whole_ultraserver, max_replica_chips=args.max_replica_chips,
-                               max_fleet_chips=args.max_fleet_chips,
-                               engine=args.engine)
+                               max_fleet_chips=args.max_fleet_chips)
+    # every input of the answer resolved here, once: the model, each system with its calibration and engine
+    arch = workload_refs.load(demand.workload)
+    systems = [system_inputs.resolve(name, args.engine) for name in args.systems]
     with progress_bar(f"planning {len(args.systems)} systems", not args.no_progress) as cb:
-        df = planner.plan_serving(demand, args.systems, opts, progress=cb)
+        df = planner.plan_serving(demand, arch, systems, opts, progress=cb)
     cols, at = PLAN_COLS, ""
     if demand.percentile and not args.no_verify:
         from perfmodel.simulation import verify
 
         with progress_bar(f"simulating {len(args.systems)} answers at the peak rate", not args.no_progress) as cb:
-            df = verify.verify_plan(df, demand, opts, progress=cb)
+            df = verify.verify_plan(df, demand, arch, systems, opts, progress=cb)
         p = f"p{demand.percentile:g}"
         cols, at = PLAN_COLS[:-1] + ("verified", "analytic_replicas", f"sim_ttft_{p}_s", f"sim_tpot_{p}_s",
                                      "verify_note", "note"), f" at {p}, verified by simulation"

@@ -219,7 +219,7 @@ def _emit(df: pd.DataFrame, args, title: str, name: str, meta: dict | None = Non
 
 
 def cmd_serve(args) -> int:
-    from perfmodel.catalog import serving_engines
+    from perfmodel.catalog import neuron_stacks, serving_engines
     from perfmodel.report import charts, export
     from perfmodel.serving import cost, search
     from perfmodel.serving.steady_state import Grid, Mix
@@ -233,7 +233,8 @@ def cmd_serve(args) -> int:
     price = cost.price_for(system, cal, args.price)
     engine, env = serving_engines.resolve(args.engine, system)
     df = search.frontier_sweep(system, arch, Mix(args.input, args.output), [args.mode], grid=grid, cal=cal,
-                               price=price, tdp_w=args.tdp, chunk_tokens=args.chunk, engine=engine,
+                               price=price, tdp_w=args.tdp, chunk_tokens=args.chunk,
+                               software=neuron_stacks.software(engine, system),
                                prefix_tokens=args.prefix_cached, speculative=speculation(args), envelope_profile=env)
     title = f"{system.display_name}: {arch.name} serving ({args.mode}, {args.input}/{args.output} tokens)"
     misfit = ""
@@ -274,7 +275,7 @@ def _listed(v) -> str:
 def cmd_pareto(args) -> int:
     import pandas as pd
 
-    from perfmodel.catalog import serving_engines
+    from perfmodel.catalog import neuron_stacks, serving_engines
     from perfmodel.report import charts, export
     from perfmodel.serving import cost, search
 
@@ -306,7 +307,8 @@ def cmd_pareto(args) -> int:
                               not args.no_progress) as cb:
                 f = search.frontier_sweep(system, arch, Mix(args.input, args.output), modes, grid=grid, cal=cal,
                                           price=price, tdp_w=args.tdp, max_ttft_s=args.max_ttft,
-                                          chunk_tokens=args.chunk, progress=cb, engine=eng,
+                                          chunk_tokens=args.chunk, progress=cb,
+                                          software=neuron_stacks.software(eng, system),
                                           prefix_tokens=args.prefix_cached, speculative=speculation(args),
                                           envelope_profile=en)
             frames.append(f.assign(frontier="engine" if eng else "roofline"))
@@ -339,7 +341,7 @@ def cmd_pareto(args) -> int:
 
 
 def cmd_sensitivity(args) -> int:
-    from perfmodel.catalog import serving_engines
+    from perfmodel.catalog import neuron_stacks, serving_engines
     from perfmodel.report import export
     from perfmodel.serving import cost, search, sensitivity
     from perfmodel.serving.steady_state import Grid, Mix
@@ -363,7 +365,8 @@ def cmd_sensitivity(args) -> int:
             s, c = inputs["system"]
             df = search.frontier_sweep(s, arch, mix, [args.mode], grid=grid, cal=c,
                                        price=cost.price_for(s, c, args.price), tdp_w=args.tdp,
-                                       chunk_tokens=args.chunk, engine=serving_engines.resolve(args.engine, s)[0],
+                                       chunk_tokens=args.chunk,
+                                       software=neuron_stacks.software(serving_engines.resolve(args.engine, s)[0], s),
                                        prefix_tokens=args.prefix_cached, speculative=speculation(args))
             if args.metric not in df:
                 raise ValueError(f"unknown metric {args.metric!r}; choose a numeric column such as "

@@ -127,7 +127,7 @@ def cmd_simulate(args) -> int:
     from perfmodel.serving.steady_state import Mix, ServingOptions
     from perfmodel.simulation import capacity, compare, deployment, metrics, traffic
 
-    from perfmodel.catalog import serving_engines
+    from perfmodel.catalog import neuron_stacks, serving_engines
     from perfmodel.serving import search
 
     args.traffic = args.traffic or ("trace" if args.trace else "poisson")
@@ -144,7 +144,7 @@ def cmd_simulate(args) -> int:
     if args.prefix_cached:
         raise ValueError("--prefix-cached is the steady state's; a simulation draws its prefixes: --prefix-share F "
                          "--prefix-tokens N --prefixes G")
-    options = ServingOptions(mode=args.mode, chunk_tokens=args.chunk, engine=engine,
+    options = ServingOptions(mode=args.mode, chunk_tokens=args.chunk, software=neuron_stacks.software(engine, system),
                              speculative=speculation(args))
     label = f"{system.display_name}: {arch.name}, tp{args.tp} da{args.da} ep{args.ep} pp{args.pp} {args.dtype}"
     if args.load_sweep:

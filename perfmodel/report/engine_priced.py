@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perfmodel.catalog import serving_engines
+from perfmodel.catalog import neuron_stacks, serving_engines
 from perfmodel.model import evaluate
 from perfmodel.serving import options as serving_options
 
@@ -44,7 +44,7 @@ def engine_columns(run, engine: str | None) -> dict:
     name, _ = serving_engines.resolve(engine, system)
     if not name:
         return out | {"engine": "none"}
-    su = serving_options.setup(system, serving_options.ServingOptions(engine=name), run.loaded.cal)
+    su = serving_options.setup(system, serving_options.ServingOptions(software=neuron_stacks.software(name, system)), run.loaded.cal)
     if su.stack is not None:  # a Neuron stack's rules change the device step itself
         row = evaluate.evaluate(system, run.loaded.arch, run.result.scenario, su.cal).summary.iloc[0]
     host = float(su.host_time(float(row["batch"]), max(float(row["da"]), 1.0)))

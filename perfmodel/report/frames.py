@@ -56,9 +56,9 @@ def load(system: str, workload: str, whatif: wi.WhatIf = wi.WhatIf(), variant: s
     """System, workload and calibration from the catalogue, with what-if overrides applied."""
     s = catalog.load_system(system, variant=variant)
     a = workload_refs.load(workload)
-    cal = calibration_for(s)
+    cal = s.calibration
     s2, a2, c2 = wi.apply(s, a, cal, whatif)
-    return Loaded(s2, a2, c2, whatif)
+    return Loaded(dataclasses.replace(s2, calibration=c2), a2, c2, whatif)  # the system carries the what-if's values
 
 
 def pick_dtype(system: System, prefs: Iterable[str]) -> str:

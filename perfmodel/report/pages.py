@@ -160,7 +160,7 @@ def serving_frontier(systems: Iterable[str], workload: str, whatif: wi.WhatIf = 
     outside its measured envelope), the roofline (no engine), or both, never mixed: column `frontier`, and
     `curve` (the system, marked when it is the roofline beside an engine frontier) to draw them apart."""
     from perfmodel import serving
-    from perfmodel.catalog import serving_engines
+    from perfmodel.catalog import neuron_stacks, serving_engines
     from perfmodel.serving import search
 
     if y not in FRONTIER_Y:
@@ -173,7 +173,8 @@ def serving_frontier(systems: Iterable[str], workload: str, whatif: wi.WhatIf = 
         for kind in FRONTIERS[frontiers]:
             eng, env = serving_engines.resolve(None if kind == "engine" else "none", ld.system)
             df = search.frontier_sweep(ld.system, ld.arch, serving.Mix(input_tokens, output_tokens), cal=ld.cal,
-                                       max_ttft_s=max_ttft_s, engine=eng, envelope_profile=env,
+                                       max_ttft_s=max_ttft_s, software=neuron_stacks.software(eng, ld.system),
+                                       envelope_profile=env,
                                        **_grid_kw(ld, grid))
             f = search.frontier(df, y if y in search.Y_COLS else FRONTIER_Y[y])
             mark = " (roofline)" if kind == "roofline" and frontiers == "both" else ""
@@ -208,13 +209,12 @@ def capacity_plan(systems: Iterable[str], workload: str, whatif: wi.WhatIf = wi.
                   modes: Iterable[str] = ("aggregated",)) -> pd.DataFrame:
     """planner.plan_serving for one demand: fleet (chips, instances, UltraServers), facility MW and
     $ per month per system; with a percentile (e.g. 99) each answer is verified by simulation at the peak
-    rate (simulation/verify.py). Calibration what-ifs apply; spec what-ifs are not supported by the
-    planner (it loads systems by name) and raise."""
+    rate (simulation/verify.py). Every what-if applies: each system is planned as loaded with them (its spec,
+    calibration and model overrides) and the family's default serving engine."""
+    from perfmodel.catalog import neuron_stacks, serving_engines
+    from perfmodel.core.inputs import SystemInputs
     from perfmodel.serving import planner
 
-    if whatif.spec or whatif.workload:
-        raise ValueError("the capacity planner applies calibration what-ifs only (planner.plan_serving loads "
-                         "systems and workloads by name); clear the spec / workload overrides for this page")
     systems = list(systems)
     demand = planner.Demand(workload=workload, requests_per_s=float(requests_per_s),
                             input_tokens=planner.Lengths.of(input_tokens),
@@ -222,14 +222,18 @@ def capacity_plan(systems: Iterable[str], workload: str, whatif: wi.WhatIf = wi.
                             tpot_s=float(tpot_s), peak_to_average=float(peak_to_average),
                             percentile=float(percentile))
     demand.validate()
-    kw = _grid_kw(load(systems[0], workload), grid) if grid == "quick" else {}
-    cal_over = {n: v for n, v in whatif.cal}
+    loaded = [load(name, workload, whatif) for name in systems]
+    inputs = []
+    for ld in loaded:  # each system as loaded with the what-ifs, its calibration with it
+        eng, env = serving_engines.resolve(None, ld.system)
+        inputs.append(SystemInputs(ld.system, eng, neuron_stacks.software(eng, ld.system), env))
+    kw = _grid_kw(loaded[0], grid) if grid == "quick" else {}
     opts = planner.PlanOptions(modes=tuple(planner.Mode(m) for m in modes), grid_kw=kw)
-    df = planner.plan_serving(demand, systems, opts, cal_overrides=cal_over or None)
+    df = planner.plan_serving(demand, loaded[0].arch, inputs, opts)
     if percentile:
         from perfmodel.simulation import verify
 
-        df = verify.verify_plan(df, demand, opts, cal_overrides=cal_over or None)
+        df = verify.verify_plan(df, demand, loaded[0].arch, inputs, opts)
     if "facility_power_peak_w" in df:
         df["facility_power_peak_mw"] = df["facility_power_peak_w"] / units.MW
     return df

@@ -12,10 +12,9 @@ from enum import Enum
 
 import numpy as np
 
-from perfmodel.catalog import neuron_stacks, serving_engines
-from perfmodel.catalog.files import did_you_mean
 from perfmodel.core.calibration import Calibration, of as calibration_of
 from perfmodel.core.hardware import System
+from perfmodel.core.profiles import Profile, Stack
 from perfmodel.core.scenario import Phase
 from perfmodel.model import bindings as bd
 from perfmodel.serving import closed_loop
@@ -51,9 +50,10 @@ class ServingOptions:
 
     mode: aggregated | chunked | disaggregated; chunk_tokens: prefill chunk (chunked mode);
     kv_reserve: "peak" (KV for I + O tokens per sequence) or "mean" (I + O/2);
-    engine: a serving-engine profile (catalog/serving_engines.py: "vllm", "trtllm", "sglang") whose host
+    engine (its name) and software (the record, resolved at the edge: catalog.neuron_stacks.software; given
+    alone, it names the engine): a serving-engine profile (engines.toml: "vllm", "trtllm", "sglang") whose host
     time per step, steps to the first token, KV allotment and running cap apply; or, on Neuron hardware, a
-    software stack (catalog/neuron_stacks.py: "nxd-inference", "transformers-neuronx-2.18") whose rules
+    software stack (stacks/neuron.toml: "nxd-inference", "transformers-neuronx-2.18") whose rules
     apply: its graphs' fixed cost per operator and collective algorithms, flash attention or not, decode
     reading the whole compiled length (I + O), its host time per step (its prefill buckets are not applied:
     a scenario states no compiled lengths); "" = the accelerator alone (Neuron: the family file's values).
@@ -63,8 +63,19 @@ class ServingOptions:
     chunk_tokens: int = 512
     kv_reserve: str = "peak"
     engine: str = ""
+    software: object = None  # core/profiles: the Profile or Neuron Stack `engine` names, resolved at the edge
     speculative: object = None  # serving/speculative.Speculation: a draft proposes k tokens per step
     prefix_tokens: int = 0  # mean prompt tokens served from the prefix cache (hit rate x shared prefix length)
+
+    def __post_init__(self):
+        if self.software is not None and not self.engine:
+            object.__setattr__(self, "engine", self.software.name)
+
+    def check_resolved(self) -> None:
+        """ValueError (one line) where an engine is named but its record was not resolved at the edge."""
+        if self.engine and getattr(self.software, "name", None) != self.engine:
+            raise ValueError(f"serving option engine {self.engine!r}: not resolved; resolve the name at the edge "
+                             "(catalog.neuron_stacks.software(name, system)) and pass it as software=")
 
     def validate(self) -> None:
         if self.speculative is not None:
@@ -72,14 +83,7 @@ class ServingOptions:
         if not isinstance(self.prefix_tokens, (int, np.integer)) or self.prefix_tokens < 0:
             raise ValueError(f"serving option prefix_tokens: a whole number of tokens >= 0, got {self.prefix_tokens!r}")
         Mode(self.mode)
-        if self.engine and self.engine not in neuron_stacks.stacks(role="serving"):
-            gpu, neuron = list(serving_engines.engines()), list(neuron_stacks.stacks(role="serving"))
-            if self.engine in neuron_stacks.stacks():
-                raise ValueError(f"serving option engine: {self.engine!r} is a Neuron training stack (perfmodel train "
-                                 f"--stack); serving stacks: {', '.join(neuron)}")
-            if self.engine not in gpu:
-                raise ValueError(f"unknown serving engine {self.engine!r}{did_you_mean(self.engine, gpu + neuron)} "
-                                 f"(serving engines: {', '.join(gpu)}; Neuron software stacks: {', '.join(neuron)})")
+        self.check_resolved()
         if self.kv_reserve not in ("peak", "mean"):
             raise ValueError(f"serving option kv_reserve: 'peak' or 'mean', got {self.kv_reserve!r}")
         if not isinstance(self.chunk_tokens, (int, np.integer)) or self.chunk_tokens < 1:
@@ -92,8 +96,8 @@ class Setup:
     stack or the engine profile, the host time per step, and the attention kernels."""
 
     cal: Calibration
-    stack: object  # neuron_stacks.Stack | None
-    profile: object  # serving_engines.Profile | None
+    stack: Stack | None
+    profile: Profile | None
     host: float  # fixed host time per step (s)
     flash: bool
     host_per_sequence: float = 0.0  # host time per step per sequence of an attention-DP rank (s)
@@ -112,11 +116,12 @@ class Setup:
 def setup(system: System, options: ServingOptions, cal: Calibration | None = None) -> Setup:
     """The option's engine (GPU serving engine) or software stack (Neuron) applied to the chip's calibration."""
     cal = cal or calibration_of(system)
-    stack = None
-    if options.engine in neuron_stacks.stacks(role="serving"):
-        stack = neuron_stacks.for_system(options.engine, "serving", system)  # one line off Neuron
+    options.check_resolved()
+    sw = options.software
+    stack = sw if isinstance(sw, Stack) else None
+    if stack is not None:
         cal = stack.calibration(cal)
-    prof = serving_engines.engine(options.engine) if options.engine and stack is None else None
+    prof = sw if sw is not None and stack is None else None
     host = prof["step_cost"] if prof else stack["step_host_latency"] if stack is not None else 0.0
     flash = bool(stack["flash_attention"]) if stack is not None else True
     per_seq = prof["step_cost_per_sequence"] if prof else 0.0

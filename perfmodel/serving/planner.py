@@ -15,8 +15,8 @@ Serving (`plan_serving`), per system:
        engine ran) when any meets the SLA, else among all (the answer says it is extrapolated);
        then refine the chosen plan's concurrency to the whole micro-batch (the largest C meeting
        the targets, inside the envelope when the plan is; _refine, on arrays).
-    Engine: PlanOptions.engine (None: the hardware family's default, serving_engines.default_for;
-    "none": the accelerator alone, the roofline) prices every plan as that engine runs it.
+    Engine: each system's SystemInputs (resolved at the edge: the engine named, the hardware family's default, or
+    "none", the accelerator alone, the roofline) prices every plan as that engine runs it.
     Ceiling: a fleet above FLEET_CHIPS (PlanOptions.max_fleet_chips) is no answer: feasible False, its count said.
     Power: facility W at peak (provisioned) and on average (chip dynamic power x 1/peak factor),
     with the low / high chip-power cases. Queueing is not modelled beyond the peak factor.
@@ -34,11 +34,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from perfmodel import catalog
-from perfmodel.catalog import serving_engines, workload_refs
 from perfmodel.core import units
-from perfmodel.core.calibration import Calibration, of as calibration_of
+from perfmodel.core.calibration import Calibration
 from perfmodel.core.hardware import System
+from perfmodel.core.inputs import SystemInputs
 from perfmodel.core.workload import ModelArch
 from perfmodel.serving import cost, envelope, power, search
 from perfmodel.serving.demand import Demand, Lengths  # noqa: F401 (re-exported: planner.Demand)
@@ -53,7 +52,6 @@ class PlanOptions:
     prices: dict = field(default_factory=dict)  # system -> USD per node-hour override
     grid_kw: dict = field(default_factory=dict)  # passed to search.plan_grid (dtypes, tp, concurrency ...)
     max_replica_chips: int = 0  # a replica's largest size; 0: the larger of the scale-up domain and SPAN_CHIPS
-    engine: str | None = None  # serving engine; None: the system family's default; "none": the roofline
     max_fleet_chips: int = 0  # a fleet larger is no answer (0: FLEET_CHIPS)
 
 
@@ -247,11 +245,12 @@ def _outside(engine: str, env) -> str:
             f"{env['max_running']:g} sequences per replica, attention-DP up to {env['max_attention_dp']:g})")
 
 
-def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = PlanOptions(),
-                 cal_overrides: dict | None = None, progress=None) -> pd.DataFrame:
-    """Best configuration per system for `demand` (module doc): one row per system, generations side by side."""
+def plan_serving(demand: Demand, arch: ModelArch, systems: list[SystemInputs], options: PlanOptions = PlanOptions(),
+                 progress=None) -> pd.DataFrame:
+    """Best configuration per system for `demand` (module doc): one row per system, generations side by side.
+    `arch` is the demand's model and `systems` each system's inputs (core/inputs.SystemInputs: the System with its
+    calibration, the engine, its record and envelope), resolved at the edge (catalog/system_inputs.resolve)."""
     demand.validate()
-    arch = workload_refs.load(demand.workload)
     i, o = demand.input_tokens.max, demand.output_tokens.max
     if i + o > arch.max_position_embeddings:  # no engine serves such a request: no fleet is its answer
         raise ValueError(f"demand {demand.name!r}: input {i:g} + output {o:g} = {i + o:g} tokens is past the "
@@ -261,18 +260,15 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
     peak = demand.requests_per_s * demand.peak_to_average * demand.output_tokens.mean
     modes = [Mode(m) for m in options.modes]
     rows = []
-    for i, name in enumerate(systems):
-        system = catalog.load_system(name)
-        cal = calibration_of(system)
-        if cal_overrides:
-            cal = cal.with_overrides({k: v for k, v in cal_overrides.items() if k in cal.params})
+    for i, inputs in enumerate(systems):
+        system, cal, name = inputs.system, inputs.cal, inputs.name
         price = cost.price_for(system, cal, options.prices.get(name))
         kw = {"max_chips": options.max_replica_chips or max(system.scaleup_chips, SPAN_CHIPS), **options.grid_kw}
         if mix_max.input_tokens + mix_max.output_tokens >= LONG_CONTEXT_TOKENS and "cp" not in kw:
             kw["cp"] = [2 ** j for j in range(0, int(np.log2(kw["max_chips"])) + 1)]  # context parallel plans
-        eng, env = serving_engines.resolve(options.engine, system)
+        eng, sw, env = inputs.engine, inputs.software, inputs.envelope
         df = search.frontier_sweep(system, arch, mix, modes, cal=cal, price=price, prefix_tokens=demand.cached_tokens,
-                                   engine=eng, envelope_profile=env, **kw)
+                                   software=sw, envelope_profile=env, **kw)
         ok = df["kv_fits"] & df["valid"] & (df["time_per_output_token_s"] <= demand.tpot_s)
         df = df[ok]
         if len(df) and mix_max != mix:
@@ -281,7 +277,7 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
                         expert_weights=df["expert_weights_dtype"].tolist(), kv_cache=df["kv_dtype"].tolist())
             ttft = np.concatenate([serve(system, arch, g.take(np.flatnonzero((df["mode"] == m.value).to_numpy())),
                                          mix_max, ServingOptions(mode=m, prefix_tokens=demand.cached_tokens,
-                                                                 engine=eng), cal)["ttft_s"].to_numpy()
+                                                                 software=sw), cal)["ttft_s"].to_numpy()
                                    for m in modes])
             order = np.concatenate([np.flatnonzero((df["mode"] == m.value).to_numpy()) for m in modes])
             t = np.empty(len(df))
@@ -311,7 +307,7 @@ def plan_serving(demand: Demand, systems: list[str], options: PlanOptions = Plan
         best = df.sort_values([key, "billed_chips", "facility_power_peak_w"]).iloc[0]
         inside = best["envelope"] == envelope.MEASURED
         cap, op, how = _refine(system, arch, best, demand, mix, mix_max,
-                               ServingOptions(mode=Mode(best["mode"]), prefix_tokens=demand.cached_tokens, engine=eng),
+                               ServingOptions(mode=Mode(best["mode"]), prefix_tokens=demand.cached_tokens, software=sw),
                                cal, peak, env["max_running"] if inside else np.inf)
         how = how if inside else f"{how}; {_outside(eng, env)}"
         sized = _size(pd.DataFrame([cap]), system, peak, options.whole_scaleup).iloc[0]

@@ -147,15 +147,16 @@ def pareto_mask(x, y) -> np.ndarray:
 
 def serve_sweep(system: System, arch: ModelArch, mix: Mix, modes: Iterable, grid: Grid, cal: Calibration,
                 chunk_tokens: int = 512, kv_reserve: str = "peak",
-                progress: Callable[[int, int], None] | None = None, engine: str = "",
+                progress: Callable[[int, int], None] | None = None, software=None,
                 prefix_tokens: int = 0, speculative=None) -> pd.DataFrame:
-    """serving.serve over `grid` in every mode, in chunks of CHUNK configurations (`engine`: a serving-engine
-    profile around the GPU, ServingOptions.engine; `prefix_tokens`: prompt tokens served from the prefix cache)."""
+    """serving.serve over `grid` in every mode, in chunks of CHUNK configurations (`software`: the serving-engine
+    profile or Neuron stack around the chip, resolved at the edge, ServingOptions.software; `prefix_tokens`: prompt
+    tokens served from the prefix cache)."""
     modes = [Mode(m) for m in modes]
     starts = list(range(0, len(grid), CHUNK))
     total, done, parts = len(starts) * len(modes), 0, []
     for m in modes:
-        opts = ServingOptions(mode=m, chunk_tokens=chunk_tokens, kv_reserve=kv_reserve, engine=engine,
+        opts = ServingOptions(mode=m, chunk_tokens=chunk_tokens, kv_reserve=kv_reserve, software=software,
                               prefix_tokens=prefix_tokens, speculative=speculative)
         for s in starts:
             parts.append(serve(system, arch, grid.take(slice(s, s + CHUNK)), mix, opts, cal))
@@ -169,7 +170,7 @@ def frontier_sweep(system: System, arch: ModelArch, mix: Mix = Mix(), modes: Ite
                    grid: Grid | None = None, cal: Calibration | None = None, price: cost.Price | None = None,
                    tdp_w: float | None = None, max_ttft_s: float | None = None, chunk_tokens: int = 512,
                    kv_reserve: str = "peak", progress: Callable[[int, int], None] | None = None,
-                   engine: str = "", prefix_tokens: int = 0, speculative=None, envelope_profile=None,
+                   software=None, prefix_tokens: int = 0, speculative=None, envelope_profile=None,
                    **grid_kw) -> pd.DataFrame:
     """All configurations of `grid` (default plan_grid(**grid_kw)) in every serving mode, with
     power, cost and frontier columns: on_frontier_{chip,mw,usd} (among rows that fit in HBM and
@@ -178,7 +179,7 @@ def frontier_sweep(system: System, arch: ModelArch, mix: Mix = Mix(), modes: Ite
     called after each chunk."""
     cal = cal or calibration_of(system)
     grid = grid if grid is not None else plan_grid(system, arch, **grid_kw)
-    df = serve_sweep(system, arch, mix, modes, grid, cal, chunk_tokens, kv_reserve, progress, engine, prefix_tokens,
+    df = serve_sweep(system, arch, mix, modes, grid, cal, chunk_tokens, kv_reserve, progress, software, prefix_tokens,
                      speculative)
     return envelope.label(finish_sweep(df, system, cal, price, tdp_w, max_ttft_s), envelope_profile)
 

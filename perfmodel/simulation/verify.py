@@ -24,9 +24,8 @@ import math
 
 import pandas as pd
 
-from perfmodel import catalog
-from perfmodel.catalog import workload_files
-from perfmodel.core.calibration import of as calibration_of
+from perfmodel.core.inputs import SystemInputs
+from perfmodel.core.workload import ModelArch
 from perfmodel.serving import planner
 from perfmodel.serving.options import Mode, ServingOptions
 from perfmodel.simulation import deployment, metrics
@@ -58,16 +57,13 @@ def _layout(row, replicas: int) -> tuple[deployment.Layout, float]:
     return deployment.Layout(replicas=s, max_running=cap), s / replicas
 
 
-def verify_row(row: dict, demand: planner.Demand, options: planner.PlanOptions = planner.PlanOptions(),
-               cal_overrides: dict | None = None, seed: int = 0) -> dict:
+def verify_row(row: dict, demand: planner.Demand, arch: ModelArch, inputs: SystemInputs,
+               options: planner.PlanOptions = planner.PlanOptions(), seed: int = 0) -> dict:
     """One system's answer verified (module doc): the row re-sized to the verified replicas, with the simulated
-    percentiles, the rounds and the analytic replica count beside it."""
+    percentiles, the rounds and the analytic replica count beside it. `inputs`: the system's inputs the planner
+    priced the row with (resolved at the edge)."""
     pct = demand.percentile or DEFAULT_PERCENTILE
-    system = catalog.load_system(row["system"])
-    cal = calibration_of(system)
-    if cal_overrides:
-        cal = cal.with_overrides({k: v for k, v in cal_overrides.items() if k in cal.params})
-    arch = workload_files.load_workload(demand.workload)
+    system, cal = inputs.system, inputs.cal
     shapes = Shapes(input_tokens=tuple(zip(demand.input_tokens.values, demand.input_tokens.weights)),
                     output_tokens=tuple(zip(demand.output_tokens.values, demand.output_tokens.weights)),
                     prefix_share=demand.prefix_share, prefix_tokens=demand.prefix_tokens, prefixes=demand.prefixes)
@@ -79,7 +75,7 @@ def verify_row(row: dict, demand: planner.Demand, options: planner.PlanOptions =
         lam = rate * share
         n = int(min(MAX_REQUESTS, max(MIN_REQUESTS, lam * WINDOWS * window)))
         run = deployment.simulate(system, arch, _plan(row), Traffic("poisson", rate=lam), shapes, n,
-                                  ServingOptions(mode=Mode(row["mode"]), engine=_engine(row)), layout, seed=seed,
+                                  ServingOptions(mode=Mode(row["mode"]), software=inputs.software), layout, seed=seed,
                                   cal=cal)
         sm = metrics.summarize(run, (demand.ttft_s, demand.tpot_s), warmup_s=window, percentiles=(pct,))
         t, p = sm[f"ttft_p{pct:g}_s"], sm[f"tpot_p{pct:g}_s"]
@@ -101,19 +97,15 @@ def verify_row(row: dict, demand: planner.Demand, options: planner.PlanOptions =
     return out
 
 
-def _engine(row) -> str:
-    """The engine the planner priced the answer with ("" for the accelerator alone)."""
-    name = str(row.get("engine", "none") or "none")
-    return "" if name == "none" else name
-
-
-def verify_plan(df: pd.DataFrame, demand: planner.Demand, options: planner.PlanOptions = planner.PlanOptions(),
-                cal_overrides: dict | None = None, progress=None) -> pd.DataFrame:
-    """Every feasible answer of planner.plan_serving verified (one simulation per system and round)."""
+def verify_plan(df: pd.DataFrame, demand: planner.Demand, arch: ModelArch, systems: list[SystemInputs],
+                options: planner.PlanOptions = planner.PlanOptions(), progress=None) -> pd.DataFrame:
+    """Every feasible answer of planner.plan_serving verified (one simulation per system and round), each with
+    the inputs it was planned with (`systems`, by system name)."""
+    by_name = {s.name: s for s in systems}
     rows = []
     for i, (_, row) in enumerate(df.iterrows()):
         r = row.to_dict()
-        rows.append(verify_row(r, demand, options, cal_overrides) if r.get("feasible") else r)
+        rows.append(verify_row(r, demand, arch, by_name[r["system"]], options) if r.get("feasible") else r)
         if progress:
             progress(i + 1, len(df))
     out = pd.DataFrame(rows)

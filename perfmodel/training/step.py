@@ -58,11 +58,11 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from perfmodel.catalog import neuron_stacks
 from perfmodel.comm import collectives as co
 from perfmodel.comm.algorithms import Collective
 from perfmodel.core.calibration import Calibration, of as calibration_of
 from perfmodel.core.hardware import System
+from perfmodel.core.profiles import Stack
 from perfmodel.core.scenario import Optimizer, Phase, Recompute, Scenario
 from perfmodel.core.workload import ModelArch
 from perfmodel.model import bindings as bd
@@ -323,18 +323,19 @@ def comm_ops_frame(s: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def with_stack(system: System, scenario: Scenario, cal: Calibration, stack: str) -> tuple[Scenario, Calibration]:
-    """`scenario` and `cal` under a Neuron training stack (catalog/neuron_stacks.py, role "training"): its attention
-    kernels decide flash attention, its collective rules and graph cost per operator replace the family file's.
-    No stack: both as given. ValueError (one line) for a serving stack or a system that is not Neuron."""
-    if not stack:
+def with_stack(system: System, scenario: Scenario, cal: Calibration,
+               stack: Stack | None) -> tuple[Scenario, Calibration]:
+    """`scenario` and `cal` under a Neuron training stack (core/profiles.Stack, role "training", resolved at the
+    edge: catalog.neuron_stacks.for_system(name, "training", system), which refuses a serving stack or a system
+    that is not Neuron): its attention kernels decide flash attention, its collective rules and graph cost per
+    operator replace the family file's. No stack: both as given."""
+    if stack is None:
         return scenario, cal
-    st = neuron_stacks.for_system(stack, "training", system)
-    return scenario.replace(flash_attention=bool(st["flash_attention"])), st.calibration(cal)
+    return scenario.replace(flash_attention=bool(stack["flash_attention"])), stack.calibration(cal)
 
 
 def train(system: System, arch: ModelArch, scenario: Scenario, nodes: int | None = None,
-          cal: Calibration | None = None, stack: str = "") -> TrainResult:
+          cal: Calibration | None = None, stack: Stack | None = None) -> TrainResult:
     """Model one training step of `scenario` (phase train; batch = micro-batch per replica), under the Neuron
     training stack `stack` when one is named (with_stack)."""
     scenario, cal = with_stack(system, scenario, cal or calibration_of(system), stack)
@@ -344,7 +345,7 @@ def train(system: System, arch: ModelArch, scenario: Scenario, nodes: int | None
     kn = pl.knobs_for(scenario)
     raw = step_arrays(system, arch, kn, cal, scenario.recompute, p.pp_schedule, p.pp_virtual, p.sequence_parallel)
     s = _scalar(raw)
-    row = {**ev.scenario_columns(system, arch, scenario), "stack": stack,
+    row = {**ev.scenario_columns(system, arch, scenario), "stack": stack.name if stack else "",
            "nodes": nodes if nodes else p.chips / system.node.chips,
            "pp_schedule": p.pp_schedule, "pp_virtual": p.pp_virtual, "offload_layers": scenario.offload_layers,
            "lora_rank": scenario.lora_rank, "recompute_layers": scenario.recompute_layers, **s,

@@ -14,6 +14,7 @@ import pandas as pd
 from perfmodel.core import units
 from perfmodel.core.calibration import Calibration, of as calibration_of
 from perfmodel.core.hardware import System
+from perfmodel.core.profiles import Stack
 from perfmodel.core.scenario import Scenario
 from perfmodel.core.workload import ModelArch
 from perfmodel.model import plan as pl
@@ -22,7 +23,7 @@ from perfmodel.training.step import step_arrays, with_stack
 
 
 def scaling(system: System, arch: ModelArch, scenario: Scenario, nodes, cal: Calibration | None = None,
-            stack: str = "", tokens: float | None = None) -> pd.DataFrame:
+            stack: Stack | None = None, tokens: float | None = None) -> pd.DataFrame:
     """Weak scaling: the scenario's plan is per node; dp grows with the node count (vectorised), under the Neuron
     training stack `stack` when one is named (step.with_stack).
 
@@ -43,7 +44,7 @@ def scaling(system: System, arch: ModelArch, scenario: Scenario, nodes, cal: Cal
     kn = dataclasses.replace(base, dp=p.dp * allnodes)
     s = step_arrays(system, arch, kn, cal, scenario.recompute, p.pp_schedule, p.pp_virtual, p.sequence_parallel)
     tps = s["tokens_per_s"]
-    df = pd.DataFrame({"system": system.name, "workload": arch.name, "stack": stack, "nodes": n,
+    df = pd.DataFrame({"system": system.name, "workload": arch.name, "stack": stack.name if stack else "", "nodes": n,
                        "chips": s["chips"][1:],
                        "dp": p.dp * n, "global_batch": s["global_batch"][1:], "step_time_s": s["step_time_s"][1:],
                        "tokens_per_s": tps[1:], "sequences_per_s": s["sequences_per_s"][1:],

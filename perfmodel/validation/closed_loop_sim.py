@@ -42,7 +42,7 @@ def closed_loop_check(system: System, arch: ModelArch, plan: Grid, clients: int,
     an = ie.closed_loop(rows).iloc[0]
     shapes = Shapes(input_tokens=((isl, 1.0),), output_tokens=((osl, 1.0),), ratio=proto["length_range_ratio"])
     run = deployment.simulate(system, arch, plan, Traffic("closed", clients=clients), shapes,
-                              int(proto["waves"]) * clients, ServingOptions(engine=engine), seed=seed, cal=cal)
+                              int(proto["waves"]) * clients, ServingOptions(software=prof), seed=seed, cal=cal)
     sm = metrics.summarize(run, trim=0.0)
     return pd.Series({"clients": clients, "running": s, "analytic_ttft_s": an["ttft_s"],
                       "sim_ttft_mean_s": sm["ttft_mean_s"], "analytic_tpot_s": an["tpot_s"],

@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
-from perfmodel.catalog import serving_engines, workload_files
+from perfmodel.catalog import neuron_stacks, serving_engines, workload_files
 from perfmodel.core.dtypes import DType
 from perfmodel.serving import closed_loop, envelope, search
 from perfmodel.serving.steady_state import Mix
@@ -132,7 +132,8 @@ def model_frontier(system, arch, mix: Mix, engine: str, env=None, types=None, pr
     that measured envelope; where `types` is given ("weights/experts" storage-type names), only plans storing
     those types."""
     dtypes = sorted({t.split("/")[0] for t in types}) if types else None  # NVFP4 is not in the default sweep
-    df = search.frontier_sweep(system, arch, mix, engine=engine, progress=progress, dtypes=dtypes)
+    df = search.frontier_sweep(system, arch, mix, software=neuron_stacks.software(engine, system), progress=progress,
+                               dtypes=dtypes)
     keep = envelope.inside(df, env) if env is not None else np.ones(len(df), dtype=bool)
     if types:
         keep &= (df["weights_dtype"] + "/" + df["expert_weights_dtype"]).isin(list(types)).to_numpy()

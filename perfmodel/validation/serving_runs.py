@@ -22,6 +22,7 @@ import dataclasses
 
 import pandas as pd
 
+from perfmodel.catalog import neuron_stacks
 from perfmodel.serving.options import Mode, ServingOptions
 from perfmodel.serving.steady_state import Grid
 from perfmodel.simulation import deployment, metrics, traffic
@@ -44,5 +45,5 @@ def finite_run(system, arch, plan: Grid, engine: str, rate: float, prompts: int,
     if prompts > 1 and t[-1] > 0:
         reqs = dataclasses.replace(reqs, arrival_s=t * ((prompts - 1) / rate / t[-1]))
     run = deployment.simulate(system, arch, plan, poisson, shapes, options=ServingOptions(mode=Mode.AGGREGATED,
-                              engine=engine), layout=deployment.Layout(replicas=replicas), reqs=reqs)
+                              software=neuron_stacks.software(engine, system)), layout=deployment.Layout(replicas=replicas), reqs=reqs)
     return metrics.summarize(run, trim=0.0)

@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
-from perfmodel.catalog import model_names, serving_engines, system_names, workload_files
+from perfmodel.catalog import model_names, neuron_stacks, serving_engines, system_names, workload_files
 from perfmodel.core import units
 from perfmodel.serving import closed_loop, search
 from perfmodel.serving.options import Mode, ServingOptions
@@ -271,7 +271,7 @@ def _price(m) -> tuple[float, str, str]:
         return np.nan, "", f"KV cache type {kv.group(1)!r} is not a data type"
     comp = inferencex_map.compute_type(w, system, label)
     engine = _engine(m["notes"], system)
-    opts = ServingOptions(mode=Mode.AGGREGATED, engine=engine)
+    opts = ServingOptions(mode=Mode.AGGREGATED, software=neuron_stacks.software(engine, system))
 
     def at(cs, options=opts) -> pd.DataFrame:
         g = Grid.of(tp=tp, da=da, ep=plan.ep, pp=plan.pp, concurrency=np.asarray(cs, dtype=float), compute=comp,

@@ -1,0 +1,31 @@
+"""A system's inputs resolved once at the edge (core/inputs.SystemInputs): the System with its calibration and the
+user's calibration overrides, and the serving engine a command runs on it (named, or the hardware family's default),
+its record and its measured envelope.
+
+    resolve(name, engine=None, cal_overrides=None) -> SystemInputs
+        engine None: the family's default (serving_engines.default_for); "none": the accelerator alone
+        cal_overrides: calibration values by parameter name; those the chip's calibration does not define are
+        left out (a what-if names parameters of every family)
+
+Does not: compute anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Mapping
+
+from perfmodel.catalog import neuron_stacks, serving_engines
+from perfmodel.catalog.files import load_system
+from perfmodel.core.calibration import of as calibration_of
+from perfmodel.core.inputs import SystemInputs
+
+
+def resolve(name: str, engine: str | None = None, cal_overrides: Mapping | None = None) -> SystemInputs:
+    system = load_system(name)
+    if cal_overrides:
+        cal = calibration_of(system)
+        cal = cal.with_overrides({k: v for k, v in cal_overrides.items() if k in cal.params})
+        system = dataclasses.replace(system, calibration=cal)
+    eng, env = serving_engines.resolve(engine, system)
+    return SystemInputs(system, eng, neuron_stacks.software(eng, system), env)
