@@ -155,6 +155,9 @@ def test_serving_page_marks_the_claims():
     df = table(at, "system", "Concurrency")
     assert set(df["system"]) == {"trn2-ultraserver", "trn3-ultraserver"}
     assert "Output tokens/s per MW" in df.columns
+    # every point with its 80% interval (serving/error_bars.py): "value (low-high)"
+    assert df["Output tokens/s per MW"].str.fullmatch(r"[\d.,]+ \([\d.,]+-[\d.,]+\)\S*").all()
+    assert df["TTFT (ms)"].str.contains(r" \([\d.,]+-[\d.,]+\)").all()
     spec = charts(at)[0]
     assert any(layer["mark"].get("type") == "text" for layer in spec["layer"])  # the claims' labelled points
     at.selectbox(key="srv_y").set_value("chip")
@@ -164,7 +167,8 @@ def test_serving_page_marks_the_claims():
 
 def test_power_basis_switch_reprices_every_power_figure_and_lives_in_the_url():
     def best_per_mw(at):
-        return table(at, "system", "Concurrency")["Output tokens/s per MW"].str.replace(",", "").astype(float).max()
+        col = table(at, "system", "Concurrency")["Output tokens/s per MW"].str.split(" ").str[0]  # value, not interval
+        return col.str.replace(",", "").astype(float).max()
 
     at = app(page="Serving", workload="llama-3-8b", system="trn2.48xlarge")
     modelled = best_per_mw(at)
@@ -184,6 +188,7 @@ def test_capacity_planner_page():
     assert {"system", "Chips", "$ per month", "$ per million output tokens", "Facility power at peak (kW)", "TTFT (ms)",
             "note", "engine", "envelope"} <= set(df.columns)
     assert set(df["engine"]) == {"nxd-inference"} and set(df["envelope"]) <= {"measured", "extrapolated"}
+    assert df["TTFT (ms)"].str.contains(r" \([\d.,]+-[\d.,]+\)").all()  # the answer with its interval
     assert "Instances" in table(at, "system", "Chips", "Instances").columns  # the detail table
     assert len(df) == 2
     words = " ".join(m.value for m in at.markdown)

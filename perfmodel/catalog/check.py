@@ -34,8 +34,8 @@ class Finding:
 
 def _loaders(root: Path):
     """(kind, name, file, load-function) for every catalogue file, in a stable order."""
-    from perfmodel.catalog import (calibration, model_names, quant_modes, serving_engines, system_names,
-                                   workload_files)
+    from perfmodel.catalog import (calibration, interval_files, model_names, quant_modes, serving_engines,
+                                   system_names, workload_files)
 
     for name in files.list_chips(root):
         yield "chip", name, root / "hardware_specs" / "chips" / f"{name}.toml", lambda n=name: files._chip(n, root)
@@ -50,6 +50,9 @@ def _loaders(root: Path):
         yield "calibration", path.stem, path, lambda p=path: calibration.load_calibration_file(p)
     for path in sorted((root / "hardware_specs" / "calibration" / "fitted").glob("*.toml")):  # perfmodel calibrate
         yield "calibrated set", path.stem, path, lambda p=path: calibration.load_calibrated_set(p, root)
+    intervals = root / "hardware_specs" / "calibration" / "intervals.json"
+    if intervals.exists():  # the residuals every answer's interval comes from (validate --build-intervals)
+        yield "intervals", intervals.stem, intervals, lambda: interval_files.load(intervals)
     names = root / "hardware_specs"  # every system's names in measured data, one meaning each (system_names)
     yield "system names", "aliases", names, lambda: system_names.index(root)
     yield "model names", "aliases", root / "workloads", lambda: model_names.index(root)

@@ -15,6 +15,7 @@ import argparse
 import dataclasses
 from typing import TYPE_CHECKING
 
+from perfmodel.cli import intervals
 from perfmodel.cli.common import (add_chart_option, add_output_options, chart_svg, count, count_list, defer,
                                   positive, print_result, refuse_or_banner, size, size_range, with_banner,
                                   write_chart)
@@ -115,6 +116,7 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", dest="overrides", help=_SET_HELP)
     p.add_argument("--allow-oversubscribed", action="store_true",
                    help="show a plan that does not fit memory, under a banner (refused without it)")
+    intervals.add_interval_option(p)
     add_output_options(p)
 
 
@@ -246,6 +248,12 @@ def cmd_train(args) -> int:
         df = training.scaling(s, arch, per_node, nodes, cal, stack, args.tokens)
     else:
         r = training.train(s, arch, sc, args.nodes, cal, stack)
+        if args.interval:  # the step's interval from the training regime (the intervals file read here, at the edge)
+            from perfmodel.catalog import interval_files
+            from perfmodel.serving import error_bars
+
+            r = dataclasses.replace(r, summary=error_bars.attach_training(r.summary, s, arch, interval_files.load(),
+                                                                           args.interval))
         banner = refuse_or_banner(r.check.rule_errors, r.check.fit_error, args.allow_oversubscribed)
         title = with_banner(title, banner, args.format, "train")
         if args.tokens:  # the run: its wall clock beside the step (training/time_to_train.py)

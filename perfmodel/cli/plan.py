@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
+from perfmodel.cli import intervals
 from perfmodel.cli.common import (
     add_chart_option,
     add_engine_option,
@@ -84,6 +85,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-verify", action="store_true", help="with a percentile: skip the simulation (analytic only)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     add_engine_option(p)
+    intervals.add_interval_option(p)
+    p.add_argument("--confidence", type=intervals.level, default=0, metavar="LEVEL",
+                   help="size each fleet so the SLA holds at the pessimistic end of this interval (e.g. 0.9): the "
+                        "targets tightened and the demand raised by the answer's interval, the plan run again; the "
+                        "fleet at the estimate beside it (column chips_at_estimate)")
     add_output_options(p)
     add_chart_option(p, "$ per month and chips per system (serving plans)")
     p.set_defaults(func=cmd_plan)
@@ -139,7 +145,10 @@ def cmd_plan(args) -> int:
     systems = [system_inputs.resolve(name, args.engine) for name in args.systems]
     with progress_bar(f"planning {len(args.systems)} systems", not args.no_progress) as cb:
         df = planner.plan_serving(demand, arch, systems, opts, progress=cb)
-    cols, at = PLAN_COLS, ""
+    cols, at, sized = PLAN_COLS, "", ""
+    if args.confidence:
+        df, sized = _confident(df, demand, arch, systems, opts, args.confidence)
+        cols = PLAN_COLS[:3] + ("chips_at_estimate",) + PLAN_COLS[3:]
     if demand.percentile and not args.no_verify:
         from perfmodel.simulation import verify
 
@@ -148,11 +157,46 @@ def cmd_plan(args) -> int:
         p = f"p{demand.percentile:g}"
         cols, at = PLAN_COLS[:-1] + ("verified", "analytic_replicas", f"sim_ttft_{p}_s", f"sim_tpot_{p}_s",
                                      "verify_note", "note"), f" at {p}, verified by simulation"
+    if args.interval:  # each system's answer with its error bars, from that system's regime
+        import pandas as pd
+
+        df = pd.concat([intervals.attach(df.iloc[[i]], by[r], arch, args) for i, r in enumerate(df["system"])],
+                       ignore_index=True) if len(df) and (by := {s.name: s.system for s in systems}) else df
     from perfmodel.report import charts, verdict
 
     words = verdict.plan_recommendation(df, demand.requests_per_s * demand.peak_to_average).replace("**", "") \
-        + "\n" if args.format in ("table", "md") else ""
+        + sized + "\n" if args.format in ("table", "md") else ""
     _emit(df, args, f"{words}Capacity plan: {demand.name} ({demand.workload}, {demand.requests_per_s:g} req/s, "
                     f"TTFT <= {demand.ttft_s:g} s, TPOT <= {demand.tpot_s * 1e3:g} ms{at})", f"plan_{demand.name}",
           {"demand": demand.as_dict()}, cols=cols, chart=lambda: charts.plan_costs(df))
     return 0
+
+
+def _confident(df, demand, arch, systems, opts, level: float):
+    """Each feasible answer planned again for the SLA to hold at the pessimistic end of its `level` interval
+    (serving/confidence.py), with the fleet at the estimate beside it; and the sentence that says both."""
+    import math
+
+    import pandas as pd
+
+    from perfmodel.catalog import interval_files
+    from perfmodel.serving import confidence, error_bars, planner
+
+    table, by, rows, said = interval_files.load(), {s.name: s for s in systems}, [], []
+    for _, r in df.iterrows():
+        if not bool(r.get("feasible", False)):
+            rows.append({**r.to_dict(), "chips_at_estimate": math.nan})
+            continue
+        inp = by[r["system"]]
+        est = error_bars.attach(pd.DataFrame([r]), inp.system, arch, table, level).iloc[0]
+        k = confidence.factors(est)
+        new = planner.plan_serving(confidence.tightened(demand, est), arch, [inp], opts).iloc[0].to_dict()
+        new.update(chips_at_estimate=r["chips"], sized_for=(
+            f"the SLA at the {level:.0%} interval's pessimistic end: TTFT x{k['ttft']:.2f}, TPOT x{k['tpot']:.2f}, "
+            f"throughput / {k['throughput']:.2f}"))
+        rows.append(new)
+        said.append(f"{r['system']} {int(new['chips']):,} chips ({int(r['chips']):,} at the estimate)"
+                    if new.get("feasible") else f"{r['system']}: no plan meets it ({int(r['chips']):,} chips at "
+                                                f"the estimate)")
+    return pd.DataFrame(rows), (f"\nFor the SLA to hold at the pessimistic end of the {level:.0%} interval: "
+                                + "; ".join(said) + "." if said else "")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from perfmodel.cli import intervals
 from perfmodel.cli.common import (
     add_chart_option,
     add_engine_option,
@@ -124,6 +125,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _plan_args(p, many=False)
     p.add_argument("--allow-oversubscribed", action="store_true",
                    help="show a plan whose KV cache and weights exceed HBM, under a banner (refused without it)")
+    intervals.add_interval_option(p)
     add_output_options(p)
     add_chart_option(p, "the plans' interactivity against output tokens/s per chip")
     p.set_defaults(func=cmd_serve)
@@ -145,6 +147,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(default: one scale-up domain)")
     p.add_argument("--claims-chart", action="store_true",
                    help="the S4 chart data: Trn3 vs Trn2 UltraServer gpt-oss-120b frontiers with the S1-S3 readings")
+    intervals.add_interval_option(p)
     add_output_options(p)
     add_chart_option(p, "the frontier per system")
     p.add_argument("--plot", action="store_true", help="the frontier drawn in the terminal above the table")
@@ -194,7 +197,7 @@ def _caption(df: pd.DataFrame) -> str:
         parts += [f"POWER ({basis} basis): {c}" for c in df["power_caveat"].dropna().unique()]
     if "price_note" in df:
         parts += [f"PRICE: {c}" for c in df["price_note"].dropna().unique()]
-    return "\n".join(parts)
+    return "\n".join(parts + [intervals.caption(df)]).strip()
 
 
 def _emit(df: pd.DataFrame, args, title: str, name: str, meta: dict | None = None, full: pd.DataFrame | None = None,
@@ -207,8 +210,9 @@ def _emit(df: pd.DataFrame, args, title: str, name: str, meta: dict | None = Non
             "power"}
     shown = df
     if args.format in ("table", "md") and set(cols) & set(df.columns):
-        shown = df[[c for c in cols if c in df.columns] + [c for c in ("reading", "curve", "note")
-                                                          if c in df.columns and c not in cols]]
+        keep = [c for c in cols if c in df.columns]
+        keep += [f"{c}_{e}" for c in keep for e in ("low", "high") if f"{c}_{e}" in df.columns]  # one cell each
+        shown = df[keep + [c for c in ("reading", "curve", "note") if c in df.columns and c not in cols]]
     if chart is not None:  # --chart FILE, and the page a table to --out FILE.html writes
         write_chart(chart, getattr(args, "chart", None), args.force)
     print_result(export.emit(shown, args.format, title, args.out, meta=meta, default_name=name, caption=cap,
@@ -236,6 +240,7 @@ def cmd_serve(args) -> int:
                                price=price, tdp_w=args.tdp, chunk_tokens=args.chunk,
                                software=neuron_stacks.software(engine, system),
                                prefix_tokens=args.prefix_cached, speculative=speculation(args), envelope_profile=env)
+    df = intervals.attach(df, system, arch, args)
     title = f"{system.display_name}: {arch.name} serving ({args.mode}, {args.input}/{args.output} tokens)"
     misfit = ""
     if not df["kv_fits"].all():
@@ -311,7 +316,7 @@ def cmd_pareto(args) -> int:
                                           software=neuron_stacks.software(eng, system),
                                           prefix_tokens=args.prefix_cached, speculative=speculation(args),
                                           envelope_profile=en)
-            frames.append(f.assign(frontier="engine" if eng else "roofline"))
+            frames.append(intervals.attach(f, system, arch, args).assign(frontier="engine" if eng else "roofline"))
     df = pd.concat(frames, ignore_index=True)
     ycol = {"concurrency": "concurrency_per_scaleup"}.get(args.y, search.Y_COLS.get(args.y))
     for name, grp in df.groupby("system"):

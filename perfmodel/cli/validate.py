@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import argparse
 
+from perfmodel.cli import intervals
 from perfmodel.cli.common import add_output_options, print_result, refuse, same_file
 
-SHOW = ("all", "cases", "summary", "not-expressed", "fidelity", "frontier")
+SHOW = ("all", "cases", "summary", "not-expressed", "fidelity", "frontier", "intervals")
 TITLES = {"cases": "validation cases (error = (predicted - measured) / measured)",
           "by_phase": "by phase (target: median |error| <= 15%, p90 <= 40%)",
           "by_hardware_family": "by hardware family", "by_metric": "by metric", "by_family": "by family",
           "not_expressed": "cases the model cannot express yet",
+          "coverage": "interval coverage: the share of measurements inside their predicted interval (predicted_low "
+                      "- predicted_high), by family and metric",
+          "interval_coverage": "interval coverage, leave one model out (every interval built without the model "
+                               "it is checked on): by quantity and level",
           "fidelity_overall": "fidelity by metric, backend and plan (as written, or pools sized by rule) (target: "
                               "TPOT median <= 15%, p90 <= 40%; TTFT 25%, 60%)",
           "fidelity": "fidelity by system x backend x model x mode (gap: what the model lacks where it misses)",
@@ -51,6 +56,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(the searched serving frontier against the measured one per system, model and lengths: "
                         "engine, roofline and configs frontiers), or all (default; without frontier)")
     p.add_argument("--summary-only", action="store_true", help="same as --show summary")
+    p.add_argument("--interval", type=intervals.level, default=0.8, metavar="LEVEL",
+                   help="each case's predicted_low / predicted_high at this level and the coverage of the measured "
+                        "values (default 0.8; 0: none)")
+    p.add_argument("--build-intervals", action="store_true",
+                   help="rebuild hardware_specs/calibration/intervals.json from the development measurements (the "
+                        "residuals every answer's interval comes from) and show its leave-one-model-out coverage")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (--show frontier)")
     p.add_argument("--strict", action="store_true",
                    help="a row that cannot be read or predicted is an error (default: it is listed under "
@@ -70,6 +81,8 @@ def cmd_validate(args) -> int:
         return refuse("validate", f"--out {args.out} is the measurements file this command reads (the default "
                                   "--cases); choose another output file")
     show = "summary" if args.summary_only else args.show
+    if args.build_intervals or show == "intervals":
+        return _intervals(args)
     if show == "frontier":
         from perfmodel.cli.common import progress_bar
         from perfmodel.validation import frontier
@@ -78,8 +91,15 @@ def cmd_validate(args) -> int:
         with progress_bar("frontier search per (system, model, lengths) group", not args.no_progress) as cb:
             sheets = frontier.sheets(src, cb)
     else:
-        sheets = validation.sheets(args.cases, args.families or None, strict=args.strict)
-    pick = {"cases": ["cases"], "summary": ["by_phase", "by_hardware_family", "by_metric", "by_family"],
+        bounds = None
+        if args.interval:  # the intervals file read here, at the edge
+            from perfmodel.catalog import interval_files
+            from perfmodel.validation import intervals as case_intervals
+
+            bounds = case_intervals.case_bounds(interval_files.load(), args.interval, args.cases)
+        sheets = validation.sheets(args.cases, args.families or None, strict=args.strict, bounds=bounds)
+    pick = {"cases": ["cases"], "summary": ["by_phase", "by_hardware_family", "by_metric", "by_family"]
+            + (["coverage"] if "coverage" in sheets else []),
             "not-expressed": ["not_expressed"], "fidelity": ["fidelity_overall", "fidelity"],
             "frontier": ["frontier_summary", "frontier_groups", "frontier_points"],
             "all": list(sheets)}[show]
@@ -97,7 +117,7 @@ def cmd_validate(args) -> int:
         print_result(export.emit(chosen[pick[0]], "csv", out=args.out))
         return 0
     # people read the verdict first: the summaries, then what was not expressed, then every case
-    lead = ["by_phase", "by_family", "by_hardware_family", "by_metric", "fidelity_overall", "not_expressed",
+    lead = ["by_phase", "by_family", "by_hardware_family", "by_metric", "coverage", "fidelity_overall", "not_expressed",
             "frontier_summary", "frontier_groups"]
     order = [k for k in lead if k in chosen] + [k for k in chosen if k not in lead]
     text = "\n\n".join(export.emit(chosen[k], args.format, TITLES[k]) for k in order if len(chosen[k]))
@@ -105,4 +125,26 @@ def cmd_validate(args) -> int:
         safe_write.write_text(args.out, text)
         text = f"wrote {args.out}"
     print_result(text)
+    return 0
+
+
+def _intervals(args) -> int:
+    """--build-intervals (rewrite the file, then its coverage) or --show intervals (the shipped file's coverage)."""
+    import pandas as pd
+
+    from perfmodel.catalog import interval_files
+    from perfmodel.cli.common import progress_bar
+    from perfmodel.report import export
+    from perfmodel.validation import intervals as builder
+
+    if args.build_intervals:
+        with progress_bar("every development measurement through the model", not args.no_progress):
+            path, doc = builder.write()
+        lead = f"wrote {path} ({sum(s['residuals'] for s in doc['sources']):,} residuals, commit {doc['commit']})"
+    else:
+        doc, lead = None, f"{interval_files.path_of()} (built by {builder.COMMAND})"
+    rows = pd.DataFrame(builder.read_rows(doc))
+    with progress_bar("leave-one-model-out coverage", not args.no_progress):
+        cov = builder.coverage(rows)
+    print_result(f"{lead}\n" + export.emit(cov, args.format, TITLES["interval_coverage"], args.out))
     return 0

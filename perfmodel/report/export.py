@@ -59,7 +59,11 @@ def display_name(col: str) -> tuple[str, float]:
 
 
 def humanize(df: pd.DataFrame, scale: bool = True) -> pd.DataFrame:
-    """Copy with display column names and scaled numeric values (for table / md output)."""
+    """Copy with display column names and scaled numeric values (for table / md output); an answer with its
+    interval columns shown as one cell (interval_cells.merge)."""
+    from perfmodel.report import interval_cells
+
+    df = interval_cells.merge(df, scale, _fmt_cell, display_name)
     out = {}
     for col in df.columns:
         name, div = display_name(str(col)) if scale else (str(col), 1.0)

@@ -158,8 +158,11 @@ def serving_frontier(systems: Iterable[str], workload: str, whatif: wi.WhatIf = 
     grid (GRIDS), then the Pareto points for `y` (FRONTIER_Y key: mw | chip | usd | users). `frontiers`
     (FRONTIERS key): the engine frontier (the hardware family's serving engine, each point labelled inside or
     outside its measured envelope), the roofline (no engine), or both, never mixed: column `frontier`, and
-    `curve` (the system, marked when it is the roofline beside an engine frontier) to draw them apart."""
+    `curve` (the system, marked when it is the roofline beside an engine frontier) to draw them apart. Each point
+    carries its 80% interval (serving/error_bars.py)."""
     from perfmodel import serving
+    from perfmodel.catalog import interval_files
+    from perfmodel.serving import error_bars
     from perfmodel.catalog import neuron_stacks, serving_engines
     from perfmodel.serving import search
 
@@ -177,6 +180,7 @@ def serving_frontier(systems: Iterable[str], workload: str, whatif: wi.WhatIf = 
                                        envelope_profile=env,
                                        **_grid_kw(ld, grid))
             f = search.frontier(df, y if y in search.Y_COLS else FRONTIER_Y[y])
+            f = error_bars.attach(f, ld.system, ld.arch, interval_files.load()) if len(f) else f
             mark = " (roofline)" if kind == "roofline" and frontiers == "both" else ""
             parts.append(f.assign(generation=ld.system.generation, frontier=kind, curve=name + mark))
     out = pd.concat(parts, ignore_index=True)
@@ -211,8 +215,9 @@ def capacity_plan(systems: Iterable[str], workload: str, whatif: wi.WhatIf = wi.
     $ per month per system; with a percentile (e.g. 99) each answer is verified by simulation at the peak
     rate (simulation/verify.py). Every what-if applies: each system is planned as loaded with them (its spec,
     calibration and model overrides) and the family's default serving engine."""
-    from perfmodel.catalog import neuron_stacks, serving_engines
+    from perfmodel.catalog import interval_files, neuron_stacks, serving_engines
     from perfmodel.core.inputs import SystemInputs
+    from perfmodel.serving import error_bars
     from perfmodel.serving import planner
 
     systems = list(systems)
@@ -234,6 +239,9 @@ def capacity_plan(systems: Iterable[str], workload: str, whatif: wi.WhatIf = wi.
         from perfmodel.simulation import verify
 
         df = verify.verify_plan(df, demand, loaded[0].arch, inputs, opts)
+    table = interval_files.load()  # each system's answer with its 80% interval, from that system's regime
+    df = pd.concat([error_bars.attach(df.iloc[[i]], inp.system, loaded[0].arch, table) for i, inp in
+                    enumerate(inputs)], ignore_index=True) if len(df) == len(inputs) else df
     if "facility_power_peak_w" in df:
         df["facility_power_peak_mw"] = df["facility_power_peak_w"] / units.MW
     return df

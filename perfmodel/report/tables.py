@@ -58,14 +58,16 @@ def plan_text(opts: wi.ScenarioOptions) -> str:
 
 
 def display_table(df: pd.DataFrame, columns: Iterable[str] = SUMMARY_COLUMNS) -> pd.DataFrame:
-    """Human-scaled text table; each figure carries the marker of the weakest input it rests on."""
-    from perfmodel.report import export
+    """Human-scaled text table; each figure carries the marker of the weakest input it rests on, and its interval
+    where the frame has one ("17.6 (15-21.1)")."""
+    from perfmodel.report import export, interval_cells
 
     cols = [c for c in columns if c in df and not df[c].isna().all()]
     # the row values as DataFrame.iterrows gives them (one common-dtype array: ints read as floats in an
     # all-numeric frame), read by position instead of building a Series per row (the app's hot path)
     values = df.values
     pos = {c: i for i, c in enumerate(df.columns)}
+    trios = {c for c in cols if f"{c}_low" in pos and f"{c}_high" in pos}
     out = {}
     for c in cols:
         name, div = export.pretty_name(c)
@@ -75,6 +77,10 @@ def display_table(df: pd.DataFrame, columns: Iterable[str] = SUMMARY_COLUMNS) ->
             v = row[pos[c]]
             num = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
             text = export._fmt_cell(float(v) / div if num and div != 1.0 else v)
+            if num and c in trios:  # the answer with its interval (serving/error_bars.py), in one cell
+                lo, hi = row[pos[f"{c}_low"]], row[pos[f"{c}_high"]]
+                if lo == lo and hi == hi:
+                    text = f"{interval_cells.sig(v / div)} ({interval_cells.sig(lo / div)}-{interval_cells.sig(hi / div)})"
             if text and basis is not None:
                 text += provenance_frame.marker(row[basis])
             vals.append(text)

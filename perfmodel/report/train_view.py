@@ -30,7 +30,10 @@ def answer(row: pd.Series) -> str:
             + (f", {int(row['offload_layers'])} layers' activations offloaded to host memory"
                if int(row.get("offload_layers", 0)) else "")
             + (f", LoRA rank {int(row['lora_rank'])} (base weights frozen)" if int(row.get("lora_rank", 0)) else ""))
-    return (f"Step time {units.format_value(row['step_time_s'], 'time')}: {row['tokens_per_s']:,.0f} tokens/s "
+    bar = (f" ({units.format_value(row['step_time_s_low'], 'time')} - "
+           f"{units.format_value(row['step_time_s_high'], 'time')} at {row['interval_level']:.0%}: "
+           f"{str(row.get('interval_basis', '')).split(': ', 1)[-1]})") if "step_time_s_low" in row else ""
+    return (f"Step time {units.format_value(row['step_time_s'], 'time')}{bar}: {row['tokens_per_s']:,.0f} tokens/s "
             f"({row['tokens_per_s_per_chip']:,.0f} per chip on {int(row['chips']):,} chips), "
             f"MFU {100 * row['mfu_frac']:.1f}%, {fits}.\nPlan: {plan}.")
 

@@ -347,17 +347,29 @@ def phase_verdicts(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def sheets(path: Path | str | None = None, families: list[str] | None = None,
-           strict: bool = False) -> dict[str, pd.DataFrame]:
+           strict: bool = False, bounds: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
     """What reports, the CLI and the app show: the cases, summaries by phase (with the target
-    verdict), hardware family, metric and family, and the cases not expressed (with the reason)."""
+    verdict), hardware family, metric and family, and the cases not expressed (with the reason). With `bounds`
+    (validation/intervals.case_bounds), each case's predicted_low / predicted_high and the coverage: the share of
+    measurements inside their interval, by family and metric."""
     df = run_cases(path, families, strict)
+    cols = ["case_id", "family", "phase", "hardware_family", "system", "metric", "measured", "predicted", "unit",
+            "error_frac", "note"]
+    out = {}
+    if bounds is not None:
+        df = pd.concat([df, bounds(df)], axis=1)
+        cols[cols.index("predicted") + 1:cols.index("predicted") + 1] = ["predicted_low", "predicted_high"]
+        has = df["predicted_low"].notna()
+        inside = (df["measured"] >= df["predicted_low"]) & (df["measured"] <= df["predicted_high"])
+        out["coverage"] = df[has].assign(inside=inside[has]).groupby(["family", "metric"], sort=True).agg(
+            cases=("inside", "size"), inside_frac=("inside", "mean")).reset_index()
     return {
-        "cases": df[["case_id", "family", "phase", "hardware_family", "system", "metric", "measured", "predicted",
-                     "unit", "error_frac", "note"]],
+        "cases": df[cols],
         "by_phase": phase_verdicts(df),
         "by_hardware_family": summary(df, "hardware_family"),
         "by_metric": summary(df, "metric"),
         "by_family": summary(df, "family"),
         "not_expressed": df.loc[df["predicted"].isna(), ["case_id", "phase", "hardware", "metric", "reason"]],
+        **out,
         **fidelity.sheets(df),  # serving cases with backend and mode: by system x backend x model x mode
     }

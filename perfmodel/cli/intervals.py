@@ -1,0 +1,54 @@
+"""CLI: `--interval LEVEL` for the commands whose answers carry error bars (serve, pareto, plan), and the step that
+attaches them at the edge (the intervals file read here, once: catalog/interval_files.py).
+
+    --interval 0.8   default: each answer with its 80% interval (serving/error_bars.py; the method is in
+                     core/intervals.py and the README); 0.9 for 90%; 0 for none
+
+Does not: compute intervals (serving/error_bars.py does).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pandas is imported by the commands that build frames (start-up time: cli/parser.py)
+    import pandas as pd
+
+
+def level(text: str) -> float:
+    try:
+        v = float(str(text).strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share such as 0.8 (or 0 for none), got {text!r}") from None
+    if not (v == 0 or 0.5 <= v <= 0.98):
+        raise argparse.ArgumentTypeError(f"an interval level between 0.5 and 0.98 (or 0 for none), got {text!r}")
+    return v
+
+
+def add_interval_option(p) -> None:
+    p.add_argument("--interval", type=level, default=0.8, metavar="LEVEL",
+                   help="each latency and throughput with its interval at this level (default 0.8; 0: none), from "
+                        "the model's measured residuals in the answer's regime, calibrated model by model "
+                        "(hardware_specs/calibration/intervals.json); widened where the answer leaves measured ground")
+
+
+def attach(df: pd.DataFrame, system, arch, args) -> pd.DataFrame:
+    """`df` with its answers' intervals (serving/error_bars.attach) unless --interval 0."""
+    if not getattr(args, "interval", 0) or not len(df):
+        return df
+    from perfmodel.catalog import interval_files
+    from perfmodel.serving import error_bars
+
+    return error_bars.attach(df, system, arch, interval_files.load(), args.interval)
+
+
+def caption(df: pd.DataFrame) -> str:
+    """The intervals' basis for a table's caption: each distinct basis once (at most three, else how many)."""
+    if "interval_basis" not in df:
+        return ""
+    b = list(dict.fromkeys(df["interval_basis"].dropna()))
+    if len(b) > 3:
+        return (f"INTERVALS: {df['interval_level'].iloc[0]:.0%} from measured residuals by regime, {len(b)} regimes "
+                "(column interval_basis in csv / json / xlsx)")
+    return "\n".join(f"INTERVALS: {x}" for x in b)

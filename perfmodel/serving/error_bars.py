@@ -1,0 +1,132 @@
+"""Error bars on serving answers: each latency and throughput column with its interval (core/intervals.py).
+
+    attach(df, system, arch, table, level)   adds <column>_low and <column>_high to every answer column
+                                              present, interval_level and interval_basis (the regime used, its
+                                              points and models, and whether it was widened and why)
+
+Each row's regime key: its quantity, the chip's hardware family, its engine (engine_class: "none" for the
+roofline), aggregated or disaggregated, the model's family, and its concurrency's load bucket. The columns:
+
+    ttft_s                                         ttft
+    time_per_output_token_s                        tpot
+    e2e_latency_s                                  TTFT + (O - 1) TPOT: each part at its own bound
+    tokens_per_s_per_user                          1 / TPOT: tpot's interval turned over
+    output_tokens_per_s_per_{replica,chip,node,    throughput (per MW and per USD share the throughput's error:
+      scaleup,mw,usd}                              the power and the price model add their own, not in here)
+    usd_per_million_output_tokens                  1 / throughput, turned over
+
+attach_training does the same for a training step (tokens/s, MFU, achieved FLOP/s; the step time turned over)
+from the training regime.
+
+Widened by core/intervals.WIDEN where the answer leaves measured ground: the row is outside its engine's
+measured envelope (`envelope` extrapolated), no engine (the roofline), a projected system, or no measured
+residual of that quantity on the chip's hardware family.
+
+Does not: read the intervals file (catalog/interval_files.py, at the edge) or price anything.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from perfmodel.core import intervals as iv
+
+TTFT = ("ttft_s",)
+TPOT = ("time_per_output_token_s",)
+PER_USER = ("tokens_per_s_per_user",)
+THROUGHPUT = ("output_tokens_per_s_per_replica", "output_tokens_per_s_per_chip", "output_tokens_per_s_per_node",
+              "output_tokens_per_s_per_scaleup", "output_tokens_per_s_per_mw", "output_tokens_per_usd")
+PER_THROUGHPUT = ("usd_per_million_output_tokens",)
+
+
+def _regime_keys(df: pd.DataFrame, system, arch, quantity: str) -> list[tuple]:
+    hw = system.chip.family.value
+    fam = iv.model_family(arch)
+    eng = [iv.engine_class(str(e), system.chip.family.is_neuron) for e in df.get("engine", pd.Series("", df.index))]
+    mode = ["disagg" if str(m) == "disaggregated" else "agg" for m in df.get("mode", pd.Series("", df.index))]
+    load = iv.load_bucket(df["concurrency"].to_numpy(dtype=float))
+    return [(quantity, hw, e, m, fam, ld) for e, m, ld in zip(eng, mode, load)]
+
+
+def _factors(df: pd.DataFrame, system, table: iv.IntervalTable, quantity: str, keys: list[tuple], level: float):
+    """Per row: (c, h, lambda x widen, basis), looked up once per distinct regime key and envelope."""
+    scores = table.scores.get(quantity)
+    lam = scores.factor(level) if scores is not None else np.nan
+    outside = df["envelope"].eq("extrapolated").to_numpy() if "envelope" in df else np.zeros(len(df), dtype=bool)
+    c, h, f = (np.full(len(df), np.nan) for _ in range(3))
+    basis = np.empty(len(df), dtype=object)
+    groups: dict[tuple, list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault((key, bool(outside[i])), []).append(i)
+    for (key, out), idx in groups.items():
+        used, hit = table.regime(key)
+        if hit is None or not np.isfinite(lam):
+            basis[idx] = f"no measured {quantity} residuals: no interval"
+            continue
+        why = [w for w, on in (("no engine: the roofline", key[2] == "none"),
+                               ("outside the engine's measured envelope", out and key[2] != "none"),
+                               ("a projected system", system.projected),
+                               (f"no {key[1]} measurements", len(used) < 2)) if on]
+        c[idx], h[idx], f[idx] = hit[0], hit[1], lam * (iv.WIDEN if why else 1.0)
+        where = " ".join(k for k in used[1:] if k not in ("-", quantity, "agg" if quantity == "training" else "")) \
+            or "all hardware"
+        basis[idx] = f"{where} ({hit[2]:,} points, {hit[3]} model{'s' if hit[3] != 1 else ''})" + (
+            f", widened x{iv.WIDEN:g}: {'; '.join(why)}" if why else "")
+    return c, h, f, list(basis)
+
+
+def attach(df: pd.DataFrame, system, arch, table: iv.IntervalTable, level: float = iv.DEFAULT_LEVEL) -> pd.DataFrame:
+    """`df` with <column>_low / <column>_high for every answer column present (module doc), interval_level and
+    interval_basis (TPOT's regime, the one a serving answer's throughput and TPOT rest on)."""
+    out = df.copy()
+    groups = (("ttft", TTFT, False), ("tpot", TPOT, False), ("tpot", PER_USER, True),
+              ("throughput", THROUGHPUT, False), ("throughput", PER_THROUGHPUT, True))
+    bases = {}
+    for quantity, cols, turned in groups:
+        present = [col for col in cols if col in out]
+        if not present or not len(out):
+            continue
+        keys = _regime_keys(out, system, arch, quantity)
+        c, h, f, basis = _factors(out, system, table, quantity, keys, level)
+        bases[quantity] = basis
+        for col in present:
+            p = out[col].to_numpy(dtype=float)
+            if turned:  # a rate of a time (or a price of a rate): the time's interval, turned over
+                lo, hi = iv.bounds(1.0 / p, c, h, f)
+                lo, hi = 1.0 / hi, 1.0 / lo
+            else:
+                lo, hi = iv.bounds(p, c, h, f)
+            out[f"{col}_low"], out[f"{col}_high"] = lo, hi
+    if {"e2e_latency_s", "ttft_s_low", "time_per_output_token_s_low"} <= set(out.columns):
+        steps = (out["e2e_latency_s"] - out["ttft_s"]) / out["time_per_output_token_s"]  # O - 1
+        for e in ("low", "high"):
+            out[f"e2e_latency_s_{e}"] = out[f"ttft_s_{e}"] + steps * out[f"time_per_output_token_s_{e}"]
+    out["interval_level"] = level
+    out["interval_basis"] = [f"{level:.0%} from measured residuals: TPOT {t}; TTFT {f}" for t, f in
+                             zip(bases.get("tpot", [""] * len(out)), bases.get("ttft", [""] * len(out)))]
+    return out
+
+
+TRAINING_RATES = ("tokens_per_s", "tokens_per_s_per_chip", "mfu_frac", "achieved_flop_per_s")
+TRAINING_TIMES = ("step_time_s",)
+
+
+def attach_training(df: pd.DataFrame, system, arch, table: iv.IntervalTable,
+                    level: float = iv.DEFAULT_LEVEL) -> pd.DataFrame:
+    """A training summary with its rates' and step time's intervals from the training regime (the residuals of
+    published training throughput: tokens/s, TFLOP/s, MFU); the step time is the rate's interval turned over."""
+    out = df.copy()
+    key = ("training", system.chip.family.value, "training", "agg", iv.model_family(arch), "-")
+    frame = out.assign(envelope="measured")
+    c, h, f, basis = _factors(frame, system, table, "training", [key] * len(out), level)
+    for col in TRAINING_RATES + TRAINING_TIMES:
+        if col in out:
+            p = out[col].to_numpy(dtype=float)
+            if col in TRAINING_TIMES:
+                lo, hi = iv.bounds(1.0 / p, c, h, f)
+                out[f"{col}_low"], out[f"{col}_high"] = 1.0 / hi, 1.0 / lo
+            else:
+                out[f"{col}_low"], out[f"{col}_high"] = iv.bounds(p, c, h, f)
+    return out.assign(interval_level=level, interval_basis=[f"{level:.0%} from measured residuals: training {b}"
+                                                            for b in basis])
