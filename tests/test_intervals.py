@@ -22,10 +22,10 @@ from perfmodel.validation import intervals as builder
 
 
 def test_the_scale_factor_is_the_weighted_conformal_quantile_by_hand():
-    # two models: A with scores 1, 2 (each weighs 1/2), B with 4 (weighs 1): K = 2, level 0.5 -> q = 0.75
+    # two models: A with scores 1, 2 (each weighs 1/2), B with 4 (weighs 1): every model counts once
     s = iv.Scores(np.array([1.0, 2.0, 4.0]), np.array(["A", "A", "B"], dtype=object))
-    # cumulative weights over sorted scores: 1 -> 0.25, 2 -> 0.5, 4 -> 1.0: the first reaching 0.75 is 4
-    assert s.factor(0.5) == 4.0
+    # cumulative weights over sorted scores: 1 -> 0.25, 2 -> 0.5, 4 -> 1.0: the first reaching the level
+    assert (s.factor(0.5), s.factor(0.6)) == (2.0, 4.0)
     assert iv.Scores(np.array([1.0, 2.0, 3.0, 4.0]), np.array(list("ABCD"), dtype=object)).factor(0.4) == 2.0
     with pytest.raises(ValueError, match="interval level 1.2"):
         s.factor(1.2)
@@ -101,12 +101,13 @@ def lomo() -> pd.DataFrame:
 
 def test_leave_one_model_out_coverage_is_near_its_level_on_the_development_files(lomo):
     """Intervals built without the model they are checked on (regimes and the scale factor both): with every
-    model weighing once, coverage within 8 points of the level at 80% and 90% for every quantity; by points
-    never more than 10 below (tpot over-covers: its models' errors are alike, so pooled scales are generous)."""
+    model weighing once (the model is the exchangeable unit), coverage within 5 points of the level at 80% and
+    90% for every quantity. By points the models with most rows weigh most and it strays further (training at
+    80%: 69%; TPOT at 90%: 97%): said in the README, held here to 12 points."""
     cov = lomo
     assert set(cov["quantity"]) == {"ttft", "tpot", "throughput", "training"}
-    assert ((cov["coverage_models_equal"] - cov["level"]).abs() <= 0.08).all(), cov
-    assert (cov["coverage"] >= cov["level"] - 0.10).all(), cov
+    assert ((cov["coverage"] - cov["level"]).abs() <= 0.05).all(), cov
+    assert ((cov["coverage_by_points"] - cov["level"]).abs() <= 0.12).all(), cov
     assert (cov["median_width_high_over_low"] > 1.0).all()
 
 

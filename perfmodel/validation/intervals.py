@@ -12,8 +12,8 @@
     document()   the JSON written to hardware_specs/calibration/intervals.json: sources with their sha256 and
                  residual counts, the commit that built it, the regimes, the scores and the residual rows
     coverage()   leave one model out twice over: for each model, its points' intervals from the regimes and the
-                 factor lambda both built without it; the share inside, per quantity and level (by points and
-                 with every model weighing once), and the median width (high / low)
+                 factor lambda both built without it; the share inside, per quantity and level (every model
+                 weighing once, and by points), and the median width (high / low)
 
 Which rows count (quantity by the metric's words and unit):
     ttft        TTFT / time to first token
@@ -224,8 +224,9 @@ def document(rows: pd.DataFrame, meta: list[dict]) -> dict:
 
 
 def coverage(rows: pd.DataFrame, levels=(0.8, 0.9)) -> pd.DataFrame:
-    """Leave one model out (module doc): per quantity and level, points, coverage (by points, and with every model
-    weighing once) and the median width high / low."""
+    """Leave one model out (module doc): per quantity and level, points, coverage (every model weighing once: the
+    model is the exchangeable unit; and by points, where the models with most rows weigh most) and the median
+    width high / low."""
     s = scores(rows)
     out = []
     for level in levels:
@@ -247,7 +248,7 @@ def coverage(rows: pd.DataFrame, levels=(0.8, 0.9)) -> pd.DataFrame:
             h, w = np.asarray(hits, dtype=float), np.asarray(weights)
             out.append({"quantity": q, "level": level, "points": len(h), "models": int(s.loc[s["quantity"].eq(q),
                                                                                                "model"].nunique()),
-                        "coverage": float(h.mean()), "coverage_models_equal": float((h * w).sum() / w.sum()),
+                        "coverage": float((h * w).sum() / w.sum()), "coverage_by_points": float(h.mean()),
                         "median_width_high_over_low": float(np.median(widths))})
     return pd.DataFrame(out)
 
