@@ -203,3 +203,21 @@ def test_a_training_step_carries_its_interval_and_trainium_says_it_is_widened(ca
     assert cli.main(base + ["--hardware", "trn2.48xlarge", "--tp", "8"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "at 80%: training all hardware" in out and "widened x2: no trainium measurements" in out
+
+
+def test_the_reports_engine_figures_carry_their_intervals_and_the_verdict_quotes_the_leaders():
+    from perfmodel.report import compare, verdict
+
+    cases = [c for c in compare.CASES if c.key.startswith("gpt-oss") or "decode" in c.key][:1]
+    comp = compare.comparison(cases, ["p5e.48xlarge", "trn2-ultraserver"])
+    s = comp.results
+    assert (s["engine_tokens_per_s_per_chip_low"] < s["engine_tokens_per_s_per_chip"]).all()
+    assert (s["engine_tokens_per_s_per_chip"] < s["engine_tokens_per_s_per_chip_high"]).all()
+    # $ per token goes with the step's time: its interval is the tokens/s one turned over
+    priced = s["engine_usd_per_million_tokens"].notna()
+    assert priced.any()
+    assert (s["engine_usd_per_million_tokens_low"] * s["engine_tokens_per_s_per_chip_high"])[priced].tolist() == \
+        pytest.approx((s["engine_usd_per_million_tokens"] * s["engine_tokens_per_s_per_chip"])[priced].tolist())
+    assert s["interval_basis"].str.contains("TPOT").all()
+    line = verdict.case_line(cases[0].title, s)
+    assert re.search(r"tokens/s \([\d,]+-[\d,]+ at 80%\)", line), line

@@ -81,12 +81,14 @@ class Comparison:
 def comparison(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS, whatif: wi.WhatIf = wi.WhatIf(),
                progress: Progress | None = None, engine: str | None = None) -> Comparison:
     """Every case on every system (plan from min_fit, data type from the case's preferences), serving cases also
-    priced as `engine` runs them (None: each system's default engine; "none": the accelerator alone)."""
+    priced as `engine` runs them (None: each system's default engine; "none": the accelerator alone), each engine
+    figure with its 80% interval (the intervals file read here, once)."""
+    from perfmodel.catalog import interval_files
     from perfmodel.report import engine_priced
     from perfmodel.report.frames import _with_inputs, fit_plan, inputs_frame, load, pick_dtype, run_scenario
     from perfmodel.report.tables import plan_text
 
-    cases, systems = list(cases), list(systems)
+    cases, systems, table = list(cases), list(systems), interval_files.load()
     rows, ops, provs, comps, inputs, errors = [], [], [], [], [], []
     n, i = len(cases) * len(systems), 0
     for case in cases:
@@ -107,7 +109,7 @@ def comparison(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS, 
             summ.insert(1, "generation", ld.system.generation)
             summ.insert(3, "plan", plan_text(opts))
             summ["uncertain_inputs"] = "; ".join(provenance_frame.uncertain_inputs(ld.system, run.scenario))
-            summ = engine_priced.with_engine(summ, run, engine)
+            summ = engine_priced.with_engine(summ, run, engine, table)
             rows.append(summ)
             ops.append(_with_inputs(run.result.ops, summ))
             provs.append(run.provenance.assign(case=case.key))

@@ -25,6 +25,7 @@ import pandas as pd
 
 from perfmodel.catalog import neuron_stacks, serving_engines
 from perfmodel.model import evaluate
+from perfmodel.serving import envelope, error_bars
 from perfmodel.serving import options as serving_options
 
 COLUMNS = ("engine", "engine_host_time_s", "engine_step_time_s", "engine_tokens_per_s_per_chip",
@@ -44,7 +45,8 @@ def engine_columns(run, engine: str | None) -> dict:
     name, _ = serving_engines.resolve(engine, system)
     if not name:
         return out | {"engine": "none"}
-    su = serving_options.setup(system, serving_options.ServingOptions(software=neuron_stacks.software(name, system)), run.loaded.cal)
+    opts = serving_options.ServingOptions(software=neuron_stacks.software(name, system))
+    su = serving_options.setup(system, opts, run.loaded.cal)
     if su.stack is not None:  # a Neuron stack's rules change the device step itself
         row = evaluate.evaluate(system, run.loaded.arch, run.result.scenario, su.cal).summary.iloc[0]
     host = float(su.host_time(float(row["batch"]), max(float(row["da"]), 1.0)))
@@ -60,6 +62,21 @@ def engine_columns(run, engine: str | None) -> dict:
             "engine_tokens_per_mw": econ["tokens_per_mw"], "engine_usd_per_million_tokens": econ["usd_per_million_tokens"]}
 
 
-def with_engine(summary: pd.DataFrame, run, engine: str | None) -> pd.DataFrame:
-    """The summary row with the engine-priced columns appended."""
-    return summary.assign(**engine_columns(run, engine))
+def with_engine(summary: pd.DataFrame, run, engine: str | None, table=None, level: float = 0.8) -> pd.DataFrame:
+    """The summary row with the engine-priced columns appended; with an interval `table` (core/intervals, resolved
+    at the edge) each engine figure with its interval: a decode step from TPOT's regime, a prefill from TTFT's
+    (serving/error_bars.attach_columns), widened outside the engine's measured envelope."""
+    out = summary.assign(**engine_columns(run, engine))
+    row = out.iloc[0]
+    if table is None or row["phase"] not in SERVING_PHASES or not row["engine"] or row["engine"] == "none":
+        return out
+    system = run.loaded.system
+    env = serving_engines.resolve(row["engine"], system)[1]
+    frame = out.assign(mode="aggregated", concurrency=float(row["batch"]), da=max(float(row.get("da", 1)), 1.0))
+    frame = envelope.label(frame, env)
+    quantity = "tpot" if row["phase"] == "decode" else "ttft"
+    bars = error_bars.attach_columns(frame, system, run.loaded.arch, table, level, quantity,
+                                     rates=("engine_tokens_per_s_per_chip", "engine_tokens_per_mw"),
+                                     times=("engine_usd_per_million_tokens",))
+    extra = [c for c in bars.columns if c.endswith(("_low", "_high")) or c.startswith("interval_")]
+    return out.assign(**{c: bars[c].to_numpy() for c in extra})

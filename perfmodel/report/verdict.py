@@ -16,6 +16,7 @@ Does not: compute anything new: it reads the frames the report and the planner a
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from perfmodel.core import units
@@ -58,7 +59,9 @@ def case_line(title: str, part: pd.DataFrame) -> str:
     best, nxt = _lead(part, per_chip)
     if best is None:
         return f"- {short}: no system ran it." if part.empty else f"- {short}: no throughput modelled."
-    chip = f"{best[per_chip]:,.0f} tokens/s" + (
+    bar = (f" ({best[f'{per_chip}_low']:,.0f}-{best[f'{per_chip}_high']:,.0f} at "
+           f"{best['interval_level']:.0%})") if pd.notna(best.get(f"{per_chip}_low", np.nan)) else ""
+    chip = f"{best[per_chip]:,.0f} tokens/s{bar}" + (
         f", {best[per_chip] / nxt[per_chip]:.2f}x {nxt['system']}" if nxt is not None else "")
     mw, _ = _lead(part, per_mw)
     usd, _ = _lead(part, per_usd, fewest=True)

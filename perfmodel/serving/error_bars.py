@@ -130,3 +130,23 @@ def attach_training(df: pd.DataFrame, system, arch, table: iv.IntervalTable,
                 out[f"{col}_low"], out[f"{col}_high"] = iv.bounds(p, c, h, f)
     return out.assign(interval_level=level, interval_basis=[f"{level:.0%} from measured residuals: training {b}"
                                                             for b in basis])
+
+
+def attach_columns(df: pd.DataFrame, system, arch, table: iv.IntervalTable, level: float, quantity: str,
+                   rates=(), times=()) -> pd.DataFrame:
+    """Intervals on named columns from one quantity's regime (each row's engine, mode, concurrency and envelope as
+    attach reads them): `rates` are rates of that quantity (a step's tokens/s: its time's interval turned over
+    when the quantity is a time), `times` go with it (a price per token). For a report's single step."""
+    out = df.copy()
+    c, h, f, basis = _factors(out, system, table, quantity, _regime_keys(out, system, arch, quantity), level)
+    timed = quantity in ("ttft", "tpot")
+    for col in rates + times:
+        if col in out:
+            p = out[col].to_numpy(dtype=float)
+            if (col in rates) == timed:  # the quantity's residuals are of a time; this column is its inverse
+                lo, hi = iv.bounds(1.0 / p, c, h, f)
+                out[f"{col}_low"], out[f"{col}_high"] = 1.0 / hi, 1.0 / lo
+            else:
+                out[f"{col}_low"], out[f"{col}_high"] = iv.bounds(p, c, h, f)
+    return out.assign(interval_level=level, interval_basis=[f"{level:.0%} from measured residuals: "
+                                                            f"{quantity.upper()} {b}" for b in basis])
