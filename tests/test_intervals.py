@@ -221,3 +221,17 @@ def test_the_reports_engine_figures_carry_their_intervals_and_the_verdict_quotes
     assert s["interval_basis"].str.contains("TPOT").all()
     line = verdict.case_line(cases[0].title, s)
     assert re.search(r"tokens/s \([\d,]+-[\d,]+ at 80%\)", line), line
+
+
+def test_a_simulation_carries_the_step_models_error_bars_on_its_percentiles(capsys):
+    base = ["simulate", "--hardware", "p5.48xlarge", "--workload", "llama-3.1-8b", "--tp", "1", "--replicas", "2",
+            "--rate", "5", "--input", "1024", "--output", "128", "--requests", "300", "--no-progress"]
+    assert cli.main(base + ["--format", "csv"]) == 0
+    row = pd.read_csv(io.StringIO(capsys.readouterr().out)).iloc[0]
+    for k in ("ttft_p50_s", "ttft_p99_s", "tpot_p99_s", "output_tokens_per_s"):
+        assert row[f"{k}_low"] < row[f"{k}_high"]
+    # every percentile of one quantity moves by the same factors (the step model's error, from its regime)
+    assert row["ttft_p99_s_low"] / row["ttft_p99_s"] == pytest.approx(row["ttft_p50_s_low"] / row["ttft_p50_s"])
+    assert "TTFT nvidia vllm" in row["interval_basis"]
+    assert cli.main(base) == 0
+    assert re.search(r"ttft p99 +│ [\d.,]+ ms \([\d.,]+-[\d.,]+\)", capsys.readouterr().out)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from perfmodel.cli import intervals
 from perfmodel.cli.common import (
     add_output_options,
     chart_file,
@@ -89,12 +90,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--timeline-out", metavar="CSV", help="waiting and running requests over time (200 bins)")
     s.add_argument("--requests-out", metavar="CSV", help="one row per simulated request")
     add_yes_option(p)
+    intervals.add_interval_option(p)
     add_output_options(p)
     p.set_defaults(func=cmd_simulate)
 
 
-def _long(summary):
-    """The summary as (quantity, value) rows with units written out: times in ms, shares in %."""
+def _long(summary, bars=None):
+    """The summary as (quantity, value) rows with units written out: times in ms, shares in %; a quantity with an
+    interval in `bars` (the frame's <key>_low / <key>_high) shows it beside the value."""
     import pandas as pd
 
     from perfmodel.core import units
@@ -110,6 +113,8 @@ def _long(summary):
             text, name = f"{v:,.2f}", k.replace("_", " ")
         elif k.endswith("_s"):
             text, name = f"{v / units.MS:,.1f} ms", k[:-2].replace("_", " ")
+            if bars is not None and f"{k}_low" in bars:
+                text += f" ({bars[f'{k}_low'] / units.MS:,.1f}-{bars[f'{k}_high'] / units.MS:,.1f})"
         elif k.endswith("_share"):
             text, name = f"{100 * v:.1f}%", k[:-6].replace("_", " ") + " (share)"
         else:
@@ -192,8 +197,16 @@ def cmd_simulate(args) -> int:
                         args.chart, args.force)
     df = pd.DataFrame([{"system": system.name, "workload": arch.name, "mode": run.mode, "traffic": args.traffic,
                         **{k: summary[k] for k in SUMMARY + CAPACITY if k in summary}}])
+    caption = ""
+    if args.interval:  # the step model's error bars on the simulated latencies (the intervals file read here)
+        from perfmodel.catalog import interval_files
+        from perfmodel.serving import error_bars
+
+        df = error_bars.attach_simulated(df, system, arch, interval_files.load(), args.interval, engine)
     if args.format in ("table", "md"):  # one run: a column of quantities reads better than a 25-column row
-        df = _long(summary)
+        caption = f"INTERVALS: {df['interval_basis'].iloc[0]}" if args.interval else ""
+        df = _long(summary, df.iloc[0] if args.interval else None)
     print_result(export.emit(df, args.format, f"{label}: simulated {args.traffic} traffic ({run.mode})", args.out,
-                             meta={"capacity": cap.meta()}, default_name="simulate"))
+                             meta={"capacity": cap.meta()}, default_name="simulate",
+                             caption=caption if args.format in ("table", "md") else ""))
     return 0

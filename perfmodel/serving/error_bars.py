@@ -150,3 +150,24 @@ def attach_columns(df: pd.DataFrame, system, arch, table: iv.IntervalTable, leve
                 out[f"{col}_low"], out[f"{col}_high"] = iv.bounds(p, c, h, f)
     return out.assign(interval_level=level, interval_basis=[f"{level:.0%} from measured residuals: "
                                                             f"{quantity.upper()} {b}" for b in basis])
+
+
+SIM_TTFT = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s")
+SIM_TPOT = ("tpot_p50_s", "tpot_p90_s", "tpot_p99_s")
+
+
+def attach_simulated(df: pd.DataFrame, system, arch, table: iv.IntervalTable, level: float,
+                     engine: str) -> pd.DataFrame:
+    """A simulation's summary with intervals: its TTFT and TPOT percentiles from TTFT's and TPOT's regimes (the
+    step model's error carries to every percentile alike: an approximation, the residuals being of means), its
+    output tokens/s from the throughput regime; the load is the mean running sequences per worker."""
+    frame = df.assign(engine=engine or "none", envelope="measured",
+                      concurrency=df["mean_running_per_worker"].clip(lower=1.0).fillna(1.0))
+    bases = []
+    for quantity, times, rates in (("ttft", SIM_TTFT, ()), ("tpot", SIM_TPOT, ()),
+                                   ("throughput", (), ("output_tokens_per_s",))):
+        frame = attach_columns(frame, system, arch, table, level, quantity, rates=rates, times=times)
+        bases.append(frame["interval_basis"].str.replace(f"{level:.0%} from measured residuals: ", "", regex=False))
+    extra = [c for c in frame.columns if c.endswith(("_low", "_high"))]
+    return df.assign(**{c: frame[c].to_numpy() for c in extra}, interval_level=level,
+                     interval_basis=f"{level:.0%} from measured residuals: " + bases[0] + "; " + bases[1])
