@@ -20,7 +20,7 @@ import pandas as pd
 from perfmodel import catalog
 from perfmodel.catalog.calibration import calibration_for
 from perfmodel.serving import power, search
-from perfmodel.validation.inferencex import predict
+from perfmodel.validation.sources.inferencex import predict
 
 X_REF = 90.0  # tokens/s per user
 SYSTEMS = {"h100_sxm": "p5.48xlarge", "b200_sxm": "p6-b200.48xlarge"}

@@ -6,7 +6,7 @@ import pytest
 from perfmodel import catalog
 from perfmodel.catalog.calibration import calibration_for
 from perfmodel.validation import device_runs as dr
-from perfmodel.validation import kernels as vk
+from perfmodel.validation.sources import kernels as vk
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfmodel.validation import engine_fit, inferencex_engine
+from perfmodel.validation import engine_fit
+from perfmodel.validation.sources import inferencex_engine
 
 
 def _rows(n: int = 24) -> pd.DataFrame:

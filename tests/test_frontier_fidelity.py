@@ -7,7 +7,8 @@ import pytest
 from perfmodel import catalog
 from perfmodel.catalog import serving_engines
 from perfmodel.serving import envelope, search
-from perfmodel.validation import frontier, inferencex_engine
+from perfmodel.validation import frontier
+from perfmodel.validation.sources import inferencex_engine
 
 DEV = "reference/inferencex_serving_dev.csv"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from perfmodel.validation import quantities, training_rows
+from perfmodel.validation.sources import quantities, training_rows
 
 KINDS = quantities.vocabulary()["training"]["kinds"]
 
@@ -17,7 +17,7 @@ def test_every_training_example_reads_to_its_kind(kind, example):
 
 
 def test_both_families_read_the_same_file():
-    from perfmodel.validation import serving_words
+    from perfmodel.validation.sources import serving_words
 
     v = quantities.vocabulary()
     assert serving_words.vocabulary() is v["serving"] and {"serving", "training"} <= set(v)

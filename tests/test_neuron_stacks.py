@@ -13,7 +13,7 @@ from perfmodel.catalog import neuron_stacks
 from perfmodel.catalog.calibration import calibration_for
 from perfmodel.catalog.spec_schema import CatalogError
 from perfmodel.comm import collectives as co
-from perfmodel.validation import inference as inf
+from perfmodel.validation.sources import inference as inf
 
 TRN2_ROWS = "reference/neuron_trn2_vllm.csv"
 

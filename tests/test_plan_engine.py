@@ -11,7 +11,8 @@ import pytest
 from perfmodel import catalog
 from perfmodel.catalog import serving_engines, workload_files
 from perfmodel.serving import planner, search
-from perfmodel.validation import frontier, inferencex_engine
+from perfmodel.validation import frontier
+from perfmodel.validation.sources import inferencex_engine
 
 DEMAND = planner.Demand.from_dict({"workload": "llama-3.1-8b", "requests_per_s": 20, "input_tokens": 1024,
                                    "output_tokens": 256, "ttft_s": 2.0, "tpot_s": 0.05})
@@ -87,7 +88,7 @@ def test_the_apps_frontier_draws_the_engine_and_the_roofline_apart():
 def test_the_configs_frontier_is_the_model_at_the_measured_configurations():
     """configs: each measured row's TTFT and TPOT predicted, turned into (x, y) by the same closed-loop formula as
     the measurement, and read at the measured frontier's interactivities."""
-    from perfmodel.validation import inferencex
+    from perfmodel.validation.sources import inferencex
 
     rows = frontier.rows_of("reference/inferencex_serving_dev.csv")
     one = rows[rows["system"].str.strip().eq("h100_sxm") & rows["model_path"].str.contains("Llama-3.1-70B")

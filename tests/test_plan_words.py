@@ -1,10 +1,10 @@
-"""Serving plans in every framework's spelling (validation/plan_words.py) read to (t, d_a, e, p)."""
+"""Serving plans in every framework's spelling (validation/sources/plan_words.py) read to (t, d_a, e, p)."""
 
 from __future__ import annotations
 
 import pytest
 
-from perfmodel.validation.plan_words import plan_of
+from perfmodel.validation.sources.plan_words import plan_of
 
 
 @pytest.mark.parametrize("text, tp, da, ep, pp", [
@@ -45,8 +45,8 @@ def test_an_attention_dp_that_does_not_divide_tp_is_one_clear_line():
     ("TP=4, PP=8, interleaved 2", 4, 8, 4, 1, 1, 2),
 ])
 def test_training_plans_in_framework_spellings(text, tp, pp, dp, cp, ep, vp):
-    """validation/training_rows.plan_of over 128 GPUs: DP fills the GPUs where unstated."""
-    from perfmodel.validation.training_rows import plan_of
+    """validation/sources/training_rows.plan_of over 128 GPUs: DP fills the GPUs where unstated."""
+    from perfmodel.validation.sources.training_rows import plan_of
 
     p = plan_of(text, 128)
     assert (p.tp, p.pp, p.dp, p.cp, p.ep, p.pp_virtual) == (tp, pp, dp, cp, ep, vp)

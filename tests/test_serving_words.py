@@ -1,4 +1,4 @@
-"""Serving measurements in people's words (validation/serving_words.py): every word of the vocabulary names its
+"""Serving measurements in people's words (validation/sources/serving_words.py): every word of the vocabulary names its
 quantity, scope and statistic; a row is priced by the steady state with its engine, and what cannot be priced is
 listed with why."""
 
@@ -12,7 +12,7 @@ from perfmodel.serving.options import Mode, ServingOptions
 from perfmodel.serving.steady_state import Mix, serve_one
 from perfmodel import catalog
 from perfmodel.validation import harness
-from perfmodel.validation import serving_words as sw
+from perfmodel.validation.sources import serving_words as sw
 
 V = sw.vocabulary()
 

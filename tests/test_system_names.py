@@ -13,7 +13,7 @@ import pytest
 from perfmodel import validation
 from perfmodel.catalog import system_names
 from perfmodel.catalog.spec_schema import CatalogError
-from perfmodel.validation import inferencex_map as mp
+from perfmodel.validation.sources import inferencex_map as mp
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "reference" / "inferencex_serving_dev.csv"

@@ -437,7 +437,7 @@ def test_lora_trains_its_adapters_and_only_propagates_through_the_frozen_weights
     from perfmodel.model import memory
     from perfmodel.model.bindings import Knobs
     from perfmodel.model.ops import i_fr
-    from perfmodel.validation.training_rows import lora_rank_of
+    from perfmodel.validation.sources.training_rows import lora_rank_of
 
     bwd = {o.name: o for o in graph_for(LLAMA, Phase.TRAIN) if o.pass_ == Pass.BACKWARD}
     fwd = {o.name: o for o in graph_for(LLAMA, Phase.TRAIN) if o.pass_ == Pass.FORWARD}
@@ -488,7 +488,7 @@ def test_full_recompute_of_some_layers_reruns_and_frees_their_share():
     of a full recompute's forward and those layers keep only their input, the others every activation."""
     from perfmodel.model import memory
     from perfmodel.model.bindings import Knobs
-    from perfmodel.validation.training_rows import recompute_layers_of
+    from perfmodel.validation.sources.training_rows import recompute_layers_of
 
     def run(rc, n=0):
         sc = scen(dp=8, zero=1).replace(recompute=rc, recompute_layers=n)

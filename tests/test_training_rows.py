@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from perfmodel.core.scenario import Parallelism
-from perfmodel.validation import training_rows as tr
+from perfmodel.validation.sources import training_rows as tr
 
 
 @pytest.mark.parametrize("text,system", [

@@ -44,7 +44,7 @@ def test_torch_distributed_rows_carry_the_per_call_host_overhead(dev):
     assert "torch.distributed call" in by_id.loc["NCCL-010@32 KiB", "note"]
     assert "torch.distributed" not in by_id.loc["NCCL-001@1 MiB", "note"]
     from perfmodel.comm.algorithms import Collective
-    from perfmodel.validation.comm import _predict
+    from perfmodel.validation.sources.comm import _predict
     host = _predict("p5e.48xlarge", Collective.ALL_REDUCE, 2.0 ** 15, 8, "bus bandwidth")[0]
     eager = _predict("p5e.48xlarge", Collective.ALL_REDUCE, 2.0 ** 15, 8, "bus bandwidth", launch="eager")[0]
     assert by_id.loc["NCCL-010@32 KiB", "predicted"] == pytest.approx(eager) and eager < host / 2

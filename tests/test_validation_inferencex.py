@@ -16,8 +16,8 @@ from perfmodel import catalog, validation
 from perfmodel.catalog import serving_engines, workload_files
 from perfmodel.core.dtypes import DType
 from perfmodel.serving.steady_state import Grid, Mix, Mode, ServingOptions, serve
-from perfmodel.validation import inferencex_map as mp
-from perfmodel.validation.inferencex import COLUMNS, predict
+from perfmodel.validation.sources import inferencex_map as mp
+from perfmodel.validation.sources.inferencex import COLUMNS, predict
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "reference" / "inferencex_serving_dev.csv"

@@ -22,9 +22,9 @@ from perfmodel.core.workload import parameter_count
 from perfmodel.model import formulas as fm
 from perfmodel.model.graph.build import graph_for
 from perfmodel.model.ops import Pass
-from perfmodel.validation import kernels as vk
-from perfmodel.validation import training as vt
-from perfmodel.validation import training_rows
+from perfmodel.validation.sources import kernels as vk
+from perfmodel.validation.sources import training as vt
+from perfmodel.validation.sources import training_rows
 
 PHASES = ("train", "gemm", "bandwidth")
 # llm-foundry scripts/train/benchmarking/README.md, NumParams at SeqLen 2048, and the nominal sizes

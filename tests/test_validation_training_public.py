@@ -38,7 +38,7 @@ def test_the_source_flop_count_cancels_between_a_runs_rows(public):
 
 def test_time_to_train_and_gpu_hours_follow_the_modelled_rate(tmp_path):
     """A run written as time to train and GPU-hours per trillion tokens: both follow its tokens/s row."""
-    from perfmodel.validation.training_public import trained_tokens
+    from perfmodel.validation.sources.training_public import trained_tokens
 
     assert trained_tokens("Est. time to train (10T tokens, 1K GPUs)") == 1e13
     assert trained_tokens("300B tokens") == 3e11 and trained_tokens("no tokens here") == 0.0
@@ -66,8 +66,8 @@ def test_a_run_on_1024_gpus_is_within_ten_percent(public):
 
 
 def test_stack_rules_follow_what_the_row_states():
-    from perfmodel.validation import training_public as tp
-    from perfmodel.validation.training_stacks import stack_overrides
+    from perfmodel.validation.sources import training_public as tp
+    from perfmodel.validation.sources.training_stacks import stack_overrides
 
     src = pd.read_csv(catalog.catalog_root() / PUBLIC).set_index("case_id", drop=False)
 
@@ -98,7 +98,7 @@ def test_stack_rules_follow_what_the_row_states():
 
 def test_eager_traffic_is_counted_from_the_kernels():
     from perfmodel.catalog import workload_files
-    from perfmodel.validation.training_stacks import EAGER_BYTES, FUSED_BYTES, eager_traffic_factor
+    from perfmodel.validation.sources.training_stacks import EAGER_BYTES, FUSED_BYTES, eager_traffic_factor
 
     a = workload_files.load_workload("llama-3-8b")
     assert all(EAGER_BYTES[k] >= FUSED_BYTES[k] for k in EAGER_BYTES)
@@ -110,7 +110,7 @@ def test_eager_traffic_is_counted_from_the_kernels():
 def test_each_publishers_rules_are_stated_once(public):
     """Megatron-LM 2021, llm-foundry and the FlashAttention-2 paper are sources of the one family: the rows of
     the development file keep their publishers' FLOP counts (Eq. 3, llm-foundry's MFU, the paper's count)."""
-    from perfmodel.validation.training_stacks import SOURCES, source_of
+    from perfmodel.validation.sources.training_stacks import SOURCES, source_of
 
     dev = v.run_cases(families=["training"]).set_index("case_id")
     src = v.measurements().set_index("case_id", drop=False)
@@ -128,9 +128,9 @@ def test_megatron_2021_rows_run_the_plans_of_their_scripts():
     DDP): the 1.7B model one micro-batch of 16 under PyTorch DDP (its gradient all-reduce overlapped with the
     backward), the 530B model interleaved over 3 virtual stages under Megatron's local DDP; pipeline sends use
     the paper's scatter/gather."""
-    from perfmodel.validation import training_public as tp
-    from perfmodel.validation import training_rows as tr
-    from perfmodel.validation.training_stacks import source_of, stack_overrides
+    from perfmodel.validation.sources import training_public as tp
+    from perfmodel.validation.sources import training_rows as tr
+    from perfmodel.validation.sources.training_stacks import source_of, stack_overrides
 
     src = v.measurements().set_index("case_id", drop=False)
 
@@ -152,7 +152,7 @@ def test_experts_over_data_parallel_ranks_become_the_replicas_expert_group():
     """Megatron-Core's expert data parallelism (EP carved out of DP, NEMO-021: TP1 PP4 EP16 on 256 GPUs): the
     16 DP ranks an expert group spans share their experts as the model's tp x da replica, each with its own
     micro-batch; the step's tokens are unchanged."""
-    from perfmodel.validation import training_public as tp
+    from perfmodel.validation.sources import training_public as tp
 
     src = pd.read_csv(catalog.catalog_root() / PUBLIC).set_index("case_id", drop=False)
     m = src.loc["NEMO-021-a"]
@@ -179,7 +179,7 @@ def test_published_runs_that_ran_fit_in_memory(public):
     first stage holds 4 micro-batches under 1F1B; the publisher's later recipe runs micro-batch 1 and recomputes
     its norms and expert activations) and Llama 2 70B SFT on 16 H100 at TP4 PP4 DP1 (NEMO-046, 1.17x: no data
     parallelism to shard the optimizer over; the term that made it fit is not found)."""
-    from perfmodel.validation.training_rows import offload_layers_of
+    from perfmodel.validation.sources.training_rows import offload_layers_of
 
     src = pd.read_csv(catalog.catalog_root() / PUBLIC).set_index("case_id")
     assert offload_layers_of(src.at["NEMO-024-a", "parallelism"]) == 40

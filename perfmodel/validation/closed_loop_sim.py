@@ -1,6 +1,6 @@
 """The steady state's closed-loop formulas against the request-level simulation of the same benchmark.
 
-validation/inferencex_engine.py predicts a closed-loop benchmark (C clients, W waves, lengths uniform in
+validation/sources/inferencex_engine.py predicts a closed-loop benchmark (C clients, W waves, lengths uniform in
 [0.8 L, L], a serving engine's profile) with serving/closed_loop.py's formulas; simulation/ runs the same
 protocol request by request on the same step model. `closed_loop_check` puts the two side by side (a test
 holds them within 15% on TTFT and 5% on TPOT).
@@ -20,7 +20,7 @@ from perfmodel.serving.options import ServingOptions
 from perfmodel.serving.steady_state import Grid, serve
 from perfmodel.simulation import deployment, metrics
 from perfmodel.simulation.traffic import Shapes, Traffic
-from perfmodel.validation import inferencex_engine as ie
+from perfmodel.validation.sources import inferencex_engine as ie
 
 
 def closed_loop_check(system: System, arch: ModelArch, plan: Grid, clients: int, isl: int, osl: int,

@@ -37,7 +37,7 @@ from scipy.optimize import linprog
 
 from perfmodel.core import units
 from perfmodel.serving import closed_loop as cl
-from perfmodel.validation import inferencex, inferencex_engine
+from perfmodel.validation.sources import inferencex, inferencex_engine
 from perfmodel.validation.harness import measurements
 
 DEFAULT_CASES = "reference/inferencex_serving_dev.csv"

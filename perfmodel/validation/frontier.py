@@ -47,8 +47,9 @@ from perfmodel.catalog import neuron_stacks, serving_engines, workload_files
 from perfmodel.core.dtypes import DType
 from perfmodel.serving import closed_loop, envelope, search
 from perfmodel.serving.steady_state import Mix
-from perfmodel.validation import harness, inferencex, inferencex_engine
-from perfmodel.validation.inferencex_map import map_rows
+from perfmodel.validation import harness
+from perfmodel.validation.sources import inferencex, inferencex_engine
+from perfmodel.validation.sources.inferencex_map import map_rows
 
 KEYS = ["system", "model", "isl", "osl"]
 Y = "output_tokens_per_s_per_chip"

@@ -190,11 +190,10 @@ def parse_points(text: str) -> list[tuple[float, float, str]]:
     return out
 
 
-# the modules of this package that register families (the harness and the calibration fit do not)
+# the modules that register families, one per measurement dialect (validation/sources/)
 # (in this order: families register, and report, in import order)
-FAMILY_MODULES = ("perfmodel.validation.comm", "perfmodel.validation.inference", "perfmodel.validation.kernels",
-                  "perfmodel.validation.serving", "perfmodel.validation.training", "perfmodel.validation.training_public",
-                  "perfmodel.validation.inferencex", "perfmodel.validation.serving_words")
+FAMILY_MODULES = tuple(f"perfmodel.validation.sources.{m}" for m in (  # one module per dialect (sources/)
+    "comm", "inference", "kernels", "serving", "training", "training_public", "inferencex", "serving_words"))
 
 
 def load_validation_modules() -> None:
@@ -346,8 +345,8 @@ def phase_verdicts(df: pd.DataFrame) -> pd.DataFrame:
     return s
 
 
-def sheets(path: Path | str | None = None, families: list[str] | None = None,
-           strict: bool = False, bounds: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
+def sheets(path: Path | str | None = None, families: list[str] | None = None, strict: bool = False,
+           bounds: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
     """What reports, the CLI and the app show: the cases, summaries by phase (with the target
     verdict), hardware family, metric and family, and the cases not expressed (with the reason). With `bounds`
     (validation/intervals.case_bounds), each case's predicted_low / predicted_high and the coverage: the share of

@@ -39,7 +39,8 @@ import pandas as pd
 from perfmodel.catalog import model_names, workload_files
 from perfmodel.core import intervals as iv
 from perfmodel.core import input_files, safe_write
-from perfmodel.validation import harness, inferencex_engine
+from perfmodel.validation import harness
+from perfmodel.validation.sources import inferencex_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("reference/inferencex_serving_dev.csv", "reference/published_measurements.csv",

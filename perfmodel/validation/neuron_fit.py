@@ -34,7 +34,7 @@ import pandas as pd
 
 from perfmodel.catalog import neuron_stacks
 from perfmodel.core import units
-from perfmodel.validation import inference as inf
+from perfmodel.validation.sources import inference as inf
 from perfmodel.validation.harness import measurements
 
 DEFAULT_CASES = ("reference/published_measurements.csv", "reference/neuron_trn2_vllm.csv")

@@ -64,7 +64,7 @@ from perfmodel.core.dtypes import DType
 from perfmodel.model import formulas as fm
 from perfmodel.model import kernels
 from perfmodel.validation.harness import frame, register_validation, row, unexpressed
-from perfmodel.validation.training import attention_kernel
+from perfmodel.validation.sources.training import attention_kernel
 
 FA_TOKENS = 16384  # FlashAttention papers' benchmarks: batch x seqlen = 16k tokens
 FA_HIDDEN = 2048  # ... and hidden dimension 2048 (heads = 2048 / d_head)

@@ -47,10 +47,10 @@ from perfmodel.catalog import workload_files
 from perfmodel.core import limits, units
 from perfmodel.serving.kv_capacity import kv_fit
 from perfmodel.serving.steady_state import Grid, Mix, Mode, ServingOptions, serve
-from perfmodel.validation import inferencex_engine
+from perfmodel.validation.sources import inferencex_engine
 from perfmodel.validation.formats import FormatError, register_format
 from perfmodel.validation.harness import register_validation
-from perfmodel.validation.inferencex_map import map_rows, paced
+from perfmodel.validation.sources.inferencex_map import map_rows, paced
 
 FORMAT = "inferencex"
 COLUMNS = ("id", "silicon_data_source", "backend", "model_path", "system", "mode", "isl", "osl", "gemm_quant_mode",

@@ -25,7 +25,7 @@ Every training row, however its source wrote it, is read by the same rules (stat
                MFU (its stated peak), step time, time to train, GPU-hours per trillion tokens
 
 A row a rule cannot read is listed with what is missing (never guessed).
-Does not: predict (validation/training.py) or read files (validation/harness.py).
+Does not: predict (validation/sources/training.py) or read files (validation/harness.py).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import re
 from perfmodel import catalog
 from perfmodel.catalog import model_names, system_names
 from perfmodel.core.scenario import Parallelism
-from perfmodel.validation import plan_words, quantities
+from perfmodel.validation.sources import plan_words, quantities
 
 # accelerator words -> catalogue system, most specific first
 ACCELERATORS = (
@@ -176,7 +176,7 @@ def fp8_of(text: str) -> str:
 
 
 def metrics() -> tuple[tuple[str, str], ...]:
-    """(pattern, kind) in order: the training kinds of the one vocabulary (validation/quantities.py)."""
+    """(pattern, kind) in order: the training kinds of the one vocabulary (validation/sources/quantities.py)."""
     return tuple((pat, kind) for kind, e in quantities.vocabulary()["training"]["kinds"].items() for pat in e["patterns"])
 
 

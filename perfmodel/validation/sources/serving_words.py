@@ -7,7 +7,7 @@ catalog/model_names.py), the plan ('TP8', 'TP4 PP2', 'DP8 EP8 attention DP'), th
 input and output lengths and the data type (catalog/quant_modes.py). Each row is priced once, stated here and
 nothing fitted:
 
-    plan        t, d_a, e, p from the parallelism text as any framework spells it (validation/plan_words.py:
+    plan        t, d_a, e, p from the parallelism text as any framework spells it (validation/sources/plan_words.py:
                 SGLang's --enable-dp-attention, TensorRT-LLM's enable_attention_dp, vLLM's data parallel with
                 expert parallel, DEP8 / TEP8); replicas = GPUs / (t d_a p) (GPUs: num_chips, else one replica)
     load        C = ceil(batch / replicas) sequences in flight per replica, rounded up to a multiple of d_a p: a
@@ -49,8 +49,9 @@ from perfmodel.core import units
 from perfmodel.serving import closed_loop, search
 from perfmodel.serving.options import Mode, ServingOptions
 from perfmodel.serving.steady_state import Grid, Mix, serve
-from perfmodel.validation import (case_checks, frontier, harness, inferencex_engine, inferencex_map, plan_words,
-                                  quantities, serving_runs, training_rows)
+from perfmodel.validation import case_checks, frontier, harness
+from perfmodel.validation.sources import (inferencex_engine, inferencex_map, plan_words, quantities, serving_runs,
+                                         training_rows)
 from perfmodel.validation.harness import register_validation, unexpressed
 
 PHASE = "serving"
@@ -61,7 +62,7 @@ ENGINES = {"vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "trtllm", "trt-ll
 
 
 def vocabulary() -> dict:
-    """The serving part of the one vocabulary of measured quantities (validation/quantities.py)."""
+    """The serving part of the one vocabulary of measured quantities (validation/sources/quantities.py)."""
     return quantities.vocabulary()["serving"]
 
 

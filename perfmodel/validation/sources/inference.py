@@ -99,7 +99,7 @@ from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Phase
 from perfmodel.model import bindings as bd
 from perfmodel.model.evaluate import evaluate_sweep
-from perfmodel.validation import speculative_rows
+from perfmodel.validation.sources import speculative_rows
 
 MODEL_MAP = {"Llama-3-8B": "llama-3-8b", "Llama-2-13b": "llama-2-13b", "CodeLlama-13b-hf": "llama-2-13b",
              "Mistral-7B-Instruct-v0.2": "mistral-7b", "Llama-2-7b": "llama-2-7b", "Llama-3-70B": "llama-3-70b",

@@ -61,10 +61,10 @@ from perfmodel.core import units
 from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Optimizer, Phase, Precision, Recompute, Scenario
 from perfmodel.core.workload import parameter_count
-from perfmodel.validation import training_rows as tr
+from perfmodel.validation.sources import training_rows as tr
 from perfmodel.validation.harness import frame, register_validation, row, unexpressed
-from perfmodel.validation.training import _gpt_arch, attention_kernel, megatron_flop
-from perfmodel.validation.training_stacks import Source, is_megatron_core, source_of, stack_overrides
+from perfmodel.validation.sources.training import _gpt_arch, attention_kernel, megatron_flop
+from perfmodel.validation.sources.training_stacks import Source, is_megatron_core, source_of, stack_overrides
 
 RATE_KINDS = ("tokens_per_s_per_gpu", "step_time")
 

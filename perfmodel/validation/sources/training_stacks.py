@@ -31,7 +31,7 @@ from typing import Callable
 
 from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Recompute, Scenario
-from perfmodel.validation.training import fa2_flop_per_seq, fa2_paper_setup, llm_foundry_flop_per_seq, megatron_flop
+from perfmodel.validation.sources.training import fa2_flop_per_seq, fa2_paper_setup, llm_foundry_flop_per_seq, megatron_flop
 
 MEGATRON_CORE = r"NeMo|Megatron-Bridge|Megatron-Core"  # NVIDIA's stacks on Megatron-Core (2023-)
 

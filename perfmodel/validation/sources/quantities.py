@@ -13,7 +13,7 @@ from pathlib import Path
 
 from perfmodel.catalog.files import read_toml
 
-FILE = Path(__file__).resolve().parents[2] / "reference" / "measured_quantities.toml"
+FILE = Path(__file__).resolve().parents[3] / "reference" / "measured_quantities.toml"
 
 
 @lru_cache(maxsize=1)

@@ -3,7 +3,7 @@
 A row whose model reads '<target> + <...> EAGLE3 draft' and whose notes state the draft length
 ('num_speculative_tokens=K') and the acceptance ('per-position 86.5/72.5/63.5%', else 'mean acceptance length
 E') is predicted from that stated acceptance with serving/speculative.py's step, under the same mapping as
-the row's plain decode (validation/inference.py: stack, logical-core ranks, heads, decode span):
+the row's plain decode (validation/sources/inference.py: stack, logical-core ranks, heads, decode span):
 
     verify   the target's graph over K + 1 tokens per sequence at the decode span (prefill of a chunk)
     draft    the draft's decode step (workloads/drafts/: one decoder layer; EAGLE3's feature fusion fc and

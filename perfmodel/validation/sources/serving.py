@@ -3,7 +3,7 @@
 Cases with metric 'output token throughput (whole instance)' (static batches) or 'output_throughput' (vLLM
 bench serve, B streams) in tokens/s on an instance of the catalogue; the development cases are
 Transformers NeuronX 0.10 (Neuron SDK 2.18) static batches, the Trainium2 rows the vLLM Neuron plugin.
-Mapping of each row to the model (stated once, nothing fitted; the rules of validation/inference.py and
+Mapping of each row to the model (stated once, nothing fitted; the rules of validation/sources/inference.py and
 the row's software stack: TP over logical NeuronCores as runtime ranks, heads sharded whole over the ranks,
 the stack's attention, buckets and host time per graph execution, int8 weight storage):
   - a static batch of B sequences: encode all B prompts (one context-encoding step of the prompt's
@@ -37,7 +37,7 @@ from perfmodel import catalog
 from perfmodel.core.scenario import Phase
 from perfmodel.model.evaluate import evaluate_sweep
 from perfmodel.validation.harness import measurements, register_validation, unexpressed
-from perfmodel.validation.inference import (arch_of, calibration, expressible, host_latency, knobs, n_positions,
+from perfmodel.validation.sources.inference import (arch_of, calibration, expressible, host_latency, knobs, n_positions,
                                             prefill_bucket, stack_names, stack_of, system_name, token_buckets,
                                             weight_type)
 
