@@ -148,20 +148,21 @@ def cmd_plan(args) -> int:
     cols, at, sized = PLAN_COLS, "", ""
     if args.confidence:
         df, sized = _confident(df, demand, arch, systems, opts, args.confidence)
-        cols = PLAN_COLS[:3] + ("chips_at_estimate",) + PLAN_COLS[3:]
+        cols = cols[:3] + ("chips_at_estimate",) + cols[3:]
     if demand.percentile and not args.no_verify:
         from perfmodel.simulation import verify
 
         with progress_bar(f"simulating {len(args.systems)} answers at the peak rate", not args.no_progress) as cb:
             df = verify.verify_plan(df, demand, arch, systems, opts, progress=cb)
         p = f"p{demand.percentile:g}"
-        cols, at = PLAN_COLS[:-1] + ("verified", "analytic_replicas", f"sim_ttft_{p}_s", f"sim_tpot_{p}_s",
-                                     "verify_note", "note"), f" at {p}, verified by simulation"
-    if args.interval:  # each system's answer with its error bars, from that system's regime
+        cols, at = cols[:-1] + ("verified", "analytic_replicas", f"sim_ttft_{p}_s", f"sim_tpot_{p}_s",
+                                "verify_note", "note"), f" at {p}, verified by simulation"
+    if args.interval and len(df):  # each system's answer with its error bars, from that system's regime
         import pandas as pd
 
-        df = pd.concat([intervals.attach(df.iloc[[i]], by[r], arch, args) for i, r in enumerate(df["system"])],
-                       ignore_index=True) if len(df) and (by := {s.name: s.system for s in systems}) else df
+        by = {s.name: s.system for s in systems}
+        df = pd.concat([intervals.attach(df.iloc[[i]], by[name], arch, args) for i, name in enumerate(df["system"])],
+                       ignore_index=True)
     from perfmodel.report import charts, verdict
 
     words = verdict.plan_recommendation(df, demand.requests_per_s * demand.peak_to_average).replace("**", "") \
