@@ -217,3 +217,20 @@ def test_inconsistent_throughput_rows_are_flagged(nrn):
     e2e = nrn[nrn["phase"].eq("e2e")].set_index("case_id")
     flagged = e2e["note"].str.contains("inconsistent with the row's own TTFT/TPOT")
     assert "NRN-TRN1-027c" in e2e.index[flagged] and "NRN-TRN1-019c" not in e2e.index[flagged]
+
+
+def test_the_public_neuron_file_is_read_row_by_row_with_its_sources(capsys):
+    """reference/neuron_public_dev.csv (issue 51's development data): every row listed with the reason the model
+    does not read it yet, or predicted; every row names its repository path and commit; Trn2 and Inf2 both."""
+    import pandas as pd
+
+    from perfmodel import cli
+    from perfmodel.validation import harness
+
+    path = harness.CSV.parent / "neuron_public_dev.csv"
+    df = harness.run_cases(path)
+    assert len(df) >= 250 and (df["predicted"].notna() | df["reason"].str.len().gt(0)).all()
+    raw = pd.read_csv(path, dtype=str)
+    assert raw["case_id"].is_unique and raw["source"].str.contains(r"@[0-9a-f]{8}").all()
+    assert raw["hardware"].str.contains("trn2").sum() >= 100 and raw["hardware"].str.contains("inf2").sum() >= 100
+    assert cli.main(["validate", "--cases", str(path), "--show", "not-expressed", "--format", "csv"]) == 0
