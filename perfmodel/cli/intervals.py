@@ -21,6 +21,8 @@ def level(text: str) -> float:
         v = float(str(text).strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a share such as 0.8 (or 0 for none), got {text!r}") from None
+    # below 0.5 an interval is narrower than the regime's own interquartile spread; above 0.98 its ends rest on
+    # the one or two most extreme models' scores (13-38 models a quantity)
     if not (v == 0 or 0.5 <= v <= 0.98):
         raise argparse.ArgumentTypeError(f"an interval level between 0.5 and 0.98 (or 0 for none), got {text!r}")
     return v

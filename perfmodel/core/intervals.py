@@ -53,7 +53,10 @@ QUANTITIES = ("ttft", "tpot", "throughput", "training")
 MIN_ROWS = 20  # never a regime from fewer measured points (assumption: below ~20 a quartile is a few points)
 MIN_HALF = 0.01  # a regime's scale floor (ln units: 1%): identical residuals do not make an interval of width 0
 WIDEN = 2.0  # outside measured ground: lambda times this (assumption, module doc)
-LOAD_EDGES = (8, 64, 512)  # concurrent requests: c1-8 | c9-64 | c65-512 | c513+
+# concurrent requests: c1-8 | c9-64 | c65-512 | c513+; factors of 8 split the corpus's 1-8,192 concurrency grid into
+# four bands of about equal width in log C, where the errors differ (single stream; batched decode; the running
+# cap and queueing; attention-DP at scale)
+LOAD_EDGES = (8, 64, 512)
 DEFAULT_LEVEL = 0.8
 
 

@@ -17,6 +17,11 @@ def sig(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
 
 
+def cell(v: float, lo: float, hi: float) -> str:
+    """ "17.6 (15-21.1)": a value and its interval in one cell's text."""
+    return f"{sig(v)} ({sig(lo)}-{sig(hi)})"
+
+
 def merge(df: pd.DataFrame, scale: bool, fmt, unit_of) -> pd.DataFrame:
     """`df` with each X / X_low / X_high trio as one text column X (three significant figures each; `fmt` for a
     value without its interval) and `unit_of(col)` giving (display name, divisor)."""
@@ -27,6 +32,6 @@ def merge(df: pd.DataFrame, scale: bool, fmt, unit_of) -> pd.DataFrame:
     for c in trios:
         div = unit_of(str(c))[1] if scale else 1.0
         v, lo, hi = (pd.to_numeric(df[k], errors="coerce") / div for k in (c, f"{c}_low", f"{c}_high"))
-        out[c] = [fmt(a) if pd.isna(b) or pd.isna(h) else f"{sig(a)} ({sig(b)}-{sig(h)})"
+        out[c] = [fmt(a) if pd.isna(b) or pd.isna(h) else cell(a, b, h)
                   for a, b, h in zip(v, lo, hi)]
     return out

@@ -80,7 +80,7 @@ def display_table(df: pd.DataFrame, columns: Iterable[str] = SUMMARY_COLUMNS) ->
             if num and c in trios:  # the answer with its interval (serving/error_bars.py), in one cell
                 lo, hi = row[pos[f"{c}_low"]], row[pos[f"{c}_high"]]
                 if lo == lo and hi == hi:
-                    text = f"{interval_cells.sig(v / div)} ({interval_cells.sig(lo / div)}-{interval_cells.sig(hi / div)})"
+                    text = interval_cells.cell(v / div, lo / div, hi / div)
             if text and basis is not None:
                 text += provenance_frame.marker(row[basis])
             vals.append(text)

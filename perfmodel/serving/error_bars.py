@@ -40,29 +40,35 @@ THROUGHPUT = ("output_tokens_per_s_per_replica", "output_tokens_per_s_per_chip",
 PER_THROUGHPUT = ("usd_per_million_output_tokens",)
 
 
-def _regime_keys(df: pd.DataFrame, system, arch, quantity: str) -> list[tuple]:
-    hw = system.chip.family.value
-    fam = iv.model_family(arch)
-    eng = [iv.engine_class(str(e), system.chip.family.is_neuron) for e in df.get("engine", pd.Series("", df.index))]
-    mode = ["disagg" if str(m) == "disaggregated" else "agg" for m in df.get("mode", pd.Series("", df.index))]
-    load = iv.load_bucket(df["concurrency"].to_numpy(dtype=float))
-    return [(quantity, hw, e, m, fam, ld) for e, m, ld in zip(eng, mode, load)]
+def _keys(df: pd.DataFrame, system, arch, quantity: str) -> pd.DataFrame:
+    """Each row's regime key (core/intervals.KEYS) and whether it lies outside its engine's measured envelope,
+    column by column (no loop over a sweep's rows)."""
+    n = len(df)
+    engine = df["engine"].astype(str) if "engine" in df else pd.Series("", index=df.index)
+    none = engine.isin(["", "none"]).to_numpy()
+    mode = df["mode"].astype(str).eq("disaggregated").to_numpy() if "mode" in df else np.zeros(n, dtype=bool)
+    outside = df["envelope"].eq("extrapolated").to_numpy() if "envelope" in df else np.zeros(n, dtype=bool)
+    return pd.DataFrame({"quantity": quantity, "hardware_family": system.chip.family.value,
+                         "engine": np.where(none, "none", "neuron" if system.chip.family.is_neuron else
+                                            engine.to_numpy(dtype=object)),
+                         "mode": np.where(mode, "disagg", "agg"), "model_family": iv.model_family(arch),
+                         "load": iv.load_bucket(df["concurrency"].to_numpy(dtype=float)) if "concurrency" in df
+                         else "-", "outside": outside})
 
 
-def _factors(df: pd.DataFrame, system, table: iv.IntervalTable, quantity: str, keys: list[tuple], level: float):
+def _factors(keys: pd.DataFrame, system, table: iv.IntervalTable, level: float):
     """Per row: (c, h, lambda x widen, basis), looked up once per distinct regime key and envelope."""
+    n = len(keys)
+    if not n:
+        return np.empty(0), np.empty(0), np.empty(0), []
+    quantity = str(keys["quantity"].iloc[0])
     scores = table.scores.get(quantity)
     lam = scores.factor(level) if scores is not None else np.nan
-    outside = df["envelope"].eq("extrapolated").to_numpy() if "envelope" in df else np.zeros(len(df), dtype=bool)
-    c, h, f = (np.full(len(df), np.nan) for _ in range(3))
-    basis = np.empty(len(df), dtype=object)
-    groups: dict[tuple, list[int]] = {}
-    for i, key in enumerate(keys):
-        groups.setdefault((key, bool(outside[i])), []).append(i)
-    for (key, out), idx in groups.items():
-        used, hit = table.regime(key)
+    c, h, f = (np.full(n, np.nan) for _ in range(3))
+    basis = np.full(n, f"no measured {quantity} residuals: no interval", dtype=object)
+    for (*key, out), idx in keys.groupby(list(iv.KEYS) + ["outside"], sort=False).indices.items():
+        used, hit = table.regime(tuple(key))
         if hit is None or not np.isfinite(lam):
-            basis[idx] = f"no measured {quantity} residuals: no interval"
             continue
         why = [w for w, on in (("no engine: the roofline", key[2] == "none"),
                                ("outside the engine's measured envelope", out and key[2] != "none"),
@@ -76,6 +82,19 @@ def _factors(df: pd.DataFrame, system, table: iv.IntervalTable, quantity: str, k
     return c, h, f, list(basis)
 
 
+def _bounds_into(out: pd.DataFrame, cols, c, h, f, turned: bool) -> None:
+    """<col>_low / <col>_high of each present column; `turned`: the column is the inverse of the quantity the
+    residuals are of (a rate of a time, a price of a rate), so it takes that quantity's interval turned over."""
+    for col in cols:
+        if col in out:
+            p = out[col].to_numpy(dtype=float)
+            if turned:
+                lo, hi = iv.bounds(1.0 / p, c, h, f)
+                out[f"{col}_low"], out[f"{col}_high"] = 1.0 / hi, 1.0 / lo
+            else:
+                out[f"{col}_low"], out[f"{col}_high"] = iv.bounds(p, c, h, f)
+
+
 def attach(df: pd.DataFrame, system, arch, table: iv.IntervalTable, level: float = iv.DEFAULT_LEVEL) -> pd.DataFrame:
     """`df` with <column>_low / <column>_high for every answer column present (module doc), interval_level and
     interval_basis (TPOT's regime, the one a serving answer's throughput and TPOT rest on)."""
@@ -84,20 +103,10 @@ def attach(df: pd.DataFrame, system, arch, table: iv.IntervalTable, level: float
               ("throughput", THROUGHPUT, False), ("throughput", PER_THROUGHPUT, True))
     bases = {}
     for quantity, cols, turned in groups:
-        present = [col for col in cols if col in out]
-        if not present or not len(out):
+        if not len(out) or not any(col in out for col in cols):
             continue
-        keys = _regime_keys(out, system, arch, quantity)
-        c, h, f, basis = _factors(out, system, table, quantity, keys, level)
-        bases[quantity] = basis
-        for col in present:
-            p = out[col].to_numpy(dtype=float)
-            if turned:  # a rate of a time (or a price of a rate): the time's interval, turned over
-                lo, hi = iv.bounds(1.0 / p, c, h, f)
-                lo, hi = 1.0 / hi, 1.0 / lo
-            else:
-                lo, hi = iv.bounds(p, c, h, f)
-            out[f"{col}_low"], out[f"{col}_high"] = lo, hi
+        c, h, f, bases[quantity] = _factors(_keys(out, system, arch, quantity), system, table, level)
+        _bounds_into(out, cols, c, h, f, turned)
     if {"e2e_latency_s", "ttft_s_low", "time_per_output_token_s_low"} <= set(out.columns):
         steps = (out["e2e_latency_s"] - out["ttft_s"]) / out["time_per_output_token_s"]  # O - 1
         for e in ("low", "high"):
@@ -117,17 +126,11 @@ def attach_training(df: pd.DataFrame, system, arch, table: iv.IntervalTable,
     """A training summary with its rates' and step time's intervals from the training regime (the residuals of
     published training throughput: tokens/s, TFLOP/s, MFU); the step time is the rate's interval turned over."""
     out = df.copy()
-    key = ("training", system.chip.family.value, "training", "agg", iv.model_family(arch), "-")
-    frame = out.assign(envelope="measured")
-    c, h, f, basis = _factors(frame, system, table, "training", [key] * len(out), level)
-    for col in TRAINING_RATES + TRAINING_TIMES:
-        if col in out:
-            p = out[col].to_numpy(dtype=float)
-            if col in TRAINING_TIMES:
-                lo, hi = iv.bounds(1.0 / p, c, h, f)
-                out[f"{col}_low"], out[f"{col}_high"] = 1.0 / hi, 1.0 / lo
-            else:
-                out[f"{col}_low"], out[f"{col}_high"] = iv.bounds(p, c, h, f)
+    keys = _keys(out.drop(columns=["engine", "mode", "concurrency", "envelope"], errors="ignore"), system, arch,
+                 "training").assign(engine="training")
+    c, h, f, basis = _factors(keys, system, table, level)
+    _bounds_into(out, TRAINING_RATES, c, h, f, False)
+    _bounds_into(out, TRAINING_TIMES, c, h, f, True)
     return out.assign(interval_level=level, interval_basis=[f"{level:.0%} from measured residuals: training {b}"
                                                             for b in basis])
 
@@ -138,16 +141,10 @@ def attach_columns(df: pd.DataFrame, system, arch, table: iv.IntervalTable, leve
     attach reads them): `rates` are rates of that quantity (a step's tokens/s: its time's interval turned over
     when the quantity is a time), `times` go with it (a price per token). For a report's single step."""
     out = df.copy()
-    c, h, f, basis = _factors(out, system, table, quantity, _regime_keys(out, system, arch, quantity), level)
-    timed = quantity in ("ttft", "tpot")
-    for col in rates + times:
-        if col in out:
-            p = out[col].to_numpy(dtype=float)
-            if (col in rates) == timed:  # the quantity's residuals are of a time; this column is its inverse
-                lo, hi = iv.bounds(1.0 / p, c, h, f)
-                out[f"{col}_low"], out[f"{col}_high"] = 1.0 / hi, 1.0 / lo
-            else:
-                out[f"{col}_low"], out[f"{col}_high"] = iv.bounds(p, c, h, f)
+    c, h, f, basis = _factors(_keys(out, system, arch, quantity), system, table, level)
+    timed = quantity in ("ttft", "tpot")  # the residuals are of a time: its rates take the interval turned over
+    _bounds_into(out, rates, c, h, f, timed)
+    _bounds_into(out, times, c, h, f, not timed)
     return out.assign(interval_level=level, interval_basis=[f"{level:.0%} from measured residuals: "
                                                             f"{quantity.upper()} {b}" for b in basis])
 

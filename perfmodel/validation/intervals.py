@@ -199,23 +199,23 @@ def regimes(rows: pd.DataFrame) -> dict[tuple, tuple[float, float, int, int]]:
 
 
 def scores(rows: pd.DataFrame) -> pd.DataFrame:
-    """Every point's leave-one-model-out score (module doc): quantity, model, score."""
+    """Every point's leave-one-model-out score (module doc): quantity, model, score, and the half-width h of the
+    regime it was scored against (each model's regimes built once, without it)."""
     parts = []
     for m in sorted(rows["model"].unique()):
         t = iv.IntervalTable(regimes(rows[rows["model"].ne(m)]))
-        mine = rows[rows["model"].eq(m)]
-        for key, g in mine.groupby(list(iv.KEYS), sort=False):
+        for key, g in rows[rows["model"].eq(m)].groupby(list(iv.KEYS), sort=False):
             _, hit = t.regime(key)
             if hit is not None:
                 c, h = hit[0], hit[1]
-                parts.append(pd.DataFrame({"quantity": key[0], "model": m,
+                parts.append(pd.DataFrame({"quantity": key[0], "model": m, "half": h,
                                            "score": np.abs(g["residual"].to_numpy() - c) / h}))
     return pd.concat(parts, ignore_index=True)
 
 
 def document(rows: pd.DataFrame, meta: list[dict]) -> dict:
     """The intervals file's content (catalog/interval_files.py reads it)."""
-    s = scores(rows).round({"score": 5})
+    s = scores(rows).round({"score": 5})  # (half stays out of the file: the regimes give it)
     return {"schema_version": 1, "built_by": COMMAND, "commit": _commit(), "min_rows": iv.MIN_ROWS,
             "keys": list(iv.KEYS), "sources": meta,
             "regimes": [{"key": list(k), "centre": round(c, 5), "half": round(h, 5), "rows": n, "models": m}
@@ -227,30 +227,23 @@ def document(rows: pd.DataFrame, meta: list[dict]) -> dict:
 def coverage(rows: pd.DataFrame, levels=(0.8, 0.9)) -> pd.DataFrame:
     """Leave one model out (module doc): per quantity and level, points, coverage (every model weighing once: the
     model is the exchangeable unit; and by points, where the models with most rows weigh most) and the median
-    width high / low."""
+    width high / low, exp(2 lambda h). A point lies inside its interval where its score <= lambda, lambda from
+    the other models' scores."""
     s = scores(rows)
     out = []
     for level in levels:
-        for q in sorted(s["quantity"].unique()):
+        for q, sq in s.groupby("quantity", sort=True):
             hits, weights, widths = [], [], []
-            for m in sorted(rows["model"].unique()):
-                mine = s[s["quantity"].eq(q) & s["model"].eq(m)]
-                if not len(mine):
-                    continue
-                others = s[s["quantity"].eq(q) & s["model"].ne(m)]
+            for m, mine in sq.groupby("model", sort=True):
+                others = sq[sq["model"].ne(m)]
                 lam = iv.Scores(others["score"].to_numpy(float), others["model"].to_numpy(object)).factor(level)
-                hits += list(mine["score"].to_numpy() <= lam)
-                weights += [1.0 / len(mine)] * len(mine)
-                t = iv.IntervalTable(regimes(rows[rows["model"].ne(m)]))
-                for key, g in rows[rows["model"].eq(m) & rows["quantity"].eq(q)].groupby(list(iv.KEYS), sort=False):
-                    hit = t.regime(key)[1]
-                    if hit is not None:
-                        widths += [float(np.exp(2 * lam * hit[1]))] * len(g)
-            h, w = np.asarray(hits, dtype=float), np.asarray(weights)
-            out.append({"quantity": q, "level": level, "points": len(h), "models": int(s.loc[s["quantity"].eq(q),
-                                                                                               "model"].nunique()),
+                hits.append(mine["score"].to_numpy() <= lam)
+                weights.append(np.full(len(mine), 1.0 / len(mine)))
+                widths.append(np.exp(2 * lam * mine["half"].to_numpy()))
+            h, w = np.concatenate(hits).astype(float), np.concatenate(weights)
+            out.append({"quantity": q, "level": level, "points": len(h), "models": int(sq["model"].nunique()),
                         "coverage": float((h * w).sum() / w.sum()), "coverage_by_points": float(h.mean()),
-                        "median_width_high_over_low": float(np.median(widths))})
+                        "median_width_high_over_low": float(np.median(np.concatenate(widths)))})
     return pd.DataFrame(out)
 
 
