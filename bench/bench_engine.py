@@ -26,6 +26,7 @@ import time
 
 from targets import Targets  # bench/ is on the path of a bench script
 
+from perfmodel import catalog
 from perfmodel.sweep.engine import SweepSpec
 from perfmodel.sweep.run import run_sweep
 
@@ -89,9 +90,14 @@ def timed_sweep(spec: SweepSpec, **kw) -> tuple[float, int, float]:
     return t, sink.n, max(peak)
 
 
+def _spec(workload: str, phase: str, **kw) -> SweepSpec:
+    """A sweep of SYSTEM and a catalogue workload (records resolved here, at the edge)."""
+    return SweepSpec(catalog.load_system(SYSTEM), catalog.load_workload(workload), phase, **kw)
+
+
 def warm(workload: str, phase: str) -> None:
     fixed = {"context": 8} if phase == "decode" else {}
-    run_sweep(SweepSpec(SYSTEM, workload, phase, grid={"batch": [1, 2]}, fixed=fixed), progress=False)
+    run_sweep(_spec(workload, phase, grid={"batch": [1, 2]}, fixed=fixed), progress=False)
 
 
 def main() -> None:
@@ -106,7 +112,7 @@ def main() -> None:
     print(f"{SYSTEM}, {os.cpu_count()} CPUs (load average {load:.1f} at the start), chunk {args.chunk:,}; "
           f"configurations per second (rows counted, nothing kept)")
     for label, wl, phase, grid, fixed in ([] if args.skip_cases else CASES):
-        spec = SweepSpec(SYSTEM, wl, phase, grid=grid, fixed=fixed)
+        spec = _spec(wl, phase, grid=grid, fixed=fixed)
         warm(wl, phase)
         t1, n, _ = timed_sweep(spec, chunk_size=args.chunk, workers=1)
         t2, _, _ = timed_sweep(spec, chunk_size=args.chunk, workers=2)
@@ -121,7 +127,7 @@ def main() -> None:
 
     # chunked sweep of --big configurations: decode, llama-3-8b, batch x context
     side = int(round(args.big ** 0.5))
-    spec = SweepSpec(SYSTEM, "llama-3-8b", "decode", grid={"batch": f"1:{side}", "context": f"1:{args.big // side}"})
+    spec = _spec("llama-3-8b", "decode", grid={"batch": f"1:{side}", "context": f"1:{args.big // side}"})
     size = spec.size
     warm("llama-3-8b", "decode")
     before = rss_mb()
@@ -141,7 +147,7 @@ def main() -> None:
 
     def square(n):
         side = int(round(n ** 0.5))
-        return SweepSpec(SYSTEM, "llama-3-8b", "decode", grid={"batch": f"1:{side}", "context": f"1:{n // side}"})
+        return _spec("llama-3-8b", "decode", grid={"batch": f"1:{side}", "context": f"1:{n // side}"})
 
     rows_spec, reduce_spec = square(args.dask // 4), square(args.dask)
     local = {(k, w): timed_sweep(sp, chunk_size=args.chunk, workers=w, reduce=red)[0]
@@ -150,7 +156,7 @@ def main() -> None:
     with local_cluster(2) as cluster, Client(cluster) as client:
         t_start = time.perf_counter() - t0
         t0 = time.perf_counter()
-        run_sweep(SweepSpec(SYSTEM, "llama-3-8b", "decode", grid={"batch": "1:4"}, fixed={"context": 8}),
+        run_sweep(_spec("llama-3-8b", "decode", grid={"batch": "1:4"}, fixed={"context": 8}),
                   progress=False, client=client, chunk_size=1)  # each worker imports and compiles once
         t_warm = time.perf_counter() - t0
         dask = {"rows": timed_sweep(rows_spec, chunk_size=args.chunk, client=client)[0],

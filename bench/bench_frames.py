@@ -33,6 +33,7 @@ import numpy as np
 from targets import Targets  # bench/ is on the path of a bench script
 
 from perfmodel.sweep.assemble import fresh_column
+from perfmodel import catalog
 from perfmodel.sweep.engine import SweepSpec
 from perfmodel.sweep.run import default_workers, run_sweep
 
@@ -46,7 +47,7 @@ def machine_load() -> str:
 
 def spec(n: int) -> SweepSpec:
     side = 1024
-    return SweepSpec(SYSTEM, WORKLOAD, "decode", grid={"batch": f"1:{side}", "context": f"1:{max(n // side, 1)}"})
+    return SweepSpec(catalog.load_system(SYSTEM), catalog.load_workload(WORKLOAD), "decode", grid={"batch": f"1:{side}", "context": f"1:{max(n // side, 1)}"})
 
 
 def peak_rss_bytes() -> int:

@@ -148,19 +148,13 @@ def test_the_checks_catch_a_back_import_and_a_circle(tmp_path):
 
 
 # Below the edge a computation takes its inputs as arguments: a System carries its chip's Calibration (resolved by
-# catalog.load_system), so no computing layer looks one up; comm and model import nothing from the catalogue.
+# catalog.load_system), a sweep's spec carries its resolved records (to Dask workers too), so no computing layer
+# looks a calibration up or imports the catalogue.
 COMPUTING = ("comm", "model", "training", "serving", "simulation", "sweep")
-CATALOGUE_FREE = ("comm", "model")
-# computing modules that still resolve a name in the catalogue: the sweep, whose Dask workers each load the systems
-# and workloads a SweepSpec names (issue 48's remaining work: ship the resolved inputs instead); the list only
-# shrinks, a new importer fails
-STILL_RESOLVING = {"sweep/engine.py", "sweep/fields.py", "sweep/run.py"}
 
 
 def look_ups_below_the_edge(modules, root: Path = PKG) -> list[str]:
-    """Computing-layer modules that look up a calibration (calibration_for) or, in the catalogue-free layers,
-    import the catalogue at all. (The sweep carries the applied calibrated sets to its Dask workers, the edge of a
-    worker process, without looking a calibration up.)"""
+    """Computing-layer modules that look up a calibration (calibration_for) or import the catalogue at all."""
     bad = []
     for path in modules:
         rel = path.relative_to(root).as_posix()
@@ -171,27 +165,14 @@ def look_ups_below_the_edge(modules, root: Path = PKG) -> list[str]:
                 {n.attr for n in ast.walk(_tree(path)) if isinstance(n, ast.Attribute)}
         if "calibration_for" in names:
             bad.append(f"{rel} looks up a calibration (take cal= or system.calibration)")
-        if rel.split("/")[0] in CATALOGUE_FREE and any(d.startswith("perfmodel.catalog") for d in deps):
+        if any(d.startswith("perfmodel.catalog") for d in deps):
             bad.append(f"{rel} imports the catalogue")
     return bad
-
-
-def catalogue_importers(modules, root: Path = PKG) -> set[str]:
-    return {path.relative_to(root).as_posix() for path in modules
-            if path.relative_to(root).parts[0] in COMPUTING
-            and any(d.startswith("perfmodel.catalog") for d in imports_of(path, root))}
 
 
 def test_no_look_ups_below_the_edge():
     bad = look_ups_below_the_edge(MODULES)
     assert not bad, "\n".join(bad)
-
-
-def test_catalogue_importers_below_the_edge_only_shrink():
-    now = catalogue_importers(MODULES)
-    assert now <= STILL_RESOLVING, f"new catalogue imports below the edge: {sorted(now - STILL_RESOLVING)}"
-    assert now == STILL_RESOLVING, f"no longer importing the catalogue (drop from STILL_RESOLVING): " \
-                                   f"{sorted(STILL_RESOLVING - now)}"
 
 
 def test_the_look_up_check_catches_a_calibration_for_and_a_catalogue_import(tmp_path):
@@ -207,7 +188,7 @@ def test_the_look_up_check_catches_a_calibration_for_and_a_catalogue_import(tmp_
     mods = [root / "catalog" / "calibration.py", root / "serving" / "steps.py", root / "model" / "plan.py"]
     assert look_ups_below_the_edge(mods, root) == [
         "serving/steps.py looks up a calibration (take cal= or system.calibration)",
-        "model/plan.py imports the catalogue"]
+        "serving/steps.py imports the catalogue", "model/plan.py imports the catalogue"]
 
 
 @pytest.mark.parametrize("path", MODULES, ids=_rel)

@@ -10,6 +10,7 @@ import openpyxl
 import pandas as pd
 import pytest
 
+from perfmodel import catalog
 from perfmodel.catalog.files import catalog_root
 from perfmodel.cli.parser import main
 from perfmodel.core import safe_write
@@ -19,7 +20,7 @@ from perfmodel.sweep import run as sweep_run
 
 REPO = Path(__file__).resolve().parents[1]
 SYSTEM, MODEL = "trn2-ultraserver", "llama-3-8b"
-SPEC = SweepSpec(SYSTEM, MODEL, "decode", grid={"batch": [1, 2, 4, 8], "context": [1024, 2048, 4096]})  # 12 rows
+SPEC = SweepSpec(catalog.load_system(SYSTEM), catalog.load_workload(MODEL), "decode", grid={"batch": [1, 2, 4, 8], "context": [1024, 2048, 4096]})  # 12 rows
 EVIL = '=HYPERLINK("http://evil.example","click")'
 SWEEP_ARGS = ["sweep", "--hardware", SYSTEM, "--workload", MODEL, "--grid", "batch=1,2,4,8", "--grid",
               "context=1024,2048,4096", "--chunk", "4", "--no-progress"]

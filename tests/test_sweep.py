@@ -1,20 +1,24 @@
 """Sweep engine: product size and order, chunked = one-shot, sinks, errors, Dask, physics."""
 
+import dataclasses
 import itertools
+import pickle
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from perfmodel import catalog, training
-from perfmodel.catalog import calibration, workload_files
+from perfmodel.catalog import calibration
 from perfmodel.core.scenario import Phase
 from perfmodel.model import bindings as bd
 from perfmodel.model import evaluate
 from perfmodel.sweep import SweepSpec, geometric, iter_chunks, linear, parse_values, run_sweep
 from perfmodel.sweep.engine import evaluate_chunk
 
-SYSTEM, MODEL = "trn2-ultraserver", "llama-3-8b"
+SYSTEM_NAME, MODEL_NAME = "trn2-ultraserver", "llama-3-8b"
+SYSTEM, MODEL = catalog.load_system(SYSTEM_NAME), catalog.load_workload(MODEL_NAME)
+MISTRAL = catalog.load_workload("mistral-7b")
 
 
 def _float_columns(df):
@@ -32,12 +36,12 @@ def test_value_syntax():
 
 
 def test_product_size_and_order():
-    spec = SweepSpec(SYSTEM, (MODEL, "mistral-7b"), "decode",
+    spec = SweepSpec(SYSTEM, (MODEL, MISTRAL), "decode",
                      grid={"batch": [1, 2, 3], "context": [100, 200], "compute": ["bf16", "fp8"]})
     plan = spec.plan()
     assert spec.size == 2 * 3 * 2 * 2 and plan.group_size == 12
     df = run_sweep(spec, chunk_size=5, progress=False)
-    want = list(itertools.product([MODEL, "mistral-7b"], [1, 2, 3], [100, 200], ["bf16", "fp8"]))
+    want = list(itertools.product([MODEL_NAME, "mistral-7b"], [1, 2, 3], [100, 200], ["bf16", "fp8"]))
     got = list(zip(df["workload"].astype(str), df["batch"], df["context"], df["compute_dtype"].astype(str)))
     assert got == want  # group fields slowest, then the grid in order, the last fastest
     assert [len(c) for c in iter_chunks(spec, 5)] == [5, 5, 2] * 2  # a chunk never spans two groups
@@ -53,7 +57,7 @@ def test_chunks_equal_one_shot_evaluate_sweep(phase):
     b, n, t, w = (np.asarray(x) for x in zip(*itertools.product(batch, lengths, tp, ["bf16", "fp8"])))
     kn = bd.Knobs(phase=Phase(phase), batch=b.astype(float), tp=t.astype(float),
                   weights=np.asarray(w, dtype=object), **{length: n.astype(float)})
-    ref = evaluate.evaluate_sweep(catalog.load_system(SYSTEM), workload_files.load_workload(MODEL), kn)
+    ref = evaluate.evaluate_sweep(SYSTEM, MODEL, kn)
     assert len(df) == len(ref) == 72
     for c in _float_columns(ref):  # the same numbers, bit for bit
         assert np.array_equal(df[c].to_numpy(), ref[c].to_numpy()), c
@@ -66,7 +70,7 @@ def test_training_chunks_equal_step_arrays_with_communication():
     df = run_sweep(spec, chunk_size=13, progress=False)
     t, p, d, z = (np.asarray(x, dtype=float) for x in zip(*itertools.product(*grid.values())))
     kn = bd.Knobs(phase=Phase.TRAIN, seq_len=4096, microbatches=8, tp=t, pp=p, dp=d, zero=z)
-    ref = training.step_arrays(catalog.load_system(SYSTEM), workload_files.load_workload(MODEL), kn)
+    ref = training.step_arrays(SYSTEM, MODEL, kn)
     assert len(df) == 54 and (df["comm_total_s"] > 0).any()
     for k, v in ref.items():
         if not k.startswith("_") and np.asarray(v).dtype.kind == "f":
@@ -104,7 +108,7 @@ def test_parquet_and_csv_sinks_round_trip(tmp_path):
     ({"zero": [4]}, {"context": 10}, "sweep field zero"),
     ({"batch": [1]}, {}, "sweep field context: decode needs a KV cache"),
     ({"batch": [1]}, {"context": [1, 2]}, "sweep field context: a fixed field takes one value"),
-    ({"workload": ["no-such-model"]}, {"context": 10}, "sweep field workload: unknown workload"),
+    ({"workload": ["llama-3-8b"]}, {"context": 10}, "sweep field workload: give ModelArch records"),
     ({"recompute": ["some"]}, {"context": 10}, "sweep field recompute: choose from"),
 ])
 def test_bad_fields_and_values_name_the_field(grid, fixed, match):
@@ -114,7 +118,7 @@ def test_bad_fields_and_values_name_the_field(grid, fixed, match):
 
 def test_dask_local_cluster_gives_the_same_rows(tmp_path):
     distributed = pytest.importorskip("dask.distributed")
-    spec = SweepSpec(SYSTEM, (MODEL, "mistral-7b"), "decode",
+    spec = SweepSpec(SYSTEM, (MODEL, MISTRAL), "decode",
                      grid={"batch": [1, 2, 4, 8], "context": "1024:16384:x2", "tp": [1, 2]})
     local = run_sweep(spec, chunk_size=9, progress=False)
 
@@ -127,10 +131,13 @@ def test_dask_local_cluster_gives_the_same_rows(tmp_path):
         parts = run_sweep(spec, tmp_path / "parts", chunk_size=9, progress=False, client=client)
         reduced = run_sweep(spec, chunk_size=9, progress=False, client=client, reduce=best)
         slow = calibration.CalibratedSet("neuron", {"hbm_efficiency": 0.5}, "test", "test")
-        with calibration.applied(slow):  # a calibrated set travels with the chunks
-            cal_remote = run_sweep(spec, chunk_size=9, progress=False, client=client)
-            cal_local = run_sweep(spec, chunk_size=9, progress=False)
+        with calibration.applied(slow):  # resolved at the edge: the system carries the set to the workers
+            slow_spec = dataclasses.replace(spec, system=catalog.load_system(SYSTEM_NAME))
+        cal_remote = run_sweep(slow_spec, chunk_size=9, progress=False, client=client)
+        cal_local = run_sweep(slow_spec, chunk_size=9, progress=False)
     pd.testing.assert_frame_equal(cal_remote, cal_local)
+    shipped = pickle.loads(pickle.dumps(slow_spec))  # what a worker process receives: the resolved records
+    assert shipped.system.calibration["hbm_efficiency"] == 0.5 and shipped == slow_spec
     assert (cal_local["step_time_s"] > local["step_time_s"]).all()
     pd.testing.assert_frame_equal(remote, local)
     assert (parts.rows, parts.chunks) == (80, 10)  # a Parquet dataset written by the workers
@@ -174,8 +181,9 @@ def test_threads_give_the_rows_of_one_thread(monkeypatch):
     pd.testing.assert_frame_equal(run_sweep(spec, chunk_size=7, progress=False), one)
     slow = calibration.CalibratedSet("neuron", {"hbm_efficiency": 0.5}, "test", "test")
     with calibration.applied(slow):
-        pd.testing.assert_frame_equal(run_sweep(spec, chunk_size=7, progress=False),
-                                      run_sweep(spec, chunk_size=7, progress=False, workers=1))
+        spec = dataclasses.replace(spec, system=catalog.load_system(SYSTEM_NAME))
+    pd.testing.assert_frame_equal(run_sweep(spec, chunk_size=7, progress=False),
+                                  run_sweep(spec, chunk_size=7, progress=False, workers=1))
 
 
 def test_decode_step_time_rises_with_context_and_prefill_with_length():
@@ -204,10 +212,10 @@ def test_cli_sweep_writes_a_file_and_errors_in_one_line(tmp_path, capsys):
     from perfmodel.cli.parser import main
 
     out = tmp_path / "r.csv"
-    assert main(["sweep", "--hardware", SYSTEM, "--workload", MODEL, "--phase", "prefill", "--grid", "batch=1,2",
+    assert main(["sweep", "--hardware", SYSTEM_NAME, "--workload", MODEL_NAME, "--phase", "prefill", "--grid", "batch=1,2",
                  "--grid", "seq_len=128:1024:x2", "--out", str(out), "--no-progress"]) == 0
     assert len(pd.read_csv(out)) == 8 and "wrote 8 configurations" in capsys.readouterr().out
-    assert main(["sweep", "--hardware", SYSTEM, "--workload", MODEL, "--grid", "batch=1", "--grid", "tpp=2",
+    assert main(["sweep", "--hardware", SYSTEM_NAME, "--workload", MODEL_NAME, "--grid", "batch=1", "--grid", "tpp=2",
                  "--fixed", "context=8", "--no-progress"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "sweep field tpp: unknown field" in err[0]

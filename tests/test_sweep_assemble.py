@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from perfmodel import catalog
 from perfmodel.sweep.assemble import ColumnsFrame, TextCodes, fresh_column, text_array
 from perfmodel.sweep.engine import SweepSpec, iter_chunks
 from perfmodel.sweep.run import run_sweep
@@ -34,7 +35,7 @@ def test_chunks_with_new_labels_give_the_concatenated_rows():
 
 
 def test_a_returned_sweep_frame_is_its_chunks_in_order():
-    spec = SweepSpec("trn2-ultraserver", "llama-3-8b", "decode", grid={"batch": "1:40", "tp": [1, 2, 4]},
+    spec = SweepSpec(catalog.load_system("trn2-ultraserver"), catalog.load_workload("llama-3-8b"), "decode", grid={"batch": "1:40", "tp": [1, 2, 4]},
                      fixed={"context": 512})
     got = run_sweep(spec, chunk_size=17, progress=False)
     want = pd.concat(list(iter_chunks(spec, chunk_size=17)), ignore_index=True)
@@ -59,7 +60,7 @@ def test_text_codes_become_the_text_column_a_dataframe_makes_of_the_strings():
 
 def test_a_sweep_with_reasons_that_differ_by_chunk_returns_the_chunks_rows():
     """Chunks with no invalid row, one reason or two (context past the positions, tp not dividing the heads)."""
-    spec = SweepSpec("dgx-h100", "llama-3-8b", "decode", grid={"context": [1024, 8192, 9000], "tp": [1, 3]},
+    spec = SweepSpec(catalog.load_system("dgx-h100"), catalog.load_workload("llama-3-8b"), "decode", grid={"context": [1024, 8192, 9000], "tp": [1, 3]},
                      fixed={"batch": 8})
     got = run_sweep(spec, chunk_size=2, progress=False)
     want = pd.concat(list(iter_chunks(spec, chunk_size=2)), ignore_index=True)

@@ -398,16 +398,16 @@ def test_the_training_options_sweep_and_are_refused_where_they_do_not_apply():
     from perfmodel.sweep.run import run_sweep
 
     fixed = {"recompute": "full", "zero": 1, "dp": 8, "batch": 1, "seq_len": 4096, "microbatches": 8}
-    df = run_sweep(SweepSpec("dgx-h100", "llama-3.1-8b", "train", fixed=fixed,
+    df = run_sweep(SweepSpec(H100, LLAMA, "train", fixed=fixed,
                              grid={"recompute_layers": [0, 8], "lora_rank": [0, 16]}), progress=False)
     for r in df.itertuples():
         sc = scen(zero=1, m=8).replace(recompute=Recompute.FULL, recompute_layers=int(r.recompute_layers),
                                        lora_rank=int(r.lora_rank))
         assert r.step_time_s == pytest.approx(training.step.train(H100, LLAMA, sc)["step_time_s"], rel=1e-9)
-    bad = run_sweep(SweepSpec("dgx-h100", "llama-3.1-8b", "train", fixed={"recompute": "none"},
+    bad = run_sweep(SweepSpec(H100, LLAMA, "train", fixed={"recompute": "none"},
                               grid={"recompute_layers": [0, 4]}), progress=False)
     assert list(bad["valid"]) == [True, False] and "recompute_layers" in bad["invalid_reason"].iloc[1]
-    dec = run_sweep(SweepSpec("dgx-h100", "llama-3.1-8b", "decode", fixed={"context": 1024},
+    dec = run_sweep(SweepSpec(H100, LLAMA, "decode", fixed={"context": 1024},
                               grid={"lora_rank": [0, 8]}), progress=False)
     assert list(dec["valid"]) == [True, False] and "training only" in dec["invalid_reason"].iloc[1]
 

@@ -94,9 +94,12 @@ def cmd_sweep(args) -> int:
     from perfmodel.sweep.engine import DEFAULT_CHUNK, SweepSpec
     from perfmodel.sweep.run import run_sweep
 
-    spec = SweepSpec(system=tuple(args.hardware), workload=tuple(args.workload), phase=args.phase,
-                     grid=_pairs(args.grid, "--grid"), fixed=_pairs(args.fixed, "--fixed"), variant=args.variant,
-                     fits_only=args.fits_only)
+    from perfmodel import catalog
+
+    systems = tuple(catalog.load_system(h, variant=args.variant) for h in args.hardware)
+    workloads = tuple(catalog.load_workload(w) for w in args.workload)
+    spec = SweepSpec(system=systems, workload=workloads, phase=args.phase, grid=_pairs(args.grid, "--grid"),
+                     fixed=_pairs(args.fixed, "--fixed"), fits_only=args.fits_only)
     plan = spec.plan()  # checks every field before anything starts
     why = _catalogue_refusal(args.out) if args.out else None
     if why:

@@ -15,6 +15,7 @@ Does not: read files (catalog/calibration.py) or fit anything (validation/calibr
 
 from __future__ import annotations
 
+import copyreg
 import dataclasses
 import functools
 from dataclasses import dataclass, field
@@ -23,6 +24,16 @@ from typing import Literal, Mapping
 
 from perfmodel.core import param_ranges, units
 from perfmodel.core.errors import CatalogError, did_you_mean
+
+
+def read_only(mapping: Mapping) -> MappingProxyType:
+    """A read-only view of a copy of `mapping` (what records hold their tables in)."""
+    return MappingProxyType(dict(mapping))
+
+
+# A record's read-only tables pickle as a copy wrapped again on load: a sweep ships the resolved Systems (their
+# calibration, provenance) to Dask worker processes instead of each worker resolving names again.
+copyreg.pickle(MappingProxyType, lambda m: (read_only, (dict(m),)))
 
 
 # 'calibrated': fitted to measurements by `perfmodel calibrate` (only from a calibrated-set file, never

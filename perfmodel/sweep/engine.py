@@ -1,6 +1,7 @@
 """Sweep engine: any scenario field over lists or ranges, a Cartesian product evaluated in chunks.
 
-    spec = SweepSpec("trn2-ultraserver", "llama-3-70b", "decode", fixed={"tp": 8},
+    spec = SweepSpec(catalog.load_system("trn2-ultraserver"), catalog.load_workload("llama-3-70b"), "decode",
+                     fixed={"tp": 8},
                      grid={"batch": [1, 2, 4, 8], "context": geometric(1024, 32768, 2)})
     spec.size                                   # 4 x 6 = 24 configurations
     for df in iter_chunks(spec, chunk_size=65536): ...   # one DataFrame per chunk
@@ -35,11 +36,12 @@ from functools import lru_cache, reduce
 import numpy as np
 import pandas as pd
 
-from perfmodel import catalog, training
-from perfmodel.catalog import calibration, workload_refs
+from perfmodel import training
 from perfmodel.comm import collectives
 from perfmodel.core.dtypes import DType
+from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Phase, Recompute
+from perfmodel.core.workload import ModelArch
 from perfmodel.model import bindings as bd
 from perfmodel.model import evaluate, feasibility
 from perfmodel.model.roofline import Overlap
@@ -55,16 +57,16 @@ TEXT_OUTPUTS = {"dp_algorithm": ("none",) + collectives.ALGORITHMS, "dp_crosses"
 
 @dataclass(frozen=True)
 class SweepSpec:
-    """A system (or several), a workload (or several), a phase, swept fields `grid` (field -> values:
+    """A system (or several), a workload (or several): records resolved at the edge (catalog.load_system,
+    catalog.load_workload; a Dask worker receives them with the spec), a phase, swept fields `grid` (field -> values:
     a list, an array, linear() / geometric(), or a string parse_values reads) and `fixed` fields
     (field -> one value). Every configuration of the product is evaluated (see the module doc)."""
 
-    system: str | tuple = "trn2-ultraserver"
-    workload: str | tuple = "llama-3-70b"
+    system: System | tuple[System, ...]
+    workload: ModelArch | tuple[ModelArch, ...]
     phase: str = "decode"
     grid: Mapping = field(default_factory=dict)
     fixed: Mapping = field(default_factory=dict)
-    variant: str = "nominal"
     fits_only: bool = False  # keep only rows that are valid, fit memory and are finite (else: all, marked)
 
     def plan(self) -> Plan:
@@ -140,16 +142,6 @@ class Plan:
         return {a.name: a.array[i] for a, i in zip(self.groups, idx)}
 
 
-def _context(system: str, workload: str, variant: str):
-    return _loaded(system, workload, variant, calibration.active_key())
-
-
-@lru_cache(maxsize=64)
-def _loaded(system: str, workload: str, variant: str, _active_calibration: tuple):
-    s = catalog.load_system(system, variant=variant)
-    return s, workload_refs.load(workload), s.calibration
-
-
 def _categorical(codes: np.ndarray, labels, dtype=None) -> pd.Categorical:
     """codes (in range: the sweep's own indices) over labels; the categories' dtype built once per label set
     (building an Index of the labels was most of a chunk's seven label columns)."""
@@ -174,7 +166,8 @@ def chunk_columns(plan: Plan, g: int, start: int, stop: int) -> dict:
     frame copies into its columns."""
     n = stop - start
     gv = plan.group_values(g)
-    system, arch, cal = _context(gv["system"], gv["workload"], plan.spec.variant)
+    system, arch = gv["system"], gv["workload"]
+    cal = system.calibration
     idx = np.unravel_index(np.arange(start, stop), plan.inner_shape) if plan.inner else ()
     knobs = dict(plan.fixed)
     cols: dict[str, object] = {}
@@ -236,6 +229,8 @@ def chunk_columns(plan: Plan, g: int, start: int, stop: int) -> dict:
 
 
 def _label(v):
+    if isinstance(v, (System, ModelArch)):
+        return v.name
     return v.value if hasattr(v, "value") else (bool(v) if isinstance(v, (bool, np.bool_)) else v)
 
 

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfmodel import catalog, training
-from perfmodel.catalog import workload_files
+from perfmodel import training
 from perfmodel.core import limits
 from perfmodel.core.dtypes import DType
+from perfmodel.core.hardware import System
 from perfmodel.core.scenario import Optimizer, Phase, Recompute
+from perfmodel.core.workload import ModelArch
 from perfmodel.model.roofline import Overlap
 
 # vectorised numeric fields -> smallest value (None: any number >= 1, not only whole ones)
@@ -176,10 +177,15 @@ def make_axis(name: str, values, phase: Phase) -> Axis:
         if bad:
             raise _fail(name, f"choose from {', '.join(training.SCHEDULES)}, got {bad[:5]}")
         return Axis(name, tuple(vals), np.asarray(vals, dtype=object))
-    if name in ("system", "workload"):
-        known = catalog.list_systems() if name == "system" else workload_files.list_workloads()
-        bad = [v for v in vals if str(v) not in known]
-        if bad:
-            raise _fail(name, f"unknown {name} {bad[0]!r} (known: {', '.join(known)})")
-        return Axis(name, tuple(str(v) for v in vals), np.asarray([str(v) for v in vals], dtype=object))
+    if name in ("system", "workload"):  # records resolved at the edge (catalog.load_system / load_workload)
+        kind = System if name == "system" else ModelArch
+        if not all(isinstance(v, kind) for v in vals):
+            loader = "catalog.load_system(name)" if name == "system" else "catalog.load_workload(name)"
+            raise _fail(name, f"give {kind.__name__} records ({loader}), got {vals[:5]}: a sweep resolves no "
+                              "names itself")
+        names = [v.name for v in vals]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise _fail(name, f"{twice[0]!r} given twice (a sweep labels its rows by name)")
+        return Axis(name, tuple(names), np.asarray(vals, dtype=object))
     raise _fail(name, f"unknown field (choose from {', '.join(list(NUMERIC) + list(DTYPES) + list(BOOLS) + list(GROUPS))})")

@@ -11,7 +11,8 @@
     run_sweep(spec, reduce=fn)                   -> fn(df) applied to each chunk where it is evaluated (keep the
                                                     rows or columns that matter before they travel or are kept)
     run_sweep(spec, client=dask.distributed.Client(address))   the same rows; chunks evaluated on the
-                                                    cluster's workers (each needs perfmodel and the catalogue)
+                                                    cluster's workers (each needs perfmodel; the catalogue
+                                                    travels as the spec's resolved records)
 
 Chunks (sweep.Plan.tasks) are evaluated `window` at a time ahead of the sink and handed to it in
 order, so memory is bounded by window x chunk rows whatever the sweep's size; a returned DataFrame
@@ -33,9 +34,9 @@ footer, readable), says so in one line on stderr and leaves `out` as it was; wit
 it removes the partial file. The next run to `out` reuses (empties) a stale partial file. CSV
 text cells a spreadsheet would run as formulas are escaped (a leading ').
 
-Dask workers use the catalogue and calibration files they see ($PERFMODEL_CATALOG); calibrated
-sets applied in the client process (calibration.applied, `perfmodel --calibration`) travel with
-each chunk and are applied on the worker, so both engines give the same rows.
+Dask workers read no files: the spec is scattered to them once with its System and ModelArch records, each
+system carrying the calibration resolved in the client (calibrated sets and overrides included), so both
+engines give the same rows.
 Worker processes should keep freed memory (WORKER_ENV; local_cluster() sets it): under Dask's
 default MALLOC_TRIM_THRESHOLD_=65536 glibc hands every freed chunk-sized array back to the kernel,
 and each numpy temporary page-faults afresh (about 3x slower sweeps on the 2-core development machine).
@@ -193,27 +194,16 @@ def _chunk(plan: Plan, reduce, part: Path | None, i: int, g: int, start: int, st
     return len(df)
 
 
-def _calibration_state() -> tuple:
-    """The client's applied calibrated sets as plain (picklable) records."""
-    from perfmodel.catalog import calibration
-
-    return tuple((s.family, dict(s.values), s.origin, s.reason, s.source) for s in calibration.active().values())
-
-
-def _chunk_task(spec: SweepSpec, cal_state: tuple, reduce, part, i: int, g: int, start: int, stop: int):
-    """One chunk on a Dask worker (the checked plan is kept per worker process), under the client's
-    calibrated sets."""
-    from perfmodel.catalog import calibration
-
+def _chunk_task(spec: SweepSpec, reduce, part, i: int, g: int, start: int, stop: int):
+    """One chunk on a Dask worker: the spec arrives with its resolved records (systems with their calibration,
+    workloads), so the worker resolves nothing; the checked plan is kept per worker process."""
     key = pickle.dumps(spec)
     plan = _PLANS.get(key)
     if plan is None:
         if len(_PLANS) > 16:
             _PLANS.clear()
         plan = _PLANS[key] = spec.plan()
-    sets = [calibration.CalibratedSet(f, v, o, r, src) for f, v, o, r, src in cal_state]
-    with calibration.applied(*sets):
-        return _chunk(plan, reduce, part, i, g, start, stop)
+    return _chunk(plan, reduce, part, i, g, start, stop)
 
 
 def _ordered(submit, tasks, window: int) -> Iterator[pd.DataFrame]:
@@ -237,8 +227,7 @@ def frames(spec: SweepSpec | Plan, chunk_size: int = DEFAULT_CHUNK, client=None,
         n = max(len(client.scheduler_info().get("workers", {})), 1)
         spec_f = client.scatter(plan.spec, broadcast=True, hash=False)  # a key of its own: never shared with
         # (and released by) another run of the same spec
-        cal = _calibration_state()
-        yield from _ordered(lambda t: client.submit(_chunk_task, spec_f, cal, reduce, part, *t, pure=False), tasks,
+        yield from _ordered(lambda t: client.submit(_chunk_task, spec_f, reduce, part, *t, pure=False), tasks,
                             window or 2 * n)
         return
     workers = default_workers() if workers is None else workers
