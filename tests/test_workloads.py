@@ -27,7 +27,13 @@ CATALOGUE = {
     "mpt-3b", "mpt-7b", "mpt-13b", "mpt-30b", "mpt-70b",
     # the 2026 open-weight models (reference/model_configs/): hybrid linear attention, sparse attention
     "minimax-m2.5", "kimi-k2.5", "qwen3.5-397b-a17b", "glm-5",
+    # models of the public Neuron corpus (reference/neuron_public_dev.csv)
+    "qwen3.5-2b", "qwen3.5-35b-a3b", "llama-4-scout-17b-16e", "llama-4-maverick-17b-128e", "trinity-nano-preview",
+    "trinity-mini",
 }
+# Published totals given to one significant figure only, with the tolerance that rounding allows: Qwen3.5-2B's
+# card says "2B" for a 1.88B text decoder (the vision encoder and MTP layer are not counted here).
+ROUNDED_PUBLISHED = {"qwen3.5-2b": 0.10}
 # Published active parameters per token (model cards / papers), as the brief lists them.
 PUBLISHED_ACTIVE = {"mixtral-8x7b": 12.9e9, "gpt-oss-120b": 5.1e9, "gpt-oss-20b": 3.6e9, "deepseek-v3": 37e9,
                     "qwen3-235b-a22b": 22e9, "minimax-m2.5": 10e9, "kimi-k2.5": 32.6e9, "qwen3.5-397b-a17b": 17e9,
@@ -69,7 +75,7 @@ def test_total_parameters_within_2_percent_of_published():
     for name in sorted(CATALOGUE):
         a = arch(name)
         rows.append((name, parameter_count(a).total, a.published_parameters))
-    bad = [r for r in rows if abs(r[1] / r[2] - 1) > 0.02]
+    bad = [r for r in rows if abs(r[1] / r[2] - 1) > ROUNDED_PUBLISHED.get(r[0], 0.02)]
     assert not bad, "computed total vs published (over 2% off: " + ", ".join(r[0] for r in bad) + ")\n" + _table(rows)
 
 
