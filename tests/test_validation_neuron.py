@@ -17,8 +17,9 @@ from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Phase
 from perfmodel.model import bindings as bd
 from perfmodel.model.evaluate import evaluate_sweep, run
-from perfmodel.validation.sources.inference import (arch_of, context_buckets, decode_bucket, find_bucket, prefill_bucket,
-                                            token_buckets)
+from perfmodel.validation.sources.inference import arch_of
+from perfmodel.validation.sources.neuron_shapes import (context_buckets, decode_bucket, find_bucket, prefill_bucket,
+                                                        token_buckets)
 from perfmodel.validation.sources.serving import bucket_counts
 
 NRN_FAMILIES = ["neuron-latency", "serving-throughput", "neuron-collectives"]

@@ -7,7 +7,9 @@
 A stack profile holds the rules of one Neuron software line that decide how a model runs on Neuron
 hardware (STACK_PARAMS): flash_attention (1: NKI flash attention; 0: scores materialised), the bucket
 rules (context_bucket_ratio: context-encoding buckets as a share of the token buckets;
-decode_spans_compiled_length: 1 when a decode step reads the KV cache over the whole compiled length),
+decode_spans_compiled_length: 1 when a decode step reads the KV cache over the whole compiled length;
+context_spans_compiled_length: 1 when the context graph computes the whole compiled context, not a bucket;
+decode_runs_compiled_batch: 1 when a decode step computes every line of the compiled batch, idle ones padded),
 the runtime's in-node collective algorithms (intranode_direct_max_ranks, intranode_multistep_algorithms),
 the fixed cost of each operator instance in its compiled graphs (op_overhead: instruction issue, semaphore
 waits between engines, DMA descriptor set-up, the engines' ramp after idle) - these three replace the
@@ -38,7 +40,7 @@ from perfmodel.core.errors import did_you_mean
 from perfmodel.core.profiles import Profile, Stack
 
 STACK_PARAMS = ("flash_attention", "context_bucket_ratio", "decode_spans_compiled_length",
-                "intranode_direct_max_ranks", "intranode_multistep_algorithms", "op_overhead", "step_host_latency")
+                "context_spans_compiled_length", "decode_runs_compiled_batch", "intranode_direct_max_ranks", "intranode_multistep_algorithms", "op_overhead", "step_host_latency")
 TRAINING_PARAMS = ("flash_attention", "intranode_direct_max_ranks", "intranode_multistep_algorithms", "op_overhead")
 ROLES = {"serving": STACK_PARAMS, "training": TRAINING_PARAMS}
 SERVING_DEFAULT = "nxd-inference"  # today's Neuron serving stack: what a measurement row naming none ran

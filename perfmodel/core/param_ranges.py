@@ -82,6 +82,8 @@ BY_NAME: dict[str, Range] = {
     # Neuron software-stack profiles (catalog/neuron_stacks.py)
     "flash_attention": SWITCH,
     "decode_spans_compiled_length": SWITCH,
+    "context_spans_compiled_length": SWITCH,
+    "decode_runs_compiled_batch": SWITCH,
     "context_bucket_ratio": Range(1.0 / 64, 1.0, "context buckets as a share of the token buckets: at most all of them"),
     # serving-engine profiles and benchmark protocols (catalog/serving_engines.py)
     "token_budget": Range(1, limits.MAX_SEQ_TOKENS, "tokens one engine step may schedule", whole=True),

@@ -85,7 +85,6 @@ Does not: tune anything to these rows; misses are reported with the error.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import re
 
@@ -93,20 +92,18 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
-from perfmodel.catalog import neuron_stacks, workload_files
+from perfmodel.catalog import model_names, neuron_stacks, workload_files
 from perfmodel.catalog.calibration import calibration_for
 from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Phase
 from perfmodel.model import bindings as bd
 from perfmodel.model.evaluate import evaluate_sweep
-from perfmodel.validation.sources import speculative_rows
+from perfmodel.validation.sources import neuron_words, speculative_rows
+from perfmodel.validation.sources.neuron_shapes import (context_buckets, decode_bucket, decode_graph_batch,
+                                                        n_positions, prefill_bucket)
 
-MODEL_MAP = {"Llama-3-8B": "llama-3-8b", "Llama-2-13b": "llama-2-13b", "CodeLlama-13b-hf": "llama-2-13b",
-             "Mistral-7B-Instruct-v0.2": "mistral-7b", "Llama-2-7b": "llama-2-7b", "Llama-3-70B": "llama-3-70b",
-             "Llama-2-70b": "llama-2-70b", "Llama-3.1-8B-Instruct": "llama-3.1-8b",
-             "Llama-3.3-70B-Instruct": "llama-3.3-70b"}
-METRICS = {"TTFT P50": Phase.PREFILL, "TPOT P50": Phase.DECODE, "median TTFT": Phase.PREFILL,
-           "median TPOT": Phase.DECODE}
+VARIANTS = {"Mistral-7B-Instruct-v0.2": "mistral-7b"}  # another config of a catalogue architecture (arch_of)
+METRICS = neuron_words.PLAIN_METRICS
 SPECULATIVE = r"(?i)EAGLE|speculative|draft"  # speculative-decoding rows: speculative_rows.py
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 TNX_GAPS = {  # the short form of 'Known gaps' above (Transformers NeuronX rows)
@@ -128,13 +125,14 @@ GAPS = {  # shown in reports when a phase misses, per stack
               "draft step measured against 0.2-0.3 ms modelled for one decoder layer (a fixed cost per graph "
               "execution, not the draft's FLOPs or bytes)",
 }
-MIN_TOKEN_BUCKET = 128  # bucket.token_sizes: power_of_two_bucket_sizes(128, n_positions)
 
 
 def selects(rows: pd.DataFrame) -> pd.Series:
-    """The family's rows: a TTFT / TPOT metric, speculative-decoding variants included (listed, not predicted)."""
-    base = rows["metric"].str.replace(r"\s*\(.*\)$", "", regex=True).str.replace(" without prefix caching", "")
-    return base.isin(METRICS) & rows["phase"].isin(["prefill", "decode"])
+    """The family's rows: a TTFT / TPOT metric, speculative-decoding variants included (listed, not predicted);
+    on Neuron hardware also the published tables' words (neuron_words.KINDS: means, ITL, rates, e2e figures)."""
+    plain = pd.Series([neuron_words.plain_metric(m, p) for m, p in zip(rows["metric"], rows["phase"])], rows.index)
+    published = pd.Series([neuron_words.published(m) for _, m in rows.iterrows()], rows.index, dtype=bool)
+    return plain | published
 
 
 def system_name(hardware: str) -> str:
@@ -144,9 +142,9 @@ def system_name(hardware: str) -> str:
 
 
 def workload_name(model: str) -> str:
-    """Workload file for a model name: the stated map, else a file of that (lower-case) name, else ''."""
-    name = MODEL_MAP.get(model, model.strip().lower())
-    return name if name in catalog.list_workloads() else ""
+    """Workload file for a model name (catalog/model_names.py: publisher, purpose and checkpoint words dropped,
+    aliases), else ''."""
+    return VARIANTS.get(model) or model_names.resolve(model)[0]
 
 
 def arch_of(model: str):
@@ -200,50 +198,6 @@ def ranks_per_chip(parallelism: str, system) -> int:
 def tp_chips(parallelism: str, system) -> int:
     """TP32 on a 2-core chip -> 16 chips; TP16 on Trainium2 at LNC=2 (4 logical cores) -> 4; 'TP8' on a GPU -> 8."""
     return max(1, tp_degree(parallelism) // ranks_per_chip(parallelism, system))
-
-
-# ---------------------------------------------------------------- Neuron buckets
-
-
-def token_buckets(n_positions: int) -> list[int]:
-    """bucket.token_sizes(n): powers of two from 128 below n, then n itself."""
-    out, b = [], MIN_TOKEN_BUCKET
-    while b < n_positions:
-        out.append(b)
-        b *= 2
-    return out + [int(n_positions)]
-
-
-def context_buckets(n_positions: int, ratio: float) -> list[int]:
-    """Context-encoding buckets: every token bucket x the stack's context_bucket_ratio (Transformers NeuronX's
-    bucket.context_sizes: half)."""
-    return sorted({max(1, int(b * ratio)) for b in token_buckets(n_positions)})
-
-
-def find_bucket(buckets: list[int], size: int) -> int:
-    """bucket.find: the smallest bucket >= size (the largest when none is)."""
-    return buckets[bisect.bisect_left(buckets, size, hi=len(buckets) - 1)]
-
-
-def n_positions(m) -> int:
-    """The compiled maximum sequence length of a row ('compiled max seq len N' or 'max-model-len N' in its
-    notes), else input + output."""
-    hit = re.search(r"(?:compiled max seq len|max-model-len) (\d+)", str(m.get("notes", "")))
-    return int(hit.group(1)) if hit else int(float(m["input_len"])) + int(float(m["output_len"]))
-
-
-def decode_bucket(m, stack) -> int:
-    """Span the P50 decode step attends over: the bucket holding position input + output/2, or the whole
-    compiled length where the stack's decode graph reads it."""
-    if stack["decode_spans_compiled_length"]:
-        return n_positions(m)
-    i, o = int(float(m["input_len"])), int(float(m["output_len"]))
-    return find_bucket(token_buckets(n_positions(m)), i + o // 2)
-
-
-def prefill_bucket(m, stack) -> int:
-    """Context-encoding length: the prompt padded to the stack's context bucket that holds it."""
-    return find_bucket(context_buckets(n_positions(m), stack["context_bucket_ratio"]), int(float(m["input_len"])))
 
 
 def knobs(system, m, phase: Phase, batch, seq_len, context, weights: str, stack=None) -> bd.Knobs:
@@ -339,7 +293,8 @@ def predict_latency(rows: pd.DataFrame) -> pd.DataFrame:
             span = seq
         else:
             ctx = np.array([decode_bucket(m, stack) for _, m in grp.iterrows()]) if stack else inp + outl // 2
-            kn = knobs(system, first, phase, batch, 1, ctx, weights, stack)
+            lines = np.array([decode_graph_batch(m, stack) for _, m in grp.iterrows()])  # the compiled batch's
+            kn = knobs(system, first, phase, lines, 1, ctx, weights, stack)
             span = ctx
         res = evaluate_sweep(system, arch, kn, calibration(system, stack))
         scale = grp["unit"].map(TIME_UNITS).to_numpy()
@@ -352,7 +307,8 @@ def predict_latency(rows: pd.DataFrame) -> pd.DataFrame:
                             "default)") if stack else "" for _, m in grp.iterrows()],
                        spans_all=bool(stack["decode_spans_compiled_length"]) if stack else False,
                        flash=bool(stack["flash_attention"]) if stack else True,
-                       bound_share_comm=res["comm_time_s"].to_numpy() / step, measured=grp["value"].astype(float))
+                       bound_share_comm=res["comm_time_s"].to_numpy() / step, measured=grp["value"].astype(float),
+                       lines=kn.batch)
         out.append(g)
     df = pd.concat(out, ignore_index=True)
     df["error_frac"] = (df["predicted"] - df["measured"]) / df["measured"]
@@ -365,6 +321,8 @@ def predict_latency(rows: pd.DataFrame) -> pd.DataFrame:
         + " chips, heads " + df["heads"].astype(str) + " (KV " + df["kv_heads"].astype(str) + ") after sharding, "
         + what + df["span"].astype(str) + np.where(df["flash"], ", flash attention", ", no flash attention")
         + "; comm share " + (100 * df["bound_share_comm"]).round(0).astype(int).astype(str) + "%"
+        + np.where(df["lines"].astype(float) > df["batch"].astype(float), "; the graph computes its compiled batch of "
+                   + df["lines"].astype(float).astype(int).astype(str) + " lines", "")
         + np.where(df["stack_name"].str.startswith("transformers-neuronx"),
                    "; known gap (module doc): " + np.where(prefill, TNX_GAPS["prefill"], TNX_GAPS["decode"]), ""),
         "TP " + df["tp_chips"].astype(str) + " chips; comm share "
@@ -378,15 +336,16 @@ def _register() -> None:
 
     @register_validation("neuron-latency", selects=selects, gaps=GAPS)
     def neuron_latency(rows: pd.DataFrame) -> pd.DataFrame:
-        """TTFT / TPOT cases: one vectorised sweep per system x model x phase x weight type."""
-        why = rows.apply(expressible, axis=1)
-        ok = rows[why.eq("")]
+        """TTFT / TPOT cases: one vectorised sweep per system x model x phase x weight type; published rows read
+        as plain ones first (neuron_words.py) and folded back."""
+        plain, ok, listed = neuron_words.split(rows, expressible, unexpressed)
         spec = ok.apply(speculative, axis=1).astype(bool) if len(ok) else pd.Series(dtype=bool)
-        parts = [pd.DataFrame([unexpressed(m, w) for (_, m), w in zip(rows.iterrows(), why) if w])]
+        parts = [listed]
         if len(ok):
             df = pd.concat([d for d in (predict_latency(ok[~spec]) if (~spec).any() else None,
                                         speculative_rows.predict(ok[spec], decode_setup) if spec.any() else None)
                             if d is not None], ignore_index=True)
+            df = neuron_words.fold(df, plain, rows)
             parts.append(pd.DataFrame({
                 "case_id": df["case_id"], "metric": df["metric"], "measured": df["measured"],
                 "predicted": df["predicted"], "unit": df["unit"], "system": df["system"],

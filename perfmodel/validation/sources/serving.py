@@ -37,11 +37,12 @@ from perfmodel import catalog
 from perfmodel.core.scenario import Phase
 from perfmodel.model.evaluate import evaluate_sweep
 from perfmodel.validation.harness import measurements, register_validation, unexpressed
-from perfmodel.validation.sources.inference import (arch_of, calibration, expressible, host_latency, knobs, n_positions,
-                                            prefill_bucket, stack_names, stack_of, system_name, token_buckets,
-                                            weight_type)
+from perfmodel.validation.sources.inference import (arch_of, calibration, expressible, host_latency, knobs, stack_names,
+                                                    stack_of, system_name, weight_type)
+from perfmodel.validation.sources import neuron_words
+from perfmodel.validation.sources.neuron_shapes import n_positions, prefill_bucket, token_buckets
 
-METRIC = "output token throughput (whole instance)"
+METRIC = neuron_words.INSTANCE_THROUGHPUT
 SERVED = "output_throughput"  # vLLM bench serve's output throughput (tokens/s over the run), B streams
 _TTFT, _TPOT = "TTFT P50", "TPOT P50"
 
