@@ -40,7 +40,8 @@ from perfmodel.core.errors import did_you_mean
 from perfmodel.core.profiles import Profile, Stack
 
 STACK_PARAMS = ("flash_attention", "context_bucket_ratio", "decode_spans_compiled_length",
-                "context_spans_compiled_length", "decode_runs_compiled_batch", "intranode_direct_max_ranks", "intranode_multistep_algorithms", "op_overhead", "step_host_latency")
+                "context_spans_compiled_length", "decode_runs_compiled_batch", "intranode_direct_max_ranks",
+                "intranode_multistep_algorithms", "op_overhead", "step_host_latency")
 TRAINING_PARAMS = ("flash_attention", "intranode_direct_max_ranks", "intranode_multistep_algorithms", "op_overhead")
 ROLES = {"serving": STACK_PARAMS, "training": TRAINING_PARAMS}
 SERVING_DEFAULT = "nxd-inference"  # today's Neuron serving stack: what a measurement row naming none ran

@@ -45,6 +45,10 @@ never per row (nothing is fitted to the rows):
   speculative  EAGLE3 rows: TPOT from the row's stated draft length and acceptance (speculative_rows.py).
   Not expressed: prompts whose length the row does not state.
 
+Published tables' words (synchronous loads, emulated lengths, ITL and means, e2e rates, smaller instances) are
+read into these plain rows first (neuron_words.py); the shapes a compiled graph runs at (buckets, and the compiled
+context length and batch a stack pads to) are neuron_shapes.py's.
+
 Rows on other hardware (GPUs) keep the generic mapping: TP over chips, heads as the model
 defines them, flash attention, decode at the mean context input + output/2.
 
@@ -293,7 +297,7 @@ def predict_latency(rows: pd.DataFrame) -> pd.DataFrame:
             span = seq
         else:
             ctx = np.array([decode_bucket(m, stack) for _, m in grp.iterrows()]) if stack else inp + outl // 2
-            lines = np.array([decode_graph_batch(m, stack) for _, m in grp.iterrows()])  # the compiled batch's
+            lines = np.array([decode_graph_batch(m, stack) for _, m in grp.iterrows()])  # what the graph computes
             kn = knobs(system, first, phase, lines, 1, ctx, weights, stack)
             span = ctx
         res = evaluate_sweep(system, arch, kn, calibration(system, stack))

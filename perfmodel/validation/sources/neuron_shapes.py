@@ -27,7 +27,8 @@ MIN_TOKEN_BUCKET = 128  # bucket.token_sizes: power_of_two_bucket_sizes(128, n_p
 _COMPILED_LENGTH = re.compile(r"(?:compiled max seq len|max-model-len|sequence[ _]length|seq_len|MAX_TOTAL_TOKENS)"
                               r"\s*[=:]?\s*(\d+)", re.I)
 _ONE_BUCKET = re.compile(r"bucketing disabled", re.I)  # a row compiled with one bucket: every prompt padded to it
-_COMPILED_BATCH = re.compile(r"(?:compiled (?:max )?batch(?: size)?|MAX_BATCH_SIZE|max_batch_size)\s*[=:]?\s*(\d+)", re.I)
+_COMPILED_BATCH = re.compile(r"(?:compiled (?:max )?batch(?: size)?|MAX_BATCH_SIZE|max_batch_size)\s*[=:]?\s*(\d+)",
+                             re.I)
 
 
 def token_buckets(n_positions: int) -> list[int]:

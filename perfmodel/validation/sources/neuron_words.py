@@ -53,7 +53,6 @@ PLAIN_METRICS = {"TTFT P50": Phase.PREFILL, "TPOT P50": Phase.DECODE, "median TT
 INSTANCE_THROUGHPUT = "output token throughput (whole instance)"  # serving.py's metric, on rows written plainly
 PLAIN = {"ttft": ("TTFT P50", "prefill"), "tpot": ("TPOT P50", "decode")}
 E2E = ("output_rate", "latency_per_token", "total_rate")
-RATE_UNITS = ("tokens/s",)
 _LENGTH = re.compile(r"\s*~?\s*(\d+)(?:\.0+)?(?![\d.kK])")
 
 
