@@ -21,6 +21,14 @@ from perfmodel.serving import error_bars
 from perfmodel.validation import intervals as builder
 
 
+def test_the_cli_default_level_is_the_models():
+    """The parser writes the default level itself (no numpy at its start-up); it must be core's."""
+    from perfmodel.cli import intervals as cli_intervals
+    from perfmodel.core import intervals as core_intervals
+
+    assert cli_intervals.DEFAULT == core_intervals.DEFAULT_LEVEL
+
+
 def test_the_scale_factor_is_the_weighted_conformal_quantile_by_hand():
     # two models: A with scores 1, 2 (each weighs 1/2), B with 4 (weighs 1): every model counts once
     s = iv.Scores(np.array([1.0, 2.0, 4.0]), np.array(["A", "A", "B"], dtype=object))

@@ -12,6 +12,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+# core.intervals.DEFAULT_LEVEL, written here so the parser's start-up imports no numpy (tests/test_intervals.py
+# checks the two agree)
+DEFAULT = 0.8
+
 if TYPE_CHECKING:  # pandas is imported by the commands that build frames (start-up time: cli/parser.py)
     import pandas as pd
 
@@ -29,7 +33,7 @@ def level(text: str) -> float:
 
 
 def add_interval_option(p) -> None:
-    p.add_argument("--interval", type=level, default=0.8, metavar="LEVEL",
+    p.add_argument("--interval", type=level, default=DEFAULT, metavar="LEVEL",
                    help="each latency and throughput with its interval at this level (default 0.8; 0: none), from "
                         "the model's measured residuals in the answer's regime, calibrated model by model "
                         "(hardware_specs/calibration/intervals.json); widened where the answer leaves measured ground")

@@ -56,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(the searched serving frontier against the measured one per system, model and lengths: "
                         "engine, roofline and configs frontiers), or all (default; without frontier)")
     p.add_argument("--summary-only", action="store_true", help="same as --show summary")
-    p.add_argument("--interval", type=intervals.level, default=0.8, metavar="LEVEL",
+    p.add_argument("--interval", type=intervals.level, default=intervals.DEFAULT, metavar="LEVEL",
                    help="each case's predicted_low / predicted_high at this level and the coverage of the measured "
                         "values (default 0.8; 0: none)")
     p.add_argument("--build-intervals", action="store_true",

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel.catalog import neuron_stacks, serving_engines
+from perfmodel.core.intervals import DEFAULT_LEVEL
 from perfmodel.model import evaluate
 from perfmodel.serving import envelope, error_bars
 from perfmodel.serving import options as serving_options
@@ -62,7 +63,8 @@ def engine_columns(run, engine: str | None) -> dict:
             "engine_tokens_per_mw": econ["tokens_per_mw"], "engine_usd_per_million_tokens": econ["usd_per_million_tokens"]}
 
 
-def with_engine(summary: pd.DataFrame, run, engine: str | None, table=None, level: float = 0.8) -> pd.DataFrame:
+def with_engine(summary: pd.DataFrame, run, engine: str | None, table=None,
+                level: float = DEFAULT_LEVEL) -> pd.DataFrame:
     """The summary row with the engine-priced columns appended; with an interval `table` (core/intervals, resolved
     at the edge) each engine figure with its interval: a decode step from TPOT's regime, a prefill from TTFT's
     (serving/error_bars.attach_columns), widened outside the engine's measured envelope."""

@@ -109,7 +109,7 @@ from perfmodel.validation.sources.neuron_shapes import (context_buckets, decode_
 VARIANTS = {"Mistral-7B-Instruct-v0.2": "mistral-7b"}  # another config of a catalogue architecture (arch_of)
 METRICS = neuron_words.PLAIN_METRICS
 SPECULATIVE = r"(?i)EAGLE|speculative|draft"  # speculative-decoding rows: speculative_rows.py
-TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
+TIME_UNITS = neuron_words.TIME_UNITS
 TNX_GAPS = {  # the short form of 'Known gaps' above (Transformers NeuronX rows)
     "prefill": "context encoding reaches 5-17% of peak in these SDK 2.18 runs, with two regimes on the same "
                "instance and software line; the table omits the compile flags (-O1 in that era's samples) and "
@@ -248,7 +248,7 @@ def expressible(m, units: tuple[str, ...] = tuple(TIME_UNITS)) -> str:
     if not re.match(r"\s*TP\d+", m["parallelism"]):
         return f"parallelism {m['parallelism']!r} is not 'TP<n>'"
     bad = [f"{col} {m[col]!r} is not a whole number" for col in ("batch", "input_len", "output_len")
-           if not re.fullmatch(r"\d+(\.0+)?", m[col].strip())]
+           if not neuron_words.PLAIN_COUNT.fullmatch(m[col])]
     if bad:
         return "; ".join(bad)
     system = catalog.load_system(system_name(m["hardware"]))

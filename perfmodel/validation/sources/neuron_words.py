@@ -36,6 +36,7 @@ import pandas as pd
 
 from perfmodel import catalog
 from perfmodel.core.scenario import Phase
+from perfmodel.serving import closed_loop
 from perfmodel.validation.sources.neuron_shapes import compiled_length
 
 # metric words -> kind; the first pattern that matches the metric (case-insensitive) decides
@@ -50,6 +51,8 @@ KINDS = (
 )
 PLAIN_METRICS = {"TTFT P50": Phase.PREFILL, "TPOT P50": Phase.DECODE, "median TTFT": Phase.PREFILL,
                  "median TPOT": Phase.DECODE}  # the words the plain reader (inference.py) prices
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}  # the time units rows are written in, SI seconds each
+PLAIN_COUNT = re.compile(r"\s*\d+(\.0+)?\s*")  # a count written plainly ('8', '128.0')
 INSTANCE_THROUGHPUT = "output token throughput (whole instance)"  # serving.py's metric, on rows written plainly
 PLAIN = {"ttft": ("TTFT P50", "prefill"), "tpot": ("TPOT P50", "decode")}
 E2E = ("output_rate", "latency_per_token", "total_rate")
@@ -63,7 +66,7 @@ def kind_of(metric: str) -> str:
 
 def written_plainly(m) -> bool:
     """Batch, input and output lengths written as whole numbers (the plain dialects' rows)."""
-    return all(re.fullmatch(r"\s*\d+(\.0+)?\s*", str(m[c])) for c in ("batch", "input_len", "output_len"))
+    return all(PLAIN_COUNT.fullmatch(str(m[c])) for c in ("batch", "input_len", "output_len"))
 
 
 def published(m) -> bool:
@@ -175,8 +178,8 @@ def plain_rows(rows: pd.DataFrame, reads_plain) -> tuple[pd.DataFrame, list[tupl
             out.append(dict(m, kind="", origin=m["case_id"]))
             continue
         plain, why = read(m)
-        if plain is None:  # a plain row neither reader takes keeps the plain reader's reason
-            dropped.append((m, plain_why or why))
+        if plain is None:  # off Neuron hardware, a plain row keeps the plain reader's reason
+            dropped.append((m, why if neuron_chip(m["hardware"]) else plain_why or why))
             continue
         kind = plain["kind"]
         parts = ("ttft", "tpot") if kind in E2E else ("tpot",) if kind == "rate" else (kind,)
@@ -213,13 +216,13 @@ def fold(pred: pd.DataFrame, plain: pd.DataFrame, rows: pd.DataFrame) -> pd.Data
     wide = seconds.pivot_table(index="origin", columns="part", values="predicted", aggfunc="first")
     first = seconds.groupby("origin").first()
     o = orig.loc[wide.index]
-    scale = o["unit"].map({"s": 1.0, "ms": 1e-3, "us": 1e-6, "tokens/s": 1.0}).to_numpy()
+    scale = o["unit"].map({**TIME_UNITS, "tokens/s": 1.0}).to_numpy()
     inp = o["input_len"].map(length).astype(float).to_numpy()
     out = o["output_len"].map(length).astype(float).to_numpy()
     b = first["batch"].astype(float).to_numpy()
     ttft = wide["ttft"].to_numpy() if "ttft" in wide else np.full(len(wide), np.nan)
     tpot = wide["tpot"].to_numpy() if "tpot" in wide else np.full(len(wide), np.nan)
-    e2e = ttft + (out - 1) * tpot
+    e2e = closed_loop.evaluate("e2e", T_1=ttft, T_2=tpot, O=out)  # serving/closed_loop.E2E
     kind = first["kind"].to_numpy()
     value = np.select([kind == "ttft", kind == "tpot", kind == "rate", kind == "output_rate",
                        kind == "latency_per_token", kind == "total_rate"],
