@@ -191,6 +191,47 @@ def test_the_look_up_check_catches_a_calibration_for_and_a_catalogue_import(tmp_
         "serving/steps.py imports the catalogue", "model/plan.py imports the catalogue"]
 
 
+MUTATORS = {"update", "clear", "pop", "popitem", "setdefault", "append", "extend"}
+
+
+def switched_state(modules, root: Path = PKG) -> list[str]:
+    """Catalogue modules whose functions rebind (`global x`) or mutate (x.update(...), x[k] = v) a module-level
+    name: state "in force" that a call switches (a calibrated set, an engine or a stack replaced) instead of an
+    argument (catalog/replacements.py)."""
+    bad = []
+    for path in modules:
+        rel = path.relative_to(root).as_posix()
+        if not rel.startswith("catalog/"):
+            continue
+        tree = _tree(path)
+        top = {t.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+               for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+        for fn in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Global):
+                    bad += [f"{rel} switches global {g}" for g in n.names]
+                elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in MUTATORS
+                      and isinstance(n.func.value, ast.Name) and n.func.value.id in top):
+                    bad.append(f"{rel} mutates module-level {n.func.value.id}")
+                elif isinstance(n, (ast.Assign, ast.AugAssign)):
+                    for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in top:
+                            bad.append(f"{rel} mutates module-level {t.value.id}")
+    return bad
+
+
+def test_the_catalogue_holds_no_state_a_call_switches(tmp_path):
+    assert not switched_state(MODULES), "\n".join(switched_state(MODULES))
+    root = tmp_path / "perfmodel"
+    (root / "catalog").mkdir(parents=True)
+    (root / "catalog" / "calibration.py").write_text('"""Sets."""\n_ACTIVE = {}\n\ndef applied(s):\n'
+                                                     '    global _ACTIVE\n    _ACTIVE = s\n')
+    (root / "catalog" / "engines.py").write_text('"""Profiles."""\n_ACTIVE = {}\n\ndef using(p):\n'
+                                                 '    _ACTIVE.update(p)\n')
+    assert switched_state([root / "catalog" / "calibration.py", root / "catalog" / "engines.py"], root) == [
+        "catalog/calibration.py switches global _ACTIVE", "catalog/engines.py mutates module-level _ACTIVE"]
+
+
 @pytest.mark.parametrize("path", MODULES, ids=_rel)
 def test_modules_a_reader_can_hold(path):
     n = len(path.read_text().splitlines())
@@ -272,14 +313,18 @@ def test_every_module_is_named_in_its_packages_section_of_the_architecture_doc()
 
     root = Path(__file__).resolve().parents[1]
     doc = (root / "docs" / "ARCHITECTURE.md").read_text()
-    sections = dict(re.findall(r"^### (\w+)[^\n]*\n(.*?)(?=^### |^## |\Z)", doc, flags=re.M | re.S))
+    sections = {}  # a layer's section by its name; a sub-package's by the folder its heading names (`model/graph/`)
+    for head, sub, body in re.findall(r"^### (\w+)( \(`\w+/\w+/`)?[^\n]*\n(.*?)(?=^### |^## |\Z)", doc,
+                                      flags=re.M | re.S):
+        sections[sub.strip(" (`") or head] = body
     missing = []
     for path in sorted((root / "perfmodel").rglob("*.py")):
         if path.name == "__init__.py":
             continue
-        pkg = path.parent.name if path.parent.name != "perfmodel" else "cli"
+        rel = path.parent.relative_to(root / "perfmodel").as_posix()
+        pkg = "cli" if rel == "." else rel if "/" not in rel else rel + "/"
         if f"| `{path.name}` |" not in sections.get(pkg, ""):
-            missing.append(f"{pkg}/{path.name}")
+            missing.append(f"{pkg.rstrip('/')}/{path.name}")
     assert not missing, f"modules not named in docs/ARCHITECTURE.md: {missing}"
 
 

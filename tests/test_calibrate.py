@@ -10,6 +10,7 @@ import pytest
 
 from perfmodel import catalog, cli, validation
 from perfmodel.catalog import calibration
+from perfmodel.catalog.replacements import Replacements
 from perfmodel.catalog.spec_schema import CatalogError
 from perfmodel.validation import calibrate, fit_problem
 
@@ -40,8 +41,8 @@ def synthetic(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("cal")
     draft = _cases(d / "draft.csv", picked)
     truth = calibration.CalibratedSet("neuron", {"tensor_efficiency": TRUE_TENSOR}, origin="test", reason="truth")
-    with calibration.applied(truth):
-        pred = validation.run_cases(draft, [FAMILY]).set_index("case_id")["predicted"]
+    pred = validation.run_cases(draft, [FAMILY], replaced=Replacements(calibrated=(truth,))).set_index("case_id")[
+        "predicted"]
     for r in picked:
         r["value"] = repr(float(pred[r["case_id"]]))
     return _cases(d / "synthetic.csv", picked)
@@ -79,7 +80,7 @@ def test_cross_validation_reports_uncalibrated_and_calibrated_held_out_error(fit
     assert frame["evaluation"].str.contains("held out").sum() == 3 and frame["evaluation"].str.startswith("in-sample").any()
 
 
-def test_file_round_trips_and_changes_predictions_only_inside_the_context(fitted, synthetic, tmp_path):
+def test_file_round_trips_and_changes_predictions_only_where_it_is_passed(fitted, synthetic, tmp_path):
     path = fitted.write(tmp_path / "neuron-test.toml")
     s = calibration.load_calibrated_set(path)
     assert s.family == "neuron" and s.values["tensor_efficiency"] == pytest.approx(fitted.fitted["tensor_efficiency"])
@@ -91,14 +92,16 @@ def test_file_round_trips_and_changes_predictions_only_inside_the_context(fitted
     before = validation.run_cases(synthetic, [FAMILY])
     assert calibration.calibration_for(trn1)["tensor_efficiency"] == 0.9
     h100_tensor = calibration.calibration_for(h100)["tensor_efficiency"]
-    with calibration.applied(path):
-        p = calibration.calibration_for(trn1).params["tensor_efficiency"]
-        assert p.value == pytest.approx(TRUE_TENSOR, rel=2e-3) and p.status == "calibrated"
-        assert p.origin == str(path) and p.reason.startswith(f"fitted by perfmodel calibrate on {synthetic}")
-        assert calibration.calibration_for(h100)["tensor_efficiency"] == h100_tensor  # another family: untouched
-        inside = validation.run_cases(synthetic, [FAMILY])
+    fit = Replacements.of_files([path])
+    p = catalog.load_system("trn1.32xlarge", replaced=fit).calibration.params["tensor_efficiency"]
+    assert p.value == pytest.approx(TRUE_TENSOR, rel=2e-3) and p.status == "calibrated"
+    assert p.origin == str(path) and p.reason.startswith(f"fitted by perfmodel calibrate on {synthetic}")
+    assert catalog.load_system("p5.48xlarge", replaced=fit).calibration["tensor_efficiency"] == h100_tensor  # untouched
+    with pytest.raises(CatalogError, match="not for p5.48xlarge"):  # a set passed for another family's system
+        calibration.calibration_for(h100, calibrated=fit.calibrated[0])
+    inside = validation.run_cases(synthetic, [FAMILY], replaced=fit)
     after = validation.run_cases(synthetic, [FAMILY])
-    assert calibration.calibration_for(trn1).params["tensor_efficiency"].status == "assumed"
+    assert catalog.load_system("trn1.32xlarge").calibration.params["tensor_efficiency"].status == "assumed"
     assert np.allclose(before["predicted"], after["predicted"])
     assert inside["error_frac"].abs().max() < 0.01 < before["error_frac"].abs().min()
 
@@ -187,9 +190,9 @@ def test_bad_file_on_the_command_line_is_one_clear_error(tmp_path, capsys):
 def test_two_sets_for_one_family_are_refused(tmp_path):
     good = tmp_path / "good.toml"
     good.write_text(GOOD)
-    with pytest.raises(CatalogError, match="two calibrated sets"), calibration.applied(good, good):
-        pass
-    assert not calibration.active()
+    with pytest.raises(CatalogError, match="two calibrated sets"):
+        Replacements.of_files([good, good])
+    assert cli.main(["--calibration", str(good), "--calibration", str(good), "specs", "list"]) == 1
 
 
 def test_identify_holds_parameters_without_effect_or_not_separable():

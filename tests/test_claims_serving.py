@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from perfmodel import claims
-from perfmodel.claims import serving as cs
-from perfmodel.claims import serving_curves as curves
+from perfmodel.claims.serving import verdicts as cs
+from perfmodel.claims.serving import curves
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_read_curve_is_the_drawn_curve():
 def test_s1_to_s3_are_read_for_every_reading(rows):
     """Issue 18: every defensible reading (Trn2 recipe best / bf16 / fp8, power basis modelled / all-in) gives its
     ratios; the verdict rows name the reading they judge and list the others."""
-    from perfmodel.claims import serving_readings as sr
+    from perfmodel.claims.serving import readings as sr
 
     t = sr.table().set_index(["trn2_recipe", "power_basis"])
     assert len(t) == len(sr.RECIPES) * 2
@@ -104,7 +104,7 @@ def test_claims_chart_cli_gives_the_curves_of_every_reading(capsys):
     from perfmodel import cli
     from perfmodel.report import charts
 
-    from perfmodel.claims import serving_readings as sr
+    from perfmodel.claims.serving import readings as sr
 
     assert cli.main(["claims", "--claims-chart", "--format", "md"]) == 0  # the table: one row per reading
     assert capsys.readouterr().out.count("| best |") == 2

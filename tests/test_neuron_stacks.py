@@ -119,8 +119,8 @@ def test_the_graph_cost_fit_recovers_a_known_value_and_holds_what_the_rows_do_no
 def test_the_trainium2_decode_rows_carry_the_stacks_graph_cost(trn2_rows):
     st = neuron_stacks.stack("nxd-inference")
     assert st.params["op_overhead"].status == "fitted" and "neuron_fit" in st.params["op_overhead"].fit
-    with neuron_stacks.using({"nxd-inference": st.with_overrides({"op_overhead": "0 us"})}):
-        bare = v.run_cases(catalog.catalog_root() / TRN2_ROWS).set_index("case_id")
+    bare = v.run_cases(catalog.catalog_root() / TRN2_ROWS, replaced=catalog.Replacements(
+        stacks={"nxd-inference": st.with_overrides({"op_overhead": "0 us"})})).set_index("case_id")
     for cid in ("VNRN-TRN2-01", "VNRN-TRN2-05"):
         assert trn2_rows.at[cid, "predicted"] > bare.at[cid, "predicted"]
 
@@ -172,10 +172,10 @@ def test_a_scenario_names_its_neuron_stack_as_its_engine():
     st = neuron_stacks.stack("nxd-inference")
     # its graphs' fixed cost per operator (7.62 vs the family's 2 us) and its decode over the whole length
     assert nxd["decode_step_s"] > bare["decode_step_s"]
-    with neuron_stacks.using({"nxd-inference": st.with_overrides({"op_overhead": "2 us",
-                                                                   "decode_spans_compiled_length": 0})}):
-        same = serve(trn2, arch, grid, mix,
-                     ServingOptions(software=neuron_stacks.software("nxd-inference", trn2))).iloc[0]
+    same_stack = catalog.Replacements(stacks={"nxd-inference": st.with_overrides(
+        {"op_overhead": "2 us", "decode_spans_compiled_length": 0})})
+    same = serve(trn2, arch, grid, mix,
+                 ServingOptions(software=neuron_stacks.software("nxd-inference", trn2, same_stack))).iloc[0]
     assert same["decode_step_s"] == pytest.approx(bare["decode_step_s"])  # nothing else differs
     old = serve(trn2, arch, grid, mix,
                 ServingOptions(software=neuron_stacks.software("transformers-neuronx-2.18", trn2))).iloc[0]

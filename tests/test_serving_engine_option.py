@@ -13,11 +13,12 @@ from perfmodel.serving.steady_state import Mode, ServingOptions, serve_one
 SYSTEM, WORKLOAD = "p5e.48xlarge", "llama-3.1-70b"
 
 
-def _pair(mode: Mode, engine: str, concurrency: int = 64):
+def _pair(mode: Mode, engine: str, concurrency: int = 64, replaced=None):
     s, a = catalog.load_system(SYSTEM), workload_files.load_workload(WORKLOAD)
     kw = dict(tp=8, concurrency=concurrency, compute="fp8")
+    prof = serving_engines.engine(engine, replaced=replaced)
     return (serve_one(s, a, **kw, options=ServingOptions(mode=mode)),
-            serve_one(s, a, **kw, options=ServingOptions(mode=mode, software=serving_engines.engine(engine))))
+            serve_one(s, a, **kw, options=ServingOptions(mode=mode, software=prof)))
 
 
 @pytest.mark.parametrize("engine", ["vllm", "trtllm", "sglang"])
@@ -37,10 +38,9 @@ def test_aggregated_adds_the_engines_step_and_first_token_by_hand(engine):
 def test_host_time_grows_with_the_sequences_each_attention_dp_rank_schedules():
     s, a = catalog.load_system(SYSTEM), workload_files.load_workload(WORKLOAD)
     prof = serving_engines.engine("trtllm").with_overrides({"step_cost": "1 ms", "step_cost_per_sequence": "20 us"})
-    with serving_engines.using({"trtllm": prof}):
-        rows = {c: (serve_one(s, a, tp=8, concurrency=c, compute="fp8", options=ServingOptions()),
-                    serve_one(s, a, tp=8, concurrency=c, compute="fp8", options=ServingOptions(software=prof)))
-                for c in (16, 128)}
+    rows = {c: (serve_one(s, a, tp=8, concurrency=c, compute="fp8", options=ServingOptions()),
+                serve_one(s, a, tp=8, concurrency=c, compute="fp8", options=ServingOptions(software=prof)))
+            for c in (16, 128)}
     for c, (gpu, eng) in rows.items():  # 1 ms + 20 us x C on one rank, in every step and so in TPOT
         host = 1e-3 + 20e-6 * c
         assert eng["time_per_output_token_s"] - gpu["time_per_output_token_s"] == pytest.approx(host, rel=1e-9)
@@ -63,8 +63,7 @@ def test_the_engines_kv_allotment_decides_how_many_sequences_fit():
 
 def test_a_concurrency_above_the_engines_cap_is_not_a_valid_answer():
     capped = serving_engines.engine("vllm").with_overrides({"max_running": 32})
-    with serving_engines.using({"vllm": capped}):
-        _, eng = _pair(Mode.AGGREGATED, "vllm", concurrency=64)
+    _, eng = _pair(Mode.AGGREGATED, "vllm", concurrency=64, replaced=catalog.Replacements(engines={"vllm": capped}))
     assert not eng["valid"] and "runs at most 32 sequences" in eng["invalid_reason"]
 
 
@@ -81,8 +80,7 @@ def test_cli_engine_option_and_an_unknown_engine_in_one_line(capsys):
 def test_the_running_cap_holds_per_attention_dp_rank():
     s, a = catalog.load_system(SYSTEM), workload_files.load_workload(WORKLOAD)
     capped = serving_engines.engine("vllm").with_overrides({"max_running": 32})
-    with serving_engines.using({"vllm": capped}):
-        rows = {c: serve_one(s, a, tp=4, da=2, concurrency=c, compute="fp8", options=ServingOptions(software=capped))
-                for c in (64, 66)}
+    rows = {c: serve_one(s, a, tp=4, da=2, concurrency=c, compute="fp8", options=ServingOptions(software=capped))
+            for c in (64, 66)}
     assert rows[64]["valid"]  # two ranks of 32 each
     assert not rows[66]["valid"] and "32 sequences per attention-DP rank" in rows[66]["invalid_reason"]

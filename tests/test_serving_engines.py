@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfmodel.catalog import serving_engines as se
+from perfmodel.catalog.replacements import Replacements
 from perfmodel.catalog.spec_schema import CatalogError
 
 FILE = Path(__file__).resolve().parent.parent / "hardware_specs" / "serving" / "engines.toml"
@@ -31,11 +32,10 @@ def test_engine_defaults_are_the_documented_ones():
     assert se.engine("vllm")["step_cost"] < 0.01  # seconds: a host cost per step is ms, not s
 
 
-def test_overrides_are_range_checked_and_active_only_inside_using():
+def test_overrides_are_range_checked_and_in_force_only_where_passed():
     capped = se.engine("vllm").with_overrides({"max_running": 64})
     assert capped["max_running"] == 64 and capped.params["max_running"].status == "assumed"
-    with se.using({"vllm": capped}):
-        assert se.engine("vllm")["max_running"] == 64
+    assert se.engine("vllm", replaced=Replacements(engines={"vllm": capped}))["max_running"] == 64
     assert se.engine("vllm")["max_running"] == 1024
     with pytest.raises(CatalogError, match=r"kv_memory_fraction: must be in \(0, 1\]"):
         se.engine("vllm").with_overrides({"kv_memory_fraction": 1.5})

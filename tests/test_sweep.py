@@ -131,8 +131,9 @@ def test_dask_local_cluster_gives_the_same_rows(tmp_path):
         parts = run_sweep(spec, tmp_path / "parts", chunk_size=9, progress=False, client=client)
         reduced = run_sweep(spec, chunk_size=9, progress=False, client=client, reduce=best)
         slow = calibration.CalibratedSet("neuron", {"hbm_efficiency": 0.5}, "test", "test")
-        with calibration.applied(slow):  # resolved at the edge: the system carries the set to the workers
-            slow_spec = dataclasses.replace(spec, system=catalog.load_system(SYSTEM_NAME))
+        # resolved at the edge: the system carries the set to the workers
+        slow_spec = dataclasses.replace(spec, system=catalog.load_system(
+            SYSTEM_NAME, replaced=catalog.Replacements(calibrated=(slow,))))
         cal_remote = run_sweep(slow_spec, chunk_size=9, progress=False, client=client)
         cal_local = run_sweep(slow_spec, chunk_size=9, progress=False)
     pd.testing.assert_frame_equal(cal_remote, cal_local)
@@ -180,8 +181,8 @@ def test_threads_give_the_rows_of_one_thread(monkeypatch):
     one = run_sweep(spec, chunk_size=7, progress=False, workers=1)
     pd.testing.assert_frame_equal(run_sweep(spec, chunk_size=7, progress=False), one)
     slow = calibration.CalibratedSet("neuron", {"hbm_efficiency": 0.5}, "test", "test")
-    with calibration.applied(slow):
-        spec = dataclasses.replace(spec, system=catalog.load_system(SYSTEM_NAME))
+    spec = dataclasses.replace(spec, system=catalog.load_system(SYSTEM_NAME,
+                                                                replaced=catalog.Replacements(calibrated=(slow,))))
     pd.testing.assert_frame_equal(run_sweep(spec, chunk_size=7, progress=False),
                                   run_sweep(spec, chunk_size=7, progress=False, workers=1))
 

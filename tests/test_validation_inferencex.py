@@ -14,6 +14,7 @@ import pytest
 
 from perfmodel import catalog, validation
 from perfmodel.catalog import serving_engines, workload_files
+from perfmodel.catalog.replacements import Replacements
 from perfmodel.core.dtypes import DType
 from perfmodel.serving.steady_state import Grid, Mix, Mode, ServingOptions, serve
 from perfmodel.validation.sources import inferencex_map as mp
@@ -211,8 +212,7 @@ def test_the_engine_cap_runs_fewer_than_the_benchmarks_concurrency(raw):
     row = _row(raw, "2026_04_06_gpt_oss_120b_h100_sxm_vllm_fp4_agg_1024x1024_c512_tp4_ep1_1133")
     capped = serving_engines.engine("vllm").with_overrides({"max_running": 128})
     free = predict(row).iloc[0]
-    with serving_engines.using({"vllm": capped}):
-        p = predict(row).iloc[0]
+    p = predict(row, Replacements(engines={"vllm": capped})).iloc[0]
     assert free["running"] == 512 and p["running"] == 128
     assert p["tpot_ms"] < free["tpot_ms"] and p["ttft_ms"] > 3 * free["ttft_ms"]
 

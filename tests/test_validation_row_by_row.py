@@ -51,7 +51,7 @@ def test_the_cli_lists_the_row_and_exits_0_and_strict_refuses(tmp_path, capsys):
 
 def test_a_row_its_family_cannot_model_is_listed_with_why(tmp_path, monkeypatch):
     """A family that raises on one row, and says nothing about another: both listed, the rest predicted."""
-    def predict(rows: pd.DataFrame) -> pd.DataFrame:
+    def predict(rows: pd.DataFrame, replaced) -> pd.DataFrame:
         if rows["case_id"].eq("BOOM").any():
             raise ValueError("no such thing as a boom")
         return harness.frame([harness.row(r["case_id"], r["hardware"], r["metric"], float(r["value_num"]),

@@ -16,23 +16,18 @@ size a whole number >= 1, ...), and users override any of them at run time (`Cal
 
 Calibrated parameter sets (written by `perfmodel calibrate`, see calibrate.py) are separate
 files, used only when asked for: `load_calibrated_set(path)` reads one (strict: errors name the
-file and the field), and
-
-    with applied(load_calibrated_set("hardware_specs/calibration/fitted/neuron-2025-01-01.toml")):
-        ...   # every calibration_for() of that family sees the fitted values
-
-activates it for everything inside the block (CLI: `perfmodel --calibration FILE COMMAND`).
-An applied parameter keeps its provenance: status "calibrated", origin = the set's file, reason
-"fitted by perfmodel calibrate on <cases file> (<n> cases, <date>)". Outside the block nothing
-changes. Results cached elsewhere (lru_cache on computed results) do not see a change of the
-active set; `active_key()` is a hashable token of the active sets for such cache keys.
+file and the field), `calibrated_sets(*files_or_sets)` checks a run's sets (one per family, a known
+family), and the caller passes them explicitly: `calibration_for(system, calibrated=set_)`, or
+`load_system(name, replaced=Replacements(calibrated=...))` at the edge (catalog/replacements.py;
+CLI: `perfmodel --calibration FILE COMMAND`). There is no calibrated set "in force": what a result
+depends on is in its arguments. A replaced parameter keeps its provenance: status "calibrated",
+origin = the set's file, reason "fitted by perfmodel calibrate on <cases file> (<n> cases, <date>)".
 
 Does not: hold datasheet facts (hardware_specs/*.toml), fit anything (calibrate.py) or compute anything.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime as _dt
 import math
@@ -40,7 +35,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Iterator, Literal, Mapping
+from typing import Literal, Mapping
 
 from pydantic import BaseModel
 
@@ -112,17 +107,25 @@ def _family_file(family: str, root: Path) -> tuple[CalibrationFile, str]:
     return load_calibration_file(path), str(path)
 
 
-def calibration_for(system: System, root: Path | None = None) -> Calibration:
-    """The resolved assumptions for a system's chip (family file + chip overrides), with the values of an
-    applied calibrated set of its family (see applied())."""
+def family_of(system: System) -> str:
+    """The calibration family of a system's chip: "neuron" for Trainium and Inferentia, else the chip's family."""
+    return "neuron" if system.chip.family.is_neuron else system.chip.family.value
+
+
+def calibration_for(system: System, root: Path | None = None, calibrated: CalibratedSet | None = None) -> Calibration:
+    """The resolved assumptions for a system's chip (family file + chip overrides), with the values of
+    `calibrated` (a calibrated set of the system's family) replacing the file's where given."""
     root = root or catalog_root()
-    fam = "neuron" if system.chip.family.is_neuron else system.chip.family.value
-    return _calibration(fam, root, system.chip.name, _ACTIVE.get(fam))
+    fam = family_of(system)
+    if calibrated is not None and calibrated.family != fam:
+        raise CatalogError(f"{calibrated.origin}: a calibrated set for family {calibrated.family!r}, not for "
+                           f"{system.name} (family {fam!r})")
+    return _calibration(fam, root, system.chip.name, calibrated)
 
 
 @lru_cache(maxsize=256)
 def _calibration(fam: str, root: Path, chip: str, active: CalibratedSet | None) -> Calibration:
-    """calibration_for's value, built once per (family, catalogue, chip, applied set): a Calibration is
+    """calibration_for's value, built once per (family, catalogue, chip, calibrated set): a Calibration is
     immutable, so every caller shares one (and caches keyed on it hit)."""
     params = dict(_resolved(fam, root, chip))
     if active is not None:
@@ -173,7 +176,7 @@ def clear_cache() -> None:
 
 @dataclass(frozen=True, eq=False)
 class CalibratedSet:
-    """Values (SI) that replace family-file parameters while applied(), with their provenance."""
+    """Values (SI) that replace family-file parameters where a caller passes the set, with their provenance."""
 
     family: str  # neuron | nvidia
     values: Mapping[str, float]
@@ -184,9 +187,6 @@ class CalibratedSet:
 
     def key(self) -> tuple:
         return (self.family, self.origin, tuple(sorted(self.values.items())))
-
-
-_ACTIVE: dict[str, CalibratedSet] = {}
 
 
 def file_value(value: float, kind: str) -> str | float:
@@ -237,13 +237,10 @@ def load_calibrated_set(path: Path | str, root: Path | None = None) -> Calibrate
         source=f"{on.cases_file} (sha256 {on.sha256[:12]}); {f.method}")
 
 
-@contextlib.contextmanager
-def applied(*sets: CalibratedSet | Path | str) -> Iterator[list[CalibratedSet]]:
-    """Activate calibrated sets (objects or file paths) for every calibration_for() inside the block.
-
-    At most one set per family; an inner block replaces an outer block's set of the same family."""
-    global _ACTIVE
-    loaded = [s if isinstance(s, CalibratedSet) else load_calibrated_set(s) for s in sets]
+def calibrated_sets(*sets: CalibratedSet | Path | str) -> tuple[CalibratedSet, ...]:
+    """A run's calibrated sets (objects or file paths, loaded and checked): at most one per family, each for a
+    family a set may be fitted for (FIT_FAMILIES)."""
+    loaded = tuple(s if isinstance(s, CalibratedSet) else load_calibrated_set(s) for s in sets)
     fams = [s.family for s in loaded]
     dup = sorted({f for f in fams if fams.count(f) > 1})
     if dup:
@@ -253,19 +250,4 @@ def applied(*sets: CalibratedSet | Path | str) -> Iterator[list[CalibratedSet]]:
         if s.family not in FIT_FAMILIES:
             raise CatalogError(f"{s.origin}: calibrated set for unknown family {s.family!r} "
                                f"(known: {', '.join(FIT_FAMILIES)})")
-    saved = _ACTIVE
-    _ACTIVE = {**saved, **{s.family: s for s in loaded}}
-    try:
-        yield loaded
-    finally:
-        _ACTIVE = saved
-
-
-def active() -> Mapping[str, CalibratedSet]:
-    """The calibrated sets in force now, by family (empty unless inside applied())."""
-    return MappingProxyType(dict(_ACTIVE))
-
-
-def active_key() -> tuple:
-    """Hashable token of the active calibrated sets (for cache keys of results that depend on them)."""
-    return tuple(_ACTIVE[f].key() for f in sorted(_ACTIVE))
+    return loaded

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from perfmodel.catalog.calibration import calibration_for
+from perfmodel.catalog.calibration import calibration_for, family_of
+from perfmodel.catalog.replacements import Replacements
 from perfmodel.catalog.root import catalog_root, read_toml  # noqa: F401  (importers name them from here too)
 from perfmodel.catalog.spec_schema import CatalogError, ChipFile, SystemFile, check_name, validate_file
 from perfmodel.catalog.specs import build_chip, build_system, chip_values
@@ -71,14 +72,16 @@ def _chip(name: str, root: Path) -> tuple[ChipFile, dict[str, SpecValue], ChipFi
     return chip, chip_values(chip, base_vals, str(path)), base_file
 
 
-def load_system(name: str, variant: str = "nominal", root: Path | None = None) -> System:
+def load_system(name: str, variant: str = "nominal", root: Path | None = None,
+                replaced: Replacements | None = None) -> System:
     """The typed System for catalogue key `name` (cached), or for a system file's path (hardware_refs: read each
     time); variant low/high: ends of projected ranges; carrying its chip's Calibration (family file, chip overrides
-    and the calibrated set applied now)."""
+    and the calibrated set of its family that `replaced` holds, if any)."""
     system = system_spec(name, variant, root)
-    # the chip's assumptions travel with the system: resolved here, where files are read, with any calibrated set
-    # applied now (calibration.applied), never looked up inside a computation
-    return dataclasses.replace(system, calibration=calibration_for(system, root))
+    # the chip's assumptions travel with the system: resolved here, where files are read, with the calibrated set
+    # the caller passed (catalog/replacements.py), never looked up inside a computation
+    calibrated = replaced.calibrated_for(family_of(system)) if replaced else None
+    return dataclasses.replace(system, calibration=calibration_for(system, root, calibrated))
 
 
 def system_spec(name: str, variant: str = "nominal", root: Path | None = None) -> System:

@@ -28,16 +28,19 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, Mapping
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
 from perfmodel.catalog.root import catalog_root, read_toml
 from perfmodel.catalog import serving_engines
-from perfmodel.catalog.serving_engines import _Param, _profile, replacing
+from perfmodel.catalog.serving_engines import _Param, _profile
 from perfmodel.catalog.spec_schema import STRICT, CatalogError, validate_file
 from perfmodel.core.errors import did_you_mean
 from perfmodel.core.profiles import Profile, Stack
+
+if TYPE_CHECKING:
+    from perfmodel.catalog.replacements import Replacements
 
 STACK_PARAMS = ("flash_attention", "context_bucket_ratio", "decode_spans_compiled_length",
                 "context_spans_compiled_length", "decode_runs_compiled_batch", "intranode_direct_max_ranks",
@@ -75,38 +78,31 @@ def _load(path: str) -> dict[str, Stack]:
     return {n: _stack(path, n, t) for n, t in f.stacks.items()}
 
 
-_ACTIVE: dict[str, Stack] = {}  # stacks replaced for the duration of a `using` block
-
-
-def using(replaced: Mapping[str, Stack]):
-    """Inside the block, stack(name) and stacks() return these profiles (e.g. with_overrides copies)."""
-    return replacing(_ACTIVE, replaced)
-
-
-def stacks(path: str = "", role: str = "") -> dict[str, Stack]:
-    """Every profile (or those of one role: "serving", "training")."""
-    out = {**_load(path), **({} if path else _ACTIVE)}
+def stacks(path: str = "", role: str = "", replaced: Replacements | None = None) -> dict[str, Stack]:
+    """Every profile (or those of one role: "serving", "training"), with those `replaced` holds."""
+    out = {**_load(path), **(replaced.stacks if replaced else {})}
     return {n: s for n, s in out.items() if s.role == role} if role else out
 
 
-def stack(name: str) -> Stack:
-    known = stacks()
+def stack(name: str, replaced: Replacements | None = None) -> Stack:
+    known = stacks(replaced=replaced)
     if name not in known:
         raise CatalogError(f"unknown Neuron software stack {name!r}{did_you_mean(name, known)} "
                            f"(known: {', '.join(known)})")
     return known[name]
 
 
-def named_in(text: str, role: str = "serving") -> str:
+def named_in(text: str, role: str = "serving", replaced: Replacements | None = None) -> str:
     """The stack of `role` a row's text names ('' when none): the first profile one of whose names it contains."""
     low = str(text).lower()
-    return next((n for n, s in stacks(role=role).items() if any(w.lower() in low for w in s.names)), "")
+    return next((n for n, s in stacks(role=role, replaced=replaced).items() if any(w.lower() in low for w in s.names)),
+                "")
 
 
-def for_system(name: str, role: str, system) -> Stack:
+def for_system(name: str, role: str, system, replaced: Replacements | None = None) -> Stack:
     """The stack `name` for a `role` scenario on `system`; ValueError (one line) when it is another role's or the
     system is not a Neuron one."""
-    st = stack(name)
+    st = stack(name, replaced)
     if st.role != role:
         mine = ", ".join(stacks(role=role))
         raise ValueError(f"{name!r} is a Neuron {st.role} stack, not a {role} one ({role} stacks: {mine})")
@@ -115,20 +111,20 @@ def for_system(name: str, role: str, system) -> Stack:
     return st
 
 
-def software(name: str, system) -> Profile | None:
+def software(name: str, system, replaced: Replacements | None = None) -> Profile | None:
     """What the serving engine `name` means on `system`, resolved at the edge (ServingOptions.software): a Neuron
     serving stack (a Stack; ValueError off Neuron hardware), a GPU serving-engine profile, or None for "" (the
     accelerator alone). ValueError (one line) for a training stack or an unknown name."""
     if not name:
         return None
-    serving = stacks(role="serving")
+    serving = stacks(role="serving", replaced=replaced)
     if name in serving:
-        return for_system(name, "serving", system)
-    gpu, neuron = list(serving_engines.engines()), list(serving)
+        return for_system(name, "serving", system, replaced)
+    gpu, neuron = list(serving_engines.engines(replaced=replaced)), list(serving)
     if name in stacks():
         raise ValueError(f"serving option engine: {name!r} is a Neuron training stack (perfmodel train "
                          f"--stack); serving stacks: {', '.join(neuron)}")
     if name not in gpu:
         raise ValueError(f"unknown serving engine {name!r}{did_you_mean(name, gpu + neuron)} "
                          f"(serving engines: {', '.join(gpu)}; Neuron software stacks: {', '.join(neuron)})")
-    return serving_engines.engine(name)
+    return serving_engines.engine(name, replaced=replaced)

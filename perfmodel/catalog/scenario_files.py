@@ -86,7 +86,7 @@ def _one_line(exc: Exception) -> str:
 
 def load(path: str | Path) -> Saved:
     """The scenario in `path`, validated (module doc)."""
-    from perfmodel.catalog.calibration import calibration_for
+    from perfmodel.core.calibration import of as calibration_of
 
     path = Path(path)
     doc = validate_file(ScenarioFile, read_toml(path), str(path), None)
@@ -103,8 +103,8 @@ def load(path: str | Path) -> Saved:
     except (ValueError, KeyError) as exc:
         raise CatalogError(f"{path}: field options: {_one_line(exc)}") from None
     try:
-        whatif = wi.parse_assignments(doc.whatif, calibration_for(loaded["system"]))
-        wi.apply(loaded["system"], loaded["workload"], calibration_for(loaded["system"]), whatif)
+        whatif = wi.parse_assignments(doc.whatif, calibration_of(loaded["system"]))
+        wi.apply(loaded["system"], loaded["workload"], calibration_of(loaded["system"]), whatif)
     except (ValueError, KeyError) as exc:
         raise CatalogError(f"{path}: field whatif: {_one_line(exc)}") from None
     return Saved(name=doc.name, system=system, workload=workload, options=options, whatif=whatif,

@@ -24,19 +24,18 @@ the Neuron serving stack on Trainium.
 Every parameter carries status and source: "assumed" (an engine's documented default) or "fitted"
 (to measured serving, with the fit's data and its cross-validation grouped by model in `fit`).
 Values are parsed and range-checked as calibration parameters are (calibration.parameter_value,
-param_ranges.py). Users override any value: `engine(name).with_overrides({...})`, active inside
-`using({name: profile})`.
+param_ranges.py). Users override any value: `engine(name).with_overrides({...})`, in force where it is
+passed: `engines(replaced=Replacements(engines={name: profile}))` (catalog/replacements.py).
 
 Does not: compute anything.
 """
 
 from __future__ import annotations
 
-import contextlib
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Iterator, Literal, Mapping
+from typing import TYPE_CHECKING, Literal, Mapping
 
 from pydantic import BaseModel
 
@@ -45,6 +44,9 @@ from perfmodel.catalog.spec_schema import STRICT, CatalogError, validate_file
 from perfmodel.core.calibration import parameter_value
 from perfmodel.core.errors import did_you_mean
 from perfmodel.core.profiles import Profile, Setting
+
+if TYPE_CHECKING:
+    from perfmodel.catalog.replacements import Replacements
 
 ENGINE_PARAMS = ("token_budget", "max_running", "kv_memory_fraction", "prefill_first", "step_cost",
                  "step_cost_per_sequence", "first_token_steps", "first_token_steps_disagg")
@@ -117,28 +119,9 @@ def _load(root: str) -> tuple[dict[str, Profile], dict[str, Profile], dict[tuple
     return engines, protocols, envelopes, f.defaults
 
 
-_ACTIVE: dict[str, Profile] = {}  # profiles replaced for the duration of a `using` block
-
-
-@contextlib.contextmanager
-def replacing(active: dict, replaced: Mapping) -> Iterator[None]:
-    """Inside the block, the registry `active` also holds `replaced`; what it held before comes back after."""
-    saved = dict(active)
-    active.update(replaced)
-    try:
-        yield
-    finally:
-        active.clear()
-        active.update(saved)
-
-
-def using(profiles: Mapping[str, Profile]):
-    """Inside the block, engine(name) and engines() return these profiles (e.g. with_overrides copies)."""
-    return replacing(_ACTIVE, profiles)
-
-
-def engines(path: str = "") -> dict[str, Profile]:
-    return {**_load(path)[0], **({} if path else _ACTIVE)}
+def engines(path: str = "", replaced: Replacements | None = None) -> dict[str, Profile]:
+    """Every engine profile of the file (`path`, default the catalogue's), with those `replaced` holds."""
+    return {**_load(path)[0], **(replaced.engines if replaced else {})}
 
 
 def protocols(path: str = "") -> dict[str, Profile]:
@@ -151,8 +134,8 @@ def _named(known: Mapping[str, Profile], name: str, what: str) -> Profile:
     return known[name]
 
 
-def engine(name: str, path: str = "") -> Profile:
-    return _named(engines(path), name, "unknown serving engine")
+def engine(name: str, path: str = "", replaced: Replacements | None = None) -> Profile:
+    return _named(engines(path, replaced), name, "unknown serving engine")
 
 
 def protocol(name: str, path: str = "") -> Profile:

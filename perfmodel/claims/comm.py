@@ -23,7 +23,7 @@ import numpy as np
 
 from perfmodel import catalog, training
 from perfmodel.catalog import neuron_stacks, workload_files
-from perfmodel.catalog.calibration import active_key, calibration_for
+from perfmodel.core.calibration import of as calibration_of
 from perfmodel.claims.registry import ClaimResult, claim
 from perfmodel.comm import collectives as co
 from perfmodel.comm.algorithms import Collective
@@ -45,7 +45,7 @@ def _sizes() -> np.ndarray:
 def c1_numbers(chips=(16, 32, 64, 128, 256, 512)) -> dict:
     """Flat ring vs 2D ring vs auto all-reduce of BERT-Large's BF16 gradients on trn1.32xlarge."""
     s = catalog.load_system("trn1.32xlarge")
-    cal = calibration_for(s)
+    cal = calibration_of(s)
     arch = workload_files.load_workload("bert-large")
     nbytes = parameter_count(arch).total * 2.0
     g = np.asarray(chips, dtype=float)
@@ -82,8 +82,8 @@ def c2_ratios(collective, chips: int = 64, cal_overrides: dict | None = None, tr
     """t(Trn2 UltraServer torus) / t(Trn3 UltraServer NeuronSwitch) over message sizes."""
     t2 = catalog.load_system("trn2-ultraserver")
     t3 = catalog.load_system("trn3-ultraserver")
-    c2 = calibration_for(t2).with_overrides(cal_overrides or {})
-    c3 = calibration_for(t3).with_overrides(cal_overrides or {})
+    c2 = calibration_of(t2).with_overrides(cal_overrides or {})
+    c3 = calibration_of(t3).with_overrides(cal_overrides or {})
     n = _sizes()
     a = co.collective_cost(t2, c2, collective, n, chips)
     b = co.collective_cost(t3, c3, collective, n, trn3_chips or chips)
@@ -95,11 +95,11 @@ def c2_ratios(collective, chips: int = 64, cal_overrides: dict | None = None, tr
 
 
 def _fixed_us() -> float:
-    return calibration_for(catalog.load_system("trn2-ultraserver"))["collective_fixed_latency"] / units.US
+    return calibration_of(catalog.load_system("trn2-ultraserver"))["collective_fixed_latency"] / units.US
 
 
 def _hop_us() -> str:
-    cal = calibration_for(catalog.load_system("trn2-ultraserver"))
+    cal = calibration_of(catalog.load_system("trn2-ultraserver"))
     return f"{cal['link_latency_node'] / units.US:g}-{cal['link_latency_scaleup'] / units.US:g} us"
 
 
@@ -200,13 +200,9 @@ def c4_scenario(workload: str, seq: int, micro: int, tp: int, dp: int, gbs_node:
     return Scenario(phase=Phase.TRAIN, batch=micro, seq_len=seq, parallel=par, optimizer=Optimizer.ADAM_BF16_SR)
 
 
+@functools.lru_cache(maxsize=1)
 def c4_numbers():
-    """Weak scaling of the three C4 plans under the seed's stack (cached per applied calibrated set)."""
-    return _c4_numbers(active_key())
-
-
-@functools.lru_cache(maxsize=2)
-def _c4_numbers(cal_key: tuple):
+    """Weak scaling of the three C4 plans under the seed's stack (computed once per process)."""
     s = catalog.load_system("trn1.32xlarge")
     out = {}
     for id_, wl, seq, micro, tp, dp, gbs, q1, q16, eff in C4_CASES:
@@ -217,19 +213,15 @@ def _c4_numbers(cal_key: tuple):
     return out
 
 
-@functools.lru_cache(maxsize=2)
-def _c4_p4d(cal_key: tuple) -> float:
-    arch = workload_files.load_workload("bert-large")
-    sc = c4_scenario("bert-large", 128, 32, 1, 8, 16384).replace(flash_attention=False,
-                                                                   optimizer=Optimizer.ADAM_MIXED)
-    return float(training.scaling(catalog.load_system("p4d.24xlarge"), arch, sc, [1]).iloc[0]["sequences_per_s"])
-
-
+@functools.lru_cache(maxsize=1)
 def c4_p4d_bert_ph1() -> float:
     """Modelled seq/s of one p4d.24xlarge on the seed's BERT-Large phase 1 as 2022 software ran it on GPUs: mixed
     precision, attention scores through HBM (Hugging Face's BertSelfAttention), 32 sequences per GPU per
     micro-batch (the seed's Trainium1 per-chip value; p4d's is not stated), 16,384 per step."""
-    return _c4_p4d(active_key())
+    arch = workload_files.load_workload("bert-large")
+    sc = c4_scenario("bert-large", 128, 32, 1, 8, 16384).replace(flash_attention=False,
+                                                                   optimizer=Optimizer.ADAM_MIXED)
+    return float(training.scaling(catalog.load_system("p4d.24xlarge"), arch, sc, [1]).iloc[0]["sequences_per_s"])
 
 
 @claim

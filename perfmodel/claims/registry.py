@@ -53,7 +53,7 @@ def claim(fn: Callable[[], list[ClaimResult]]) -> Callable[[], list[ClaimResult]
 
 # One module per family of claims (the id's letter); importing a module registers its claim functions.
 FAMILY_MODULES = {"D": "perfmodel.claims.specs", "M": "perfmodel.claims.memory", "P": "perfmodel.claims.perf",
-                  "C": "perfmodel.claims.comm", "S": "perfmodel.claims.serving"}
+                  "C": "perfmodel.claims.comm", "S": "perfmodel.claims.serving.verdicts"}
 CLAIM_MODULES = tuple(FAMILY_MODULES.values())
 
 

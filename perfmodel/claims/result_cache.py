@@ -1,14 +1,15 @@
 """Computed claims (and the report's comparison) kept on disk, so `perfmodel claims` and `perfmodel report`
 pay their sweeps once per version of the code and the catalogue (a claim function takes no arguments: its
-rows are a function of the code, the catalogue files and the active calibrated sets alone).
+rows are a function of the code and the catalogue files alone: the claims are computed on the catalogue as
+shipped, never with a calibrated set).
 
     rows(fn, make)     a claim function's rows (JSON)
     frame(name, fn)    a claims frame that takes no arguments either (the S1-S3 readings)
     pickled(name, fn)  any result fully named by `name` given the code and catalogue (the report's comparison
-                       of its cases, systems and what-ifs); pickled, the pandas version in its key
+                       of its cases, systems, what-ifs and calibrated sets); pickled, the pandas version in its key
 
     key = sha256(FORMAT, every .py file of the perfmodel package, every file under the catalogue's
-                 hardware_specs/, workloads/ and reference/, the active calibrated sets, the claim function)
+                 hardware_specs/, workloads/ and reference/, the claim function or the result's name)
 
 A change to any formula, spec, assumption or measurement file misses every entry, so a cached row is the
 row the code would compute now. Entries live in claims/ under the cache root (core/cache_root.py;
@@ -25,7 +26,6 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from perfmodel.catalog.calibration import active_key
 from perfmodel.catalog.files import catalog_root
 from perfmodel.core.cache_root import root, trusted, used, write, write_json
 
@@ -64,7 +64,7 @@ def _path(fn: Callable) -> Path | None:
     where = root()
     if where is None:
         return None
-    key = hashlib.sha256(f"{fingerprint()} {active_key()!r} {fn.__module__}.{fn.__qualname__}".encode()).hexdigest()
+    key = hashlib.sha256(f"{fingerprint()} {fn.__module__}.{fn.__qualname__}".encode()).hexdigest()
     return where / "claims" / f"{key}.json"
 
 
@@ -104,7 +104,7 @@ def pickled(name: str, fn: Callable[[], object], kind: type = object):
     where = root()
     if where is None:
         return fn()
-    key = hashlib.sha256(f"{fingerprint()} {active_key()!r} pickled {name} pandas {pd.__version__}".encode())
+    key = hashlib.sha256(f"{fingerprint()} pickled {name} pandas {pd.__version__}".encode())
     path = where / "claims" / f"{key.hexdigest()}.pkl"
     if path.is_file() and trusted(path):
         try:

@@ -79,6 +79,10 @@ def cmd_calibrate(args) -> int:
 
     if args.no_write and args.out:
         raise ValueError("--out and --no-write contradict each other")
+    if args.replaced:  # a fit starts from the family file's values, never from another fit's
+        applied = ", ".join(s.origin for s in args.replaced.calibrated)
+        return refuse("calibrate", f"a calibrated set is applied ({applied}); calibrate fits from the family files' "
+                                   "values: run it without --calibration")
     why = None if args.no_write else _output_refusal(args)
     if why:
         return refuse("calibrate", why)

@@ -61,10 +61,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_check)
 
 
-def _systems(names: list[str]):
+def _systems(names: list[str], replaced):
     from perfmodel import catalog
 
-    return [catalog.load_system(n) for n in names]
+    return [catalog.load_system(n, replaced=replaced) for n in names]
 
 
 def cmd_specs_list(args) -> int:
@@ -72,7 +72,7 @@ def cmd_specs_list(args) -> int:
     from perfmodel.catalog import spec_tables
     from perfmodel.report import export
 
-    df = spec_tables.systems_frame(_systems(catalog.list_systems()))
+    df = spec_tables.systems_frame(_systems(catalog.list_systems(), args.replaced))
     print_result(export.emit(df, args.format, "Systems in the catalogue", args.out, default_name="specs_list"))
     return 0
 
@@ -82,7 +82,7 @@ def cmd_specs_show(args) -> int:
     from perfmodel.catalog import spec_tables
     from perfmodel.report import export
 
-    system = catalog.load_system(args.name, variant=args.variant)
+    system = catalog.load_system(args.name, variant=args.variant, replaced=args.replaced)
     df = spec_tables.show_frame(system)
     meta = {"system": system.name, "display_name": system.display_name, "chip": system.chip.name,
             "variant": args.variant}
@@ -101,7 +101,7 @@ def cmd_specs_compare(args) -> int:
 
     if len(args.names) < 2:
         raise ValueError("compare needs at least two systems")
-    systems = _systems(args.names)
+    systems = _systems(args.names, args.replaced)
     df = spec_tables.compare_frame(systems, args.level)
     meta = {"systems": args.names, "level": args.level, "values": "SI units (see unit column)",
             "ratios": f"each system / {args.names[0]}"}

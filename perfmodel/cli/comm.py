@@ -124,9 +124,9 @@ def _calibration(system, items: list[str]):
     """The system's calibration with --set overrides applied by the what-if layer (scales such as x2,
     each value held to its parameter's range, did-you-mean for an unknown name)."""
     from perfmodel.catalog import whatif as wi
-    from perfmodel.catalog.calibration import calibration_for
+    from perfmodel.core.calibration import of as calibration_of
 
-    return wi.apply_calibration(calibration_for(system), [wi.split_assignment(t) for t in items])
+    return wi.apply_calibration(calibration_of(system), [wi.split_assignment(t) for t in items])
 
 
 def _duration(text: str) -> float:
@@ -154,7 +154,7 @@ def cmd_collective(args) -> int:
     from perfmodel.core import limits
     from perfmodel.report import export
 
-    s = catalog.load_system(args.hardware)
+    s = catalog.load_system(args.hardware, replaced=args.replaced)
     cal = _calibration(s, args.overrides)
     chips = [int(c) for c in str(args.chips).split(",")]
     reach = (max(chips) - 1) * args.stride + 1  # chips the group's members are spread over
@@ -231,7 +231,7 @@ def cmd_train(args) -> int:
     from perfmodel.catalog import neuron_stacks, workload_refs
     from perfmodel.report import export
 
-    s = catalog.load_system(args.hardware)
+    s = catalog.load_system(args.hardware, replaced=args.replaced)
     arch = workload_refs.load(args.workload)
     cal = _calibration(s, args.overrides)
     sc = _train_scenario(args, s)
@@ -241,7 +241,7 @@ def cmd_train(args) -> int:
     if args.show == "scaling" and args.checkpoint_every:
         raise ValueError("--checkpoint-every applies to one run, not to --show scaling (Daly's interval at each "
                          "node count)")
-    stack = neuron_stacks.for_system(args.stack, "training", s) if args.stack else None  # resolved here, once
+    stack = neuron_stacks.for_system(args.stack, "training", s, args.replaced) if args.stack else None  # here, once
     if args.show == "scaling":
         per_node = sc.replace(parallel=dataclasses.replace(sc.parallel, dp=sc.parallel.dp // args.nodes))
         nodes = [2 ** k for k in range(args.nodes.bit_length()) if 2 ** k <= args.nodes]

@@ -21,6 +21,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from perfmodel.cli import calibrated_sets
 from perfmodel.cli.common import CALIBRATION_HELP, SubParsers, complete_deferred
 
 COMMAND_MODULES = ("perfmodel.cli.catalog", "perfmodel.cli.comm", "perfmodel.cli.validate", "perfmodel.cli.calibrate",
@@ -53,26 +54,6 @@ def build_parser(complete: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
-def _calibrated(files: list[str]):
-    """Context in which the calibrated sets of `files` replace their family-file values (none: no change)."""
-    import contextlib
-
-    if not files:
-        return contextlib.nullcontext()
-    from perfmodel.catalog import calibration
-
-    sets = [calibration.load_calibrated_set(f) for f in files]
-    for s in sets:
-        print(f"perfmodel: calibrated set {s.origin} applied ({s.family}: "
-              f"{', '.join(f'{k} = {calibration.as_written(v, _kind(s, k))}' for k, v in s.values.items())})",
-              file=sys.stderr)
-    return calibration.applied(*sets)
-
-
-def _kind(s, name: str) -> str:
-    return s.file.params[name].kind if s.file else "ratio"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser(complete=False)
     args = parser.parse_args(argv)
@@ -89,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     wide = terminal.WIDE.set(bool(getattr(args, "wide", False)))
     command = terminal.COMMAND.set((args.command, _inputs(args)))
     try:
-        with _outputs_guarded(), _calibrated(list(args.calibration) + list(getattr(args, "calibration_cmd", []))):
+        with _outputs_guarded():
+            # resolved once here and passed down: each command hands args.replaced to what it loads
+            args.replaced = calibrated_sets.replacements(list(args.calibration)
+                                                         + list(getattr(args, "calibration_cmd", [])))
             return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -148,7 +132,7 @@ def _inputs(args) -> dict:
             return [plain(x) for x in v]
         return str(v)
 
-    return {k: plain(v) for k, v in sorted(vars(args).items()) if k not in ("func", "command", "debug")}
+    return {k: plain(v) for k, v in sorted(vars(args).items()) if k not in ("func", "command", "debug", "replaced")}
 
 
 if __name__ == "__main__":

@@ -104,7 +104,7 @@ def cmd_plan(args) -> int:
 
         if not args.tokens:
             raise ValueError("--train needs --tokens N")
-        system = catalog.load_system(args.hardware or args.systems[0])
+        system = catalog.load_system(args.hardware or args.systems[0], replaced=args.replaced)
         arch = workload_refs.load(args.workload)
         per = system.node.chips
         if args.chips and args.chips % per:  # chips are bought by the instance: a fraction of one is no fleet
@@ -142,7 +142,7 @@ def cmd_plan(args) -> int:
                                max_fleet_chips=args.max_fleet_chips)
     # every input of the answer resolved here, once: the model, each system with its calibration and engine
     arch = workload_refs.load(demand.workload)
-    systems = [system_inputs.resolve(name, args.engine) for name in args.systems]
+    systems = [system_inputs.resolve(name, args.engine, replaced=args.replaced) for name in args.systems]
     with progress_bar(f"planning {len(args.systems)} systems", not args.no_progress) as cb:
         df = planner.plan_serving(demand, arch, systems, opts, progress=cb)
     cols, at, sized = PLAN_COLS, "", ""

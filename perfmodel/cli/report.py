@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfmodel.cli import scenarios
+from perfmodel.cli.calibrated_sets import claims_as_shipped
 from perfmodel.cli.common import (
     add_engine_option,
     add_output_options,
@@ -180,11 +181,11 @@ def _scenario_args(p: argparse.ArgumentParser) -> None:
 def _load(args) -> tuple[report.Loaded, wi.ScenarioOptions]:
     from perfmodel import catalog, report
     from perfmodel.catalog import whatif as wi
-    from perfmodel.catalog.calibration import calibration_for
+    from perfmodel.core.calibration import of as calibration_of
 
     system, workload, options, texts = scenarios.resolve(args)  # the flags over a --scenario file's values
-    whatif = wi.parse_assignments(texts, calibration_for(catalog.load_system(system)))
-    ld = report.load(system, workload, whatif)
+    whatif = wi.parse_assignments(texts, calibration_of(catalog.load_system(system, replaced=args.replaced)))
+    ld = report.load(system, workload, whatif, replaced=args.replaced)
     scenarios.save(args, system, workload, options, whatif)
     return ld, options.resolved()
 
@@ -298,8 +299,9 @@ def cmd_claims(args) -> int:
     from perfmodel import report
     from perfmodel.report import export
 
-    if args.claims_chart:  # S1-S3 as curves for every reading (claims.serving_readings)
-        from perfmodel.claims import serving_readings as sr
+    claims_as_shipped(args)
+    if args.claims_chart:  # S1-S3 as curves for every reading (claims/serving/readings.py)
+        from perfmodel.claims.serving import readings as sr
         df = sr.table().drop(columns="reading") if args.format in ("table", "md") else sr.curves()
         print_result(export.emit(df, args.format, sr.TITLE, args.out, default_name="claims_chart"))
         return 0
@@ -328,7 +330,8 @@ def cmd_report(args) -> int:
     whatif = wi.parse_assignments(args.overrides + basis)  # calibration names are checked per system
     cases = [c for c in report.CASES if c.key in args.cases]
     with progress_bar("evaluating", not args.no_progress) as progress:
-        rep = report.build_report(cases, args.systems, whatif, progress, with_claims=args.claims, engine=args.engine)
+        rep = report.build_report(cases, args.systems, whatif, progress, with_claims=args.claims, engine=args.engine,
+                                  replaced=args.replaced)
     cmp = rep.comparison
     if len(cmp.errors) and not len(cmp.results):  # nothing ran: an error, not an empty report
         e = cmp.errors.iloc[0]
@@ -362,11 +365,11 @@ def cmd_knobs(args) -> int:
 
     from perfmodel import catalog
     from perfmodel.catalog import whatif as wi
-    from perfmodel.catalog.calibration import calibration_for
+    from perfmodel.core.calibration import of as calibration_of
     from perfmodel.report import export
 
-    system = catalog.load_system(args.hardware)
-    cal = calibration_for(system)
+    system = catalog.load_system(args.hardware, replaced=args.replaced)
+    cal = calibration_of(system)
     spec = wi.knobs_frame(system)
     from perfmodel.core import units
 

@@ -93,7 +93,7 @@ def cmd_compare(args) -> int:
     from perfmodel.report import export, scenario_compare
 
     saved = [scenario_files.load(f) for f in args.files]
-    shown, values = scenario_compare.compare(saved)
+    shown, values = scenario_compare.compare(saved, args.replaced)
     banners, files = [], {s.name: f for f, s in zip(args.files, saved)}
     for name, invalid, misfit in scenario_compare.impossible(values):  # as roofline and memory: no such answer
         try:

@@ -19,6 +19,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from perfmodel.cli import intervals
+from perfmodel.cli.calibrated_sets import claims_as_shipped
 from perfmodel.cli.common import (
     add_chart_option,
     add_engine_option,
@@ -176,14 +177,15 @@ def _overrides(args) -> list[str]:
     return list(args.overrides) + (["power_basis_all_in=1"] if args.power_basis == "all-in" else [])
 
 
-def _load(name: str, workload: str, overrides: list[str], variant: str = "nominal"):
+def _load(name: str, workload: str, overrides: list[str], variant: str, replaced):
+    """(system, arch, calibration): the system with the run's calibrated sets (`replaced`), then --set what-ifs."""
     from perfmodel import catalog
     from perfmodel.catalog import whatif as wi
     from perfmodel.catalog import workload_refs
-    from perfmodel.catalog.calibration import calibration_for
+    from perfmodel.core.calibration import of as calibration_of
 
-    system = catalog.load_system(name, variant=variant)
-    cal = calibration_for(system)
+    system = catalog.load_system(name, variant=variant, replaced=replaced)
+    cal = calibration_of(system)
     arch = workload_refs.load(workload)
     if overrides:
         system, arch, cal = wi.apply(system, arch, cal, wi.parse_assignments(overrides, cal))
@@ -228,7 +230,7 @@ def cmd_serve(args) -> int:
     from perfmodel.serving import cost, search
     from perfmodel.serving.steady_state import Grid, Mix
 
-    system, arch, cal = _load(args.hardware, args.workload, _overrides(args), args.variant)
+    system, arch, cal = _load(args.hardware, args.workload, _overrides(args), args.variant, args.replaced)
     ew = args.expert_dtype or (arch.expert_weight_dtype.value if arch.expert_weight_dtype else None)
     args.dtype = args.dtype or search.native_dtype(system).value
     grid = Grid.of(tp=args.tp, da=args.da, ep=args.ep, pp=args.pp, cp=args.cp, concurrency=args.concurrency,
@@ -238,7 +240,7 @@ def cmd_serve(args) -> int:
     engine, env = serving_engines.resolve(args.engine, system)
     df = search.frontier_sweep(system, arch, Mix(args.input, args.output), [args.mode], grid=grid, cal=cal,
                                price=price, tdp_w=args.tdp, chunk_tokens=args.chunk,
-                               software=neuron_stacks.software(engine, system),
+                               software=neuron_stacks.software(engine, system, args.replaced),
                                prefix_tokens=args.prefix_cached, speculative=speculation(args), envelope_profile=env)
     df = intervals.attach(df, system, arch, args)
     title = f"{system.display_name}: {arch.name} serving ({args.mode}, {args.input}/{args.output} tokens)"
@@ -285,8 +287,9 @@ def cmd_pareto(args) -> int:
     from perfmodel.serving import cost, search
 
     if args.claims_chart:
-        from perfmodel.claims import serving_curves
+        from perfmodel.claims.serving import curves as serving_curves
 
+        claims_as_shipped(args)
         with progress_bar("Trn3 vs Trn2 frontier sweeps", not args.no_progress):
             df = serving_curves.chart_frame()
         _emit(df, args, "S4: gpt-oss-120b, Trn3 vs Trn2 UltraServer frontiers (tokens/MW and concurrency)",
@@ -300,7 +303,7 @@ def cmd_pareto(args) -> int:
                                      dtypes=args.dtypes, max_chips=args.max_replica_chips).items() if v}
     modes = args.mode if isinstance(args.mode, list) else [args.mode]
     for name in args.hardware:
-        system, arch, cal = _load(name, args.workload, _overrides(args), args.variant)
+        system, arch, cal = _load(name, args.workload, _overrides(args), args.variant, args.replaced)
         price = cost.price_for(system, cal, args.price)
         grid = search.plan_grid(system, arch, **grid_kw)
         if args.ep:
@@ -313,7 +316,7 @@ def cmd_pareto(args) -> int:
                 f = search.frontier_sweep(system, arch, Mix(args.input, args.output), modes, grid=grid, cal=cal,
                                           price=price, tdp_w=args.tdp, max_ttft_s=args.max_ttft,
                                           chunk_tokens=args.chunk, progress=cb,
-                                          software=neuron_stacks.software(eng, system),
+                                          software=neuron_stacks.software(eng, system, args.replaced),
                                           prefix_tokens=args.prefix_cached, speculative=speculation(args),
                                           envelope_profile=en)
             frames.append(intervals.attach(f, system, arch, args).assign(frontier="engine" if eng else "roofline"))
@@ -352,15 +355,16 @@ def cmd_sensitivity(args) -> int:
     from perfmodel.serving.steady_state import Grid, Mix
 
     if args.claim:
-        from perfmodel.claims import serving as serving_claims
+        from perfmodel.claims.serving import verdicts as serving_claims
 
+        claims_as_shipped(args)
         with progress_bar(f"{args.claim}: perturbing every parameter", not args.no_progress):
             df = serving_claims.claim_sensitivity()
         df = df[df["result_name"] == args.claim.lower()].drop(columns=["result_name"])
         title = f"Sensitivity of claim {args.claim} (Trn3 / Trn2 ratio)"
         name = f"sensitivity_{args.claim}"
     else:
-        system, arch, cal = _load(args.hardware, args.workload, _overrides(args), args.variant)
+        system, arch, cal = _load(args.hardware, args.workload, _overrides(args), args.variant, args.replaced)
         ew = args.expert_dtype or (arch.expert_weight_dtype.value if arch.expert_weight_dtype else None)
         grid = Grid.of(tp=args.tp, da=args.da, ep=args.ep, pp=args.pp, cp=args.cp, concurrency=args.concurrency[0],
                        compute=args.dtype or search.native_dtype(system).value, expert_weights=ew)
@@ -371,7 +375,8 @@ def cmd_sensitivity(args) -> int:
             df = search.frontier_sweep(s, arch, mix, [args.mode], grid=grid, cal=c,
                                        price=cost.price_for(s, c, args.price), tdp_w=args.tdp,
                                        chunk_tokens=args.chunk,
-                                       software=neuron_stacks.software(serving_engines.resolve(args.engine, s)[0], s),
+                                       software=neuron_stacks.software(serving_engines.resolve(args.engine, s)[0], s,
+                                                                       args.replaced),
                                        prefix_tokens=args.prefix_cached, speculative=speculation(args))
             if args.metric not in df:
                 raise ValueError(f"unknown metric {args.metric!r}; choose a numeric column such as "

@@ -140,7 +140,7 @@ def cmd_simulate(args) -> int:
         raise ValueError(f"--trace {args.trace} is read only with --traffic trace (given --traffic {args.traffic})")
     if args.trace and args.load_sweep:
         raise ValueError(f"--trace {args.trace}: --load-sweep draws its own Poisson loads; run the trace without it")
-    system, arch, cal = _load(args.hardware, args.workload, _overrides(args), args.variant)
+    system, arch, cal = _load(args.hardware, args.workload, _overrides(args), args.variant, args.replaced)
     args.dtype = args.dtype or search.native_dtype(system).value
     engine = serving_engines.resolve(args.engine, system)[0]
     ew = args.expert_dtype or (arch.expert_weight_dtype.value if arch.expert_weight_dtype else None)
@@ -149,7 +149,8 @@ def cmd_simulate(args) -> int:
     if args.prefix_cached:
         raise ValueError("--prefix-cached is the steady state's; a simulation draws its prefixes: --prefix-share F "
                          "--prefix-tokens N --prefixes G")
-    options = ServingOptions(mode=args.mode, chunk_tokens=args.chunk, software=neuron_stacks.software(engine, system),
+    options = ServingOptions(mode=args.mode, chunk_tokens=args.chunk,
+                             software=neuron_stacks.software(engine, system, args.replaced),
                              speculative=speculation(args))
     label = f"{system.display_name}: {arch.name}, tp{args.tp} da{args.da} ep{args.ep} pp{args.pp} {args.dtype}"
     if args.load_sweep:

@@ -96,7 +96,7 @@ def cmd_sweep(args) -> int:
 
     from perfmodel import catalog
 
-    systems = tuple(catalog.load_system(h, variant=args.variant) for h in args.hardware)
+    systems = tuple(catalog.load_system(h, variant=args.variant, replaced=args.replaced) for h in args.hardware)
     workloads = tuple(catalog.load_workload(w) for w in args.workload)
     spec = SweepSpec(system=systems, workload=workloads, phase=args.phase, grid=_pairs(args.grid, "--grid"),
                      fixed=_pairs(args.fixed, "--fixed"), fits_only=args.fits_only)

@@ -72,7 +72,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_validate(args) -> int:
     from perfmodel import validation
-    from perfmodel.catalog import calibration
     from perfmodel.core import safe_write
     from perfmodel.report import export
     from perfmodel.validation import harness
@@ -82,6 +81,9 @@ def cmd_validate(args) -> int:
                                   "--cases); choose another output file")
     show = "summary" if args.summary_only else args.show
     if args.build_intervals or show == "intervals":
+        if args.replaced:  # the shipped file is the family files' residuals; a calibrated set's would be another's
+            return refuse("validate", "--build-intervals and --show intervals use the family files' values (the "
+                                      "shipped intervals file); run them without --calibration")
         return _intervals(args)
     if show == "frontier":
         from perfmodel.cli.common import progress_bar
@@ -89,7 +91,7 @@ def cmd_validate(args) -> int:
 
         src = frontier.rows_of(args.cases)
         with progress_bar("frontier search per (system, model, lengths) group", not args.no_progress) as cb:
-            sheets = frontier.sheets(src, cb)
+            sheets = frontier.sheets(src, cb, args.replaced)
     else:
         bounds = None
         if args.interval:  # the intervals file read here, at the edge
@@ -97,7 +99,8 @@ def cmd_validate(args) -> int:
             from perfmodel.validation import intervals as case_intervals
 
             bounds = case_intervals.case_bounds(interval_files.load(), args.interval, args.cases)
-        sheets = validation.sheets(args.cases, args.families or None, strict=args.strict, bounds=bounds)
+        sheets = validation.sheets(args.cases, args.families or None, strict=args.strict, bounds=bounds,
+                                   replaced=args.replaced)
     pick = {"cases": ["cases"], "summary": ["by_phase", "by_hardware_family", "by_metric", "by_family"]
             + (["coverage"] if "coverage" in sheets else []),
             "not-expressed": ["not_expressed"], "fidelity": ["fidelity_overall", "fidelity"],
@@ -111,7 +114,7 @@ def cmd_validate(args) -> int:
         print_result(export.emit_sheets(chosen, args.format, pick[0], args.out, default_name="validation",
                                         meta={"cases_file": args.cases or "reference/published_measurements.csv",
                                               "calibrated_sets": ", ".join(
-                                                  s.origin for s in calibration.active().values()) or "none"}))
+                                                  s.origin for s in args.replaced.calibrated) or "none"}))
         return 0
     if args.format == "csv":
         print_result(export.emit(chosen[pick[0]], "csv", out=args.out))

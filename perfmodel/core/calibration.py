@@ -37,7 +37,7 @@ copyreg.pickle(MappingProxyType, lambda m: (read_only, (dict(m),)))
 
 
 # 'calibrated': fitted to measurements by `perfmodel calibrate` (only from a calibrated-set file, never
-# written in a family file; see applied()).
+# written in a family file; see catalog/replacements.py).
 ParamStatus = Literal["assumed", "measured", "calibrated"]
 
 

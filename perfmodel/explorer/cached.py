@@ -99,7 +99,7 @@ def sensitivity(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi
 
 @st.cache_data(show_spinner="S1-S3 for every reading (Trn2 recipe, power basis)...", max_entries=2)
 def readings():
-    from perfmodel.claims import serving_readings
+    from perfmodel.claims.serving import readings as serving_readings
 
     return serving_readings.table(), serving_readings.curves()
 

@@ -57,7 +57,7 @@ def page_serving(ctx: dict) -> None:
 
 def claim_readings() -> None:
     """S1-S3 for every reading (Trn2 recipe, power basis): the table at the claims' point, the ratio curves."""
-    from perfmodel.claims import serving_readings
+    from perfmodel.claims.serving import readings as serving_readings
 
     table, curves = cc.readings()
     st.dataframe(shown(table.drop(columns="reading")), hide_index=True, key="srv_readings_table")

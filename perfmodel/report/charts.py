@@ -165,7 +165,7 @@ def frontier(df: pd.DataFrame, points: pd.DataFrame | None = None, y: str = "tok
 
 
 def claims_ratios(curves: pd.DataFrame, metric: str, quote: float, title: str = "") -> alt.LayerChart:
-    """S1-S3 as curves (claims.serving_readings.curves): the Trn3 / Trn2 ratio of `metric` against its x, one
+    """S1-S3 as curves (claims/serving/readings.py: curves): the Trn3 / Trn2 ratio of `metric` against its x, one
     line per reading (Trn2 recipe / power basis), the quoted ratio as a rule."""
     df = curves[curves["metric"] == metric].assign(
         reading=lambda d: d["trn2_recipe"] + " / " + d["power_basis"])

@@ -25,6 +25,7 @@ import pandas as pd
 from perfmodel import catalog
 from perfmodel.catalog import spec_tables
 from perfmodel.catalog import whatif as wi
+from perfmodel.catalog.replacements import NONE, Replacements
 from perfmodel.core.hardware import System
 from perfmodel.report import provenance_frame
 from perfmodel.report.tables import display_table, summary_columns, workbook
@@ -79,7 +80,8 @@ class Comparison:
 
 
 def comparison(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS, whatif: wi.WhatIf = wi.WhatIf(),
-               progress: Progress | None = None, engine: str | None = None) -> Comparison:
+               progress: Progress | None = None, engine: str | None = None,
+               replaced: Replacements = NONE) -> Comparison:
     """Every case on every system (plan from min_fit, data type from the case's preferences), serving cases also
     priced as `engine` runs them (None: each system's default engine; "none": the accelerator alone), each engine
     figure with its 80% interval (the intervals file read here, once)."""
@@ -97,7 +99,7 @@ def comparison(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS, 
             if progress:
                 progress(i, n, f"{case.key} on {name}")
             try:
-                ld = load(name, case.workload, whatif)
+                ld = load(name, case.workload, whatif, replaced=replaced)
                 opts0 = case.options.replace(dtype=pick_dtype(ld.system, case.dtypes))
                 opts, _ = fit_plan(ld, opts0)
                 run = run_scenario(ld, opts)
@@ -147,14 +149,17 @@ class Report:
 
 
 def build_report(cases: Iterable[Case] = CASES, systems: Iterable[str] = SYSTEMS, whatif: wi.WhatIf = wi.WhatIf(),
-                 progress: Progress | None = None, with_claims: bool = False, engine: str | None = None) -> Report:
+                 progress: Progress | None = None, with_claims: bool = False, engine: str | None = None,
+                 replaced: Replacements = NONE) -> Report:
     """The comparison report as data: an overview, one section per case, claims, provenance notes; serving
     cases priced by the accelerator alone and as `engine` runs them (comparison)."""
     cases, systems = list(cases), list(systems)
+    if with_claims and replaced:
+        raise ValueError(CLAIMS_AS_SHIPPED)
     n = len(cases) * len(systems) + (1 if with_claims else 0)
     cmp = _stored_comparison(cases, systems, whatif,
-                             (lambda i, _, label: progress(i, n, label)) if progress else None, engine)
-    loaded = [wi.apply_spec(catalog.load_system(s), whatif.spec) for s in systems]
+                             (lambda i, _, label: progress(i, n, label)) if progress else None, engine, replaced)
+    loaded = [wi.apply_spec(catalog.load_system(s, replaced=replaced), whatif.spec) for s in systems]
     overview = spec_tables.systems_frame(loaded)
     ov_cols = ("system", "generation", "chips_per_node", "scaleup_chips", "peak_bf16_per_chip_flop_per_s",
                "hbm_per_chip_bytes", "hbm_bw_per_chip_bytes_per_s", "price_per_node_usd_per_hour", "uncertain_fields")
@@ -222,13 +227,15 @@ _ENGINE_TEXT = (" Engine columns: the same step priced as today's serving engine
 
 
 def _stored_comparison(cases: list[Case], systems: list[str], whatif: wi.WhatIf, progress,
-                       engine: str | None = None) -> Comparison:
+                       engine: str | None = None, replaced: Replacements = NONE) -> Comparison:
     """comparison(), kept on disk per version of the code and catalogue (claims.result_cache): a report run
     again, unchanged, reads its 40 evaluations back."""
     from perfmodel.claims import result_cache
 
-    name = f"report.comparison {[repr(c) for c in cases]} {systems} {whatif.assignments()} engine={engine}"
-    return result_cache.pickled(name, lambda: comparison(cases, systems, whatif, progress, engine), Comparison)
+    name = (f"report.comparison {[repr(c) for c in cases]} {systems} {whatif.assignments()} engine={engine}"
+            + (f" replaced={replaced.key()!r}" if replaced else ""))
+    return result_cache.pickled(name, lambda: comparison(cases, systems, whatif, progress, engine, replaced),
+                                Comparison)
 
 
 def _chart(name: str, *args, **kwargs):
@@ -241,9 +248,9 @@ def _chart(name: str, *args, **kwargs):
 
 
 def _readings_section() -> Section:
-    """S1-S3 as curves for every reading (claims.serving_readings): the table at the claims' point, the ratio
+    """S1-S3 as curves for every reading (claims/serving/readings.py): the table at the claims' point, the ratio
     curves and their charts (S1 tokens/MW, per-chip throughput, S3 interactivity against the quotes)."""
-    from perfmodel.claims import serving_readings as sr
+    from perfmodel.claims.serving import readings as sr
 
     table, curves = sr.table(), sr.curves()
     chs = tuple((f"Trn3 / Trn2: {m}", _chart("claims_ratios", curves, m, q)) for m, q in sr.CHARTED)
@@ -279,6 +286,8 @@ def ratios_frame(systems: list[System], level: str = "chip") -> pd.DataFrame:
 # ---------------------------------------------------------------- claims
 
 
+CLAIMS_AS_SHIPPED = ("the seed claims are computed on the catalogue as shipped (its family files' values), not with "
+                     "a calibrated set: run them without --calibration")
 CLAIM_COLUMNS = ("id", "claim", "seed", "quoted", "modelled", "unit", "error_frac", "tolerance_frac", "bound",
                  "within", "note")
 

@@ -27,7 +27,9 @@ import pandas as pd
 from perfmodel import catalog
 from perfmodel.catalog import whatif as wi
 from perfmodel.catalog import workload_refs
-from perfmodel.catalog.calibration import Calibration, calibration_for
+from perfmodel.catalog.calibration import Calibration
+from perfmodel.catalog.replacements import NONE, Replacements
+from perfmodel.core.calibration import of as calibration_of
 from perfmodel.core import units
 from perfmodel.core.dtypes import DType
 from perfmodel.core.hardware import System
@@ -52,9 +54,11 @@ class Loaded:
     whatif: wi.WhatIf = wi.WhatIf()
 
 
-def load(system: str, workload: str, whatif: wi.WhatIf = wi.WhatIf(), variant: str = "nominal") -> Loaded:
-    """System, workload and calibration from the catalogue, with what-if overrides applied."""
-    s = catalog.load_system(system, variant=variant)
+def load(system: str, workload: str, whatif: wi.WhatIf = wi.WhatIf(), variant: str = "nominal",
+         replaced: Replacements = NONE) -> Loaded:
+    """System, workload and calibration from the catalogue (with the calibrated sets `replaced` holds), what-if
+    overrides applied."""
+    s = catalog.load_system(system, variant=variant, replaced=replaced)
     a = workload_refs.load(workload)
     cal = s.calibration
     s2, a2, c2 = wi.apply(s, a, cal, whatif)
@@ -145,7 +149,7 @@ def economics(system: System, summary: pd.Series, cal: Calibration | None = None
     """
     from perfmodel.serving import power
 
-    cal = cal or calibration_for(system)
+    cal = cal or calibration_of(system)
     out = {"power_per_chip_w": np.nan, "facility_power_per_chip_w": np.nan, "tokens_per_mw": np.nan,
            "tdp_status": "", "price_per_chip_usd_per_hour": np.nan, "usd_per_million_tokens": np.nan,
            "price_status": "", "economics_note": ""}
@@ -246,11 +250,12 @@ def run_scenario(ld: Loaded, opts: wi.ScenarioOptions, with_fit: bool = True) ->
     return Run(ld, opts, res, comp, tot, fit, err, prov)
 
 
-def scenario_page(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf = wi.WhatIf()) -> dict:
+def scenario_page(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf = wi.WhatIf(),
+                  replaced: Replacements = NONE) -> dict:
     """The data of the app's roofline and memory pages for one scenario (what app.run caches):
     summary, sheets (workbook), ops, engines, bounds, components, totals, roofs, ridges, fit_error,
     display_name. bench/bench_app.py times it."""
-    ld = load(system, workload, whatif)
+    ld = load(system, workload, whatif, replaced=replaced)
     r = run_scenario(ld, opts)
     sheets = r.sheets()
     roofs, ridges = roofline_frames(ld.system)

@@ -25,7 +25,8 @@ import pandas as pd
 
 from perfmodel import catalog
 from perfmodel.catalog import whatif as wi
-from perfmodel.catalog.calibration import calibration_for
+from perfmodel.catalog.replacements import NONE, Replacements
+from perfmodel.core.calibration import of as calibration_of
 from perfmodel.core import units
 from perfmodel.model import evaluate, feasibility
 from perfmodel.report import provenance_frame
@@ -55,7 +56,7 @@ def algorithm_rows(sw: pd.DataFrame, algorithms: Iterable[str]) -> pd.DataFrame:
 
 def collective_frame(systems: Iterable[str], collectives: Iterable[str], group: int, sizes_bytes: Iterable[float],
                      algorithms: Iterable[str] | None = None, whatif: wi.WhatIf = wi.WhatIf(),
-                     launch: str = "in-graph") -> pd.DataFrame:
+                     launch: str = "in-graph", replaced: Replacements = NONE) -> pd.DataFrame:
     """Time of each collective vs message size on each system, one row per (system, collective,
     algorithm, size): the fastest algorithm ('auto') and each algorithm of collectives.ALGORITHMS
     that applies. `series` names the system's topology and the algorithm; `launch` is how each call
@@ -66,8 +67,8 @@ def collective_frame(systems: Iterable[str], collectives: Iterable[str], group: 
     algs = list(algorithms) if algorithms is not None else ["auto", *co.ALGORITHMS]
     rows = []
     for name in systems:
-        s = wi.apply_spec(catalog.load_system(name), whatif.spec)
-        cal = wi.apply_calibration(calibration_for(s), whatif.cal)
+        s = wi.apply_spec(catalog.load_system(name, replaced=replaced), whatif.spec)
+        cal = wi.apply_calibration(calibration_of(s), whatif.cal)
         topo = " + ".join(f"{t.topology.value}" for t in s.tiers if t.scope.value != "scaleout") or "scale-out only"
         for c in collectives:
             rows.append(algorithm_rows(co.sweep(s, cal, c, sizes, float(group), launch=launch), algs).assign(
@@ -95,12 +96,13 @@ def headline(summary: pd.DataFrame, phase: str) -> list[tuple[str, str]]:
 
 
 def memory_comparison(systems: Iterable[str], workload: str, opts: wi.ScenarioOptions,
-                      whatif: wi.WhatIf = wi.WhatIf()) -> tuple[pd.DataFrame, pd.DataFrame]:
+                      whatif: wi.WhatIf = wi.WhatIf(), replaced: Replacements = NONE
+                      ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(components, totals) of the same scenario on several systems; totals add the minimum fit
     (min_chips, min_instances, min_fit_plan) or the reason none exists."""
     comps, tots = [], []
     for name in systems:
-        ld = load(name, workload, whatif)
+        ld = load(name, workload, whatif, replaced=replaced)
         sc = wi.scenario_of(opts, ld.arch, ld.system)
         c, t = memory_frames(ld, sc, name)
         try:
@@ -153,7 +155,8 @@ FRONTIERS = {"engine": ("engine",), "both": ("engine", "roofline"), "roofline": 
 
 def serving_frontier(systems: Iterable[str], workload: str, whatif: wi.WhatIf = wi.WhatIf(),
                      input_tokens: int = 1024, output_tokens: int = 1024, y: str = "mw",
-                     max_ttft_s: float | None = None, grid: str = "quick", frontiers: str = "engine") -> pd.DataFrame:
+                     max_ttft_s: float | None = None, grid: str = "quick", frontiers: str = "engine",
+                     replaced: Replacements = NONE) -> pd.DataFrame:
     """The interactivity vs throughput frontier of each system: search.frontier_sweep over the plan
     grid (GRIDS), then the Pareto points for `y` (FRONTIER_Y key: mw | chip | usd | users). `frontiers`
     (FRONTIERS key): the engine frontier (the hardware family's serving engine, each point labelled inside or
@@ -172,11 +175,11 @@ def serving_frontier(systems: Iterable[str], workload: str, whatif: wi.WhatIf = 
         raise ValueError(f"frontiers {frontiers!r}: choose one of {', '.join(FRONTIERS)}")
     parts = []
     for name in systems:
-        ld = load(name, workload, whatif)
+        ld = load(name, workload, whatif, replaced=replaced)
         for kind in FRONTIERS[frontiers]:
             eng, env = serving_engines.resolve(None if kind == "engine" else "none", ld.system)
             df = search.frontier_sweep(ld.system, ld.arch, serving.Mix(input_tokens, output_tokens), cal=ld.cal,
-                                       max_ttft_s=max_ttft_s, software=neuron_stacks.software(eng, ld.system),
+                                       max_ttft_s=max_ttft_s, software=neuron_stacks.software(eng, ld.system, replaced),
                                        envelope_profile=env,
                                        **_grid_kw(ld, grid))
             f = search.frontier(df, y if y in search.Y_COLS else FRONTIER_Y[y])
@@ -194,7 +197,7 @@ CLAIM_SCENARIO = {"workload": "gpt-oss-120b", "input_tokens": 1024, "output_toke
 def claim_points(y_col: str) -> pd.DataFrame:
     """The seed claims' reading points (S1-S3, claims_serving.chart_frame: gpt-oss-120b, 1k/1k,
     Trn3 vs Trn2 UltraServer) as x = tokens/s per user, y = `y_col`, label."""
-    from perfmodel.claims import serving_curves as curves
+    from perfmodel.claims.serving import curves
 
     cf = curves.chart_frame()
     if y_col not in cf:
@@ -210,7 +213,7 @@ def capacity_plan(systems: Iterable[str], workload: str, whatif: wi.WhatIf = wi.
                   input_tokens: int = 1024, output_tokens: int = 1024, requests_per_s: float = 100.0,
                   tpot_s: float = 0.02, ttft_s: float = 2.0, peak_to_average: float = 1.0,
                   grid: str = "quick", percentile: float = 0.0,
-                  modes: Iterable[str] = ("aggregated",)) -> pd.DataFrame:
+                  modes: Iterable[str] = ("aggregated",), replaced: Replacements = NONE) -> pd.DataFrame:
     """planner.plan_serving for one demand: fleet (chips, instances, UltraServers), facility MW and
     $ per month per system; with a percentile (e.g. 99) each answer is verified by simulation at the peak
     rate (simulation/verify.py). Every what-if applies: each system is planned as loaded with them (its spec,
@@ -227,11 +230,11 @@ def capacity_plan(systems: Iterable[str], workload: str, whatif: wi.WhatIf = wi.
                             tpot_s=float(tpot_s), peak_to_average=float(peak_to_average),
                             percentile=float(percentile))
     demand.validate()
-    loaded = [load(name, workload, whatif) for name in systems]
+    loaded = [load(name, workload, whatif, replaced=replaced) for name in systems]
     inputs = []
     for ld in loaded:  # each system as loaded with the what-ifs, its calibration with it
         eng, env = serving_engines.resolve(None, ld.system)
-        inputs.append(SystemInputs(ld.system, eng, neuron_stacks.software(eng, ld.system), env))
+        inputs.append(SystemInputs(ld.system, eng, neuron_stacks.software(eng, ld.system, replaced), env))
     kw = _grid_kw(loaded[0], grid) if grid == "quick" else {}
     opts = planner.PlanOptions(modes=tuple(planner.Mode(m) for m in modes), grid_kw=kw)
     df = planner.plan_serving(demand, loaded[0].arch, inputs, opts)
@@ -250,14 +253,14 @@ def capacity_plan(systems: Iterable[str], workload: str, whatif: wi.WhatIf = wi.
 def under_load(system: str, workload: str, opts: wi.ScenarioOptions, whatif: wi.WhatIf = wi.WhatIf(),
                kind: str = "poisson", rate: float = 5.0, clients: int = 16, input_tokens: int = 1024,
                output_tokens: int = 256, requests: int = 4000, mode: str = "aggregated", ttft_s: float = 2.0,
-               tpot_s: float = 0.05) -> dict[str, pd.DataFrame]:
+               tpot_s: float = 0.05, replaced: Replacements = NONE) -> dict[str, pd.DataFrame]:
     """One deployment (the scenario's plan, one replica) simulated request by request: the run's summary
     (quantity, value), the queue over time, and every request (simulation/). What-ifs apply to the system,
     workload and calibration."""
     from perfmodel.serving.options import ServingOptions
     from perfmodel.simulation import deployment, metrics, traffic
 
-    ld = load(system, workload, whatif)
+    ld = load(system, workload, whatif, replaced=replaced)
     ew = ld.arch.expert_weight_dtype.value if ld.arch.expert_weight_dtype else None
     plan = deployment.one_plan(tp=opts.tp, da=opts.da, ep=opts.ep, pp=opts.pp, compute=opts.dtype, expert_weights=ew)
     shapes = traffic.Shapes(input_tokens=((int(input_tokens), 1.0),), output_tokens=((int(output_tokens), 1.0),))

@@ -24,6 +24,7 @@ import math
 import pandas as pd
 
 from perfmodel.catalog.scenario_files import Saved
+from perfmodel.catalog.replacements import NONE, Replacements
 from perfmodel.report.frames import display_table, load, plan_text, run_scenario
 from perfmodel.report.pages import HEADLINE
 
@@ -32,8 +33,8 @@ FIGURES = ("time_per_output_token_s", "tokens_per_s_per_user", "ttft_s", "step_t
            "usd_per_million_tokens")
 
 
-def _summary(s: Saved) -> pd.DataFrame:
-    ld = load(s.system, s.workload, s.whatif)
+def _summary(s: Saved, replaced: Replacements) -> pd.DataFrame:
+    ld = load(s.system, s.workload, s.whatif, replaced=replaced)
     opts = s.options.resolved()
     results = run_scenario(ld, opts, with_fit=False).sheets()["results"]
     return results.assign(**{"system ": ld.system.name, "workload ": ld.arch.name, "phase ": opts.phase,
@@ -70,14 +71,15 @@ def _change(base, new) -> tuple[str, float]:
     return ("same" if abs(frac) < SAME else f"{frac:+.1%}"), frac
 
 
-def compare(saved: list[Saved]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(shown, values): module doc. Needs two scenarios or more, with distinct names."""
+def compare(saved: list[Saved], replaced: Replacements = NONE) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(shown, values): module doc, each scenario with the calibrated sets `replaced` holds. Needs two scenarios or
+    more, with distinct names."""
     names = [s.name for s in saved]
     if len(saved) < 2:
         raise ValueError(f"compare needs two scenarios or more, got {len(saved)}")
     if len(set(names)) != len(names):
         raise ValueError(f"scenario names must differ to be compared side by side: {', '.join(names)}")
-    summaries = [_summary(s) for s in saved]
+    summaries = [_summary(s, replaced) for s in saved]
     phases = {s.options.phase for s in saved}
     wanted = [c for c in FIGURES if c in summaries[0] and (c not in sum(HEADLINE.values(), ()) or
                                                            any(c in HEADLINE[p] for p in phases))]

@@ -81,9 +81,7 @@ def supported_dtypes(system: str) -> list[str]:
 
 def calibration_of(system: str):
     """The system's calibration (what a `c.NAME` what-if overrides)."""
-    from perfmodel.catalog.calibration import calibration_for
-
-    return calibration_for(catalog.load_system(system))
+    return catalog.load_system(system).calibration
 
 
 def _shown(text: str, limit: int = 60) -> str:

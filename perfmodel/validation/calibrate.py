@@ -7,8 +7,8 @@ What is fitted: a few named parameters of one calibration family file (neuron = 
 Inferentia, nvidia), one value for the whole family, never a value per case. The cases are
 the rows of a measurements file (harness.py columns) whose system belongs to that family and
 which the model predicts; each evaluation re-runs the validation families that hold them
-(validation.run_cases) with the trial values applied (calibration.applied), so every model
-path sees them exactly as a user of the fitted file would.
+(validation.run_cases) with the trial values passed as a calibrated set (run_cases(replaced=...)),
+so every model path sees them exactly as a user of the fitted file would.
 
     residual_i = log(predicted_i / measured_i)        (one per case, unweighted)
     minimise sum_i loss(residual_i^2) over the parameters, inside bounds by kind:
@@ -43,7 +43,7 @@ a compiled graph), link_efficiency_node / _scaleup / _scaleout (sustained link f
 the cases cannot fix are held and reported. Parameters with per-chip overrides in the family file
 are refused (one family-wide value would erase the per-chip differences).
 
-Does not: change any file of the catalogue, or apply a fitted set unless asked (calibration.applied,
+Does not: change any file of the catalogue, or apply a fitted set unless asked (load_system(replaced=...),
 CLI --calibration).
 """
 

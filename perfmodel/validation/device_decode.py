@@ -28,7 +28,7 @@ import pandas as pd
 
 from perfmodel import catalog
 from perfmodel.catalog import system_names, workload_refs
-from perfmodel.catalog.calibration import calibration_for
+from perfmodel.core.calibration import of as calibration_of
 from perfmodel.core import units
 from perfmodel.core.scenario import Parallelism, Phase, Scenario
 from perfmodel.model import evaluate
@@ -87,7 +87,7 @@ def gemv_frame(df: pd.DataFrame) -> pd.DataFrame:
     for device in g["device"].unique():
         system = catalog.load_system(system_names.resolve(device))
         peak[device] = system.chip.hbm_bandwidth_bytes_per_s
-        eff[device] = calibration_for(system)["hbm_efficiency"]
+        eff[device] = calibration_of(system)["hbm_efficiency"]
     g["hbm_frac"] = g["tbps"] * units.TB / g["device"].map(peak)
     g["hbm_efficiency"] = g["device"].map(eff)
     return g[["device", "section", "dtype", "M", "N", "K", "time_s", "tbps", "hbm_frac", "hbm_efficiency"]]

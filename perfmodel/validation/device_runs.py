@@ -39,7 +39,7 @@ import pandas as pd
 
 from perfmodel import catalog
 from perfmodel.catalog import system_names, workload_files
-from perfmodel.catalog.calibration import calibration_for
+from perfmodel.core.calibration import of as calibration_of
 from perfmodel.core import input_files, units
 from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Precision, Recompute, Scenario
@@ -97,7 +97,7 @@ def gemm_frame(df: pd.DataFrame) -> pd.DataFrame:
     g["predicted_tflops"] = np.nan
     for (device, dtype), rows in g.groupby(["device", "dtype"]):  # one evaluation per GPU and type, shapes at once
         system = catalog.load_system(system_names.resolve(device))
-        g.loc[rows.index, "predicted_tflops"] = predicted_tflops(system, calibration_for(system), rows["M"], rows["N"],
+        g.loc[rows.index, "predicted_tflops"] = predicted_tflops(system, calibration_of(system), rows["M"], rows["N"],
                                                                  rows["K"], dtype)
     g["error_frac"] = g["predicted_tflops"] / g["tflops"] - 1
     return g[["run", "device", "section", "name", "dtype", "M", "N", "K", "time_s", "tflops", "predicted_tflops",
@@ -126,7 +126,7 @@ def step_frame(df: pd.DataFrame) -> pd.DataFrame:
     pred = []
     for device, name, mbs, seq, variant in s[["device", "name", "batch", "seq", "variant"]].itertuples(index=False):
         system = catalog.load_system(system_names.resolve(device))
-        cal = calibration_for(system)
+        cal = calibration_of(system)
         d, layers = (int(x) for x in re.match(r"gpt_d(\d+)_L(\d+)", name).groups())
         fp8 = variant == "compiled_fp8"
         prec = Precision(weights=DType.BF16, compute=DType.FP8 if fp8 else DType.BF16, activations=DType.BF16,
@@ -157,7 +157,7 @@ def main() -> None:
     df = load()
     for device in df["device"].drop_duplicates():
         system = system_names.resolve(device)
-        cal = calibration_for(catalog.load_system(system))
+        cal = calibration_of(catalog.load_system(system))
         r = sustained_ratios(df, device)
         print(f"{device} GEMMs sustained / burst: {', '.join(f'{x:.3f}' for x in r)}; mean {r.mean():.3f} "
               f"(nvidia.toml, {system}: {cal['sustained_tensor_ratio']})")

@@ -20,6 +20,7 @@ import pandas as pd
 
 from perfmodel.catalog import calibration
 from perfmodel.catalog.files import catalog_root
+from perfmodel.catalog.replacements import Replacements
 from perfmodel.validation import harness
 
 DEFAULT_PARAMS = ("tensor_efficiency", "hbm_efficiency", "element_efficiency", "op_overhead",
@@ -123,8 +124,7 @@ class Problem:
         t0 = time.perf_counter()
         trial = calibration.CalibratedSet(self.family, dict(zip(self.names, key)), origin="perfmodel calibrate (trial)",
                                           reason="trial values of a calibration fit")
-        with calibration.applied(trial):
-            df = harness.run_cases(self.cases_path, list(self.families))
+        df = harness.run_cases(self.cases_path, list(self.families), replaced=Replacements(calibrated=(trial,)))
         df = df[~df["case_id"].duplicated()].set_index("case_id")
         out = pd.to_numeric(df["predicted"], errors="coerce").reindex(self.case_ids).to_numpy(dtype=float)
         self.evaluations += 1
@@ -159,9 +159,6 @@ def setup(family: str, params: Sequence[str] | None = None, cases_path: Path | s
     if family not in HARDWARE_FAMILIES:
         raise CalibrateError(f"unknown calibration family {family!r} (known: {', '.join(HARDWARE_FAMILIES)}; "
                              "neuron covers Trainium and Inferentia)")
-    if family in calibration.active():
-        raise CalibrateError(f"a calibrated set for {family!r} is applied ({calibration.active()[family].origin}); "
-                             "calibrate fits from the family file's values: run it without --calibration")
     fam_file, fam_path = calibration._family_file(family, root or catalog_root())
     names = tuple(params) if params else DEFAULT_PARAMS
     if len(set(names)) != len(names):

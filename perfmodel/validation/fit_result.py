@@ -118,7 +118,7 @@ class FitResult:
         path = Path(path) if path else default_path(self.problem.family, self.created)
         path.parent.mkdir(parents=True, exist_ok=True)
         header = (f"Calibrated parameter set for the {self.problem.family} family, written by perfmodel calibrate.\n"
-                  "Used only when asked for: perfmodel --calibration FILE COMMAND (or calibration.applied).")
+                  "Used only when asked for: perfmodel --calibration FILE COMMAND (or catalog.Replacements.of_files).")
         safe_write.write_text(path, calibrated_set_file.dump_calibrated_set(self.to_file(description), header))
         return path
 

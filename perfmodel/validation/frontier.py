@@ -44,6 +44,7 @@ import pandas as pd
 
 from perfmodel import catalog
 from perfmodel.catalog import neuron_stacks, serving_engines, workload_files
+from perfmodel.catalog.replacements import NONE, Replacements
 from perfmodel.core.dtypes import DType
 from perfmodel.serving import closed_loop, envelope, search
 from perfmodel.serving.steady_state import Mix
@@ -127,13 +128,15 @@ def coverage(src: pd.DataFrame, by_chip: bool = False) -> pd.DataFrame:
         models=("workload", lambda w: ", ".join(sorted(set(w)))))
 
 
-def model_frontier(system, arch, mix: Mix, engine: str, env=None, types=None, progress=None) -> pd.DataFrame:
+def model_frontier(system, arch, mix: Mix, engine: str, env=None, types=None, progress=None,
+                   replaced: Replacements = NONE) -> pd.DataFrame:
     """The model's per-chip frontier of every aggregated plan (search.frontier_sweep, as `pareto` searches by
     default), with the engine's profile (engine "" = the roofline); where `env` is given, only the points inside
     that measured envelope; where `types` is given ("weights/experts" storage-type names), only plans storing
     those types."""
     dtypes = sorted({t.split("/")[0] for t in types}) if types else None  # NVFP4 is not in the default sweep
-    df = search.frontier_sweep(system, arch, mix, software=neuron_stacks.software(engine, system), progress=progress,
+    df = search.frontier_sweep(system, arch, mix, software=neuron_stacks.software(engine, system, replaced),
+                               progress=progress,
                                dtypes=dtypes)
     keep = envelope.inside(df, env) if env is not None else np.ones(len(df), dtype=bool)
     if types:
@@ -141,10 +144,10 @@ def model_frontier(system, arch, mix: Mix, engine: str, env=None, types=None, pr
     return search.frontier(search.mark_frontiers(df[keep].reset_index(drop=True)), "chip")
 
 
-def configs_frontier(pts: pd.DataFrame, src: pd.DataFrame) -> pd.DataFrame:
+def configs_frontier(pts: pd.DataFrame, src: pd.DataFrame, replaced: Replacements = NONE) -> pd.DataFrame:
     """The model at the measured configurations only: every row's plan and concurrency predicted (inferencex.predict,
     TTFT and TPOT with its engine and the client protocol) as a point (x, y), on its group's frontier or not."""
-    pred = inferencex.predict(src.reset_index(drop=True))
+    pred = inferencex.predict(src.reset_index(drop=True), replaced)
     tpot, ttft = pred["tpot_ms"].to_numpy(float) / 1e3, pred["ttft_ms"].to_numpy(float) / 1e3
     out = pts[KEYS].assign(**{search.X: 1.0 / tpot, Y: closed_loop_y(pts["concurrency"].to_numpy(float),
                                                                      pts["output_mean"].to_numpy(float), ttft, tpot,
@@ -156,10 +159,10 @@ def configs_frontier(pts: pd.DataFrame, src: pd.DataFrame) -> pd.DataFrame:
     return out[keep]
 
 
-def points(src: pd.DataFrame, progress=None) -> pd.DataFrame:
+def points(src: pd.DataFrame, progress=None, replaced: Replacements = NONE) -> pd.DataFrame:
     """One row per measured frontier point: measured y, each model frontier's best y at its x, and their ratio."""
     pts = measured_points(src)
-    by_group = dict(list(configs_frontier(pts, src).groupby(KEYS)))
+    by_group = dict(list(configs_frontier(pts, src, replaced).groupby(KEYS)))
     front = pts[pts["on_frontier"]].copy()
     for f in FRONTIERS:
         front[f"{f}_tokens_per_s_per_gpu"] = np.nan
@@ -170,16 +173,18 @@ def points(src: pd.DataFrame, progress=None) -> pd.DataFrame:
     for n, (key, g) in enumerate(groups):
         sysname, wname = g["catalog_system"].iloc[0], g["workload"].iloc[0]
         if sysname and wname:
-            system, arch = catalog.load_system(sysname), workload_files.load_workload(wname)
+            system = catalog.load_system(sysname, replaced=replaced)
+            arch = workload_files.load_workload(wname)
             mix = inferencex_engine.mean_mix(int(g["isl"].iloc[0]), int(g["osl"].iloc[0]))
             types = kinds[key] - {""}  # every measured row's types, on the frontier or not
-            engines = sorted(backends[key] & set(serving_engines.engines())) or [serving_engines.default_for(system)]
+            engines = (sorted(backends[key] & set(serving_engines.engines(replaced=replaced)))
+                       or [serving_engines.default_for(system)])
             x = g["tokens_per_s_per_user"]
             best = [search.best_at(model_frontier(system, arch, mix, e, serving_engines.envelope(e, system.chip.name),
-                                                    types), Y, x)
+                                                    types, replaced=replaced), Y, x)
                     for e in engines]
             front.loc[g.index, "engine_tokens_per_s_per_gpu"] = np.fmax.reduce(best)
-            roof = model_frontier(system, arch, mix, "", None, types)
+            roof = model_frontier(system, arch, mix, "", None, types, replaced=replaced)
             front.loc[g.index, "roofline_tokens_per_s_per_gpu"] = search.best_at(roof, Y, x)
         mine = by_group.get(key)
         if mine is not None:
@@ -235,9 +240,9 @@ def rows_of(path) -> pd.DataFrame:
     return cases[cases["format"].eq(inferencex.FORMAT)].drop_duplicates("id").reset_index(drop=True)
 
 
-def sheets(src: pd.DataFrame, progress=None) -> dict[str, pd.DataFrame]:
+def sheets(src: pd.DataFrame, progress=None, replaced: Replacements = NONE) -> dict[str, pd.DataFrame]:
     """What `validate --show frontier` shows: the summary, the per-group table and every measured frontier point."""
-    front = points(src, progress)
+    front = points(src, progress, replaced)
     per_group = groups(front)
     cols = KEYS + ["backend", "mode", "concurrency", "gpus", "tokens_per_s_per_user", "measured_tokens_per_s_per_gpu",
                    "engine"] + [f"{f}_{c}" for f in FRONTIERS for c in ("tokens_per_s_per_gpu", "ratio")]

@@ -8,11 +8,13 @@ first registered *family* whose `selects(rows)` mask claims it; the family predi
 can express and gives a reason for those it cannot. Rows no family claims are listed with the
 reason too: nothing is dropped silently.
 
-A family is a pure function of its rows (all text columns, plus `value_num`):
+A family is a pure function of its rows (all text columns, plus `value_num`) and of what the run
+replaces in the catalogue (catalog/replacements.py: calibrated sets, engine profiles, Neuron stacks),
+which it passes to every system, engine and stack it resolves:
 
     @register_validation("nccl", selects=lambda r: r["phase"].eq("collective") & ...)
-    def nccl(rows) -> DataFrame   # case_id, metric, measured, predicted, unit, note
-                                  # (+ system, reason); one row per measured point
+    def nccl(rows, replaced) -> DataFrame   # case_id, metric, measured, predicted, unit, note
+                                            # (+ system, reason); one row per measured point
 
     error_frac = (predicted - measured) / measured        (signed; NaN where not predicted)
 
@@ -41,6 +43,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from perfmodel.catalog.replacements import NONE, Replacements
 from perfmodel.core import input_files, limits, units
 from perfmodel.validation import case_checks, fidelity, formats
 
@@ -59,7 +62,7 @@ _SIZE_UNITS = {"B": 1.0, "KiB": units.KiB, "MiB": units.MiB, "GiB": units.GiB}
 class Family:
     name: str
     selects: Callable[[pd.DataFrame], pd.Series]
-    predict: Callable[[pd.DataFrame], pd.DataFrame]
+    predict: Callable[[pd.DataFrame, Replacements], pd.DataFrame]  # (rows, what the run replaces) -> cases
     doc: str
     gaps: dict[str, str]  # phase -> the known modelling gap behind this family's misses there
 
@@ -71,7 +74,7 @@ def register_validation(name: str, selects: Callable[[pd.DataFrame], pd.Series],
     """Decorator: add family `name`; `selects(rows)` is a boolean mask of the rows it claims;
     `gaps` names, per phase, the modelling gap known to cause the family's misses (shown when
     that phase misses its target)."""
-    def deco(fn: Callable[[pd.DataFrame], pd.DataFrame]) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    def deco(fn: Callable[[pd.DataFrame, Replacements], pd.DataFrame]) -> Callable:
         doc = (fn.__doc__ or "").strip().splitlines()
         VALIDATIONS[name] = Family(name, selects, fn, doc[0] if doc else "", dict(gaps or {}))
         return fn
@@ -209,22 +212,23 @@ def _hardware_family(system: str) -> str:
     return catalog.load_system(system).chip.family.value if system else "(no catalogue system)"
 
 
-def _predict(fam: Family, rows: pd.DataFrame) -> pd.DataFrame:
+def _predict(fam: Family, rows: pd.DataFrame, replaced: Replacements) -> pd.DataFrame:
     with np.errstate(all="ignore"):  # a non-finite prediction is caught below, not printed as a warning
-        return fam.predict(rows.reset_index(drop=True))
+        return fam.predict(rows.reset_index(drop=True), replaced)
 
 
-def _family_frame(fam: Family, rows: pd.DataFrame, path: str, strict: bool = False) -> pd.DataFrame:
+def _family_frame(fam: Family, rows: pd.DataFrame, path: str, strict: bool = False,
+                  replaced: Replacements = NONE) -> pd.DataFrame:
     """The family's predictions for `rows` (index: the file's row - 2). A row the family cannot read, or gives
     neither a prediction nor a reason for, is listed with that reason and the others are predicted (`strict`:
     one line naming the file, the row and the case instead)."""
     try:
-        df = _predict(fam, rows)
+        df = _predict(fam, rows, replaced)
     except Exception:  # noqa: BLE001 - a failing row is listed, found by predicting rows alone
         parts = []
         for i in rows.index:
             try:
-                parts.append(_predict(fam, rows.loc[[i]]))
+                parts.append(_predict(fam, rows.loc[[i]], replaced))
             except Exception as one:  # noqa: BLE001
                 why = str(one).strip().splitlines()[0][:200] if str(one).strip() else type(one).__name__
                 if strict:
@@ -251,8 +255,11 @@ def _family_frame(fam: Family, rows: pd.DataFrame, path: str, strict: bool = Fal
     return df
 
 
-def run_cases(path: Path | str | None = None, families: list[str] | None = None, strict: bool = False) -> pd.DataFrame:
-    """Every case of the measurements file through the model: CASE_OUT columns (+ family extras).
+def run_cases(path: Path | str | None = None, families: list[str] | None = None, strict: bool = False,
+              replaced: Replacements = NONE) -> pd.DataFrame:
+    """Every case of the measurements file through the model: CASE_OUT columns (+ family extras), with what
+    `replaced` holds (calibrated sets, engine profiles, Neuron stacks: catalog/replacements.py) in place of the
+    catalogue files' values.
 
     Families are tried in registration order; a case belongs to the first that selects it.
     `families` restricts the run (cases of other families are then left out, not listed). A row that cannot
@@ -275,7 +282,7 @@ def run_cases(path: Path | str | None = None, families: list[str] | None = None,
         mask = free & fam.selects(cases).fillna(False).astype(bool)
         free &= ~mask
         if mask.any() and (not families or fam.name in families):
-            parts.append(_family_frame(fam, cases[mask], shown, strict))
+            parts.append(_family_frame(fam, cases[mask], shown, strict, replaced))
     if not families and free.any():
         rest = cases[free]
         parts.append(pd.DataFrame({
@@ -291,9 +298,9 @@ def run_cases(path: Path | str | None = None, families: list[str] | None = None,
     return df[list(CASE_OUT) + [c for c in df.columns if c not in CASE_OUT]].reset_index(drop=True)
 
 
-def run_validation(name: str, path: Path | str | None = None) -> pd.DataFrame:
+def run_validation(name: str, path: Path | str | None = None, replaced: Replacements = NONE) -> pd.DataFrame:
     """One family's cases (CASE_OUT columns)."""
-    return run_cases(path, [name])
+    return run_cases(path, [name], replaced=replaced)
 
 
 def _stats(e: pd.Series) -> dict:
@@ -346,12 +353,13 @@ def phase_verdicts(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def sheets(path: Path | str | None = None, families: list[str] | None = None, strict: bool = False,
-           bounds: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
+           bounds: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+           replaced: Replacements = NONE) -> dict[str, pd.DataFrame]:
     """What reports, the CLI and the app show: the cases, summaries by phase (with the target
     verdict), hardware family, metric and family, and the cases not expressed (with the reason). With `bounds`
     (validation/intervals.case_bounds), each case's predicted_low / predicted_high and the coverage: the share of
     measurements inside their interval, by family and metric."""
-    df = run_cases(path, families, strict)
+    df = run_cases(path, families, strict, replaced)
     cols = ["case_id", "family", "phase", "hardware_family", "system", "metric", "measured", "predicted", "unit",
             "error_frac", "note"]
     out = {}

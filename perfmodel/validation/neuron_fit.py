@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel.catalog import neuron_stacks
+from perfmodel.catalog.replacements import Replacements
 from perfmodel.core import units
 from perfmodel.validation.sources import inference as inf
 from perfmodel.validation.harness import measurements
@@ -53,9 +54,8 @@ def decode_rows(paths=DEFAULT_CASES) -> pd.DataFrame:
 
 def _at(rows: pd.DataFrame, values: dict[str, float]) -> np.ndarray:
     """Predicted decode step (s) of every row with each stack's op_overhead set to `values[stack]`."""
-    replaced = {n: neuron_stacks.stack(n).with_overrides({PARAM: f"{v!r} s"}) for n, v in values.items()}
-    with neuron_stacks.using(replaced):
-        p = inf.predict_latency(rows).set_index("case_id")
+    trial = {n: neuron_stacks.stack(n).with_overrides({PARAM: f"{v!r} s"}) for n, v in values.items()}
+    p = inf.predict_latency(rows, Replacements(stacks=trial)).set_index("case_id")
     scale = p["unit"].map(inf.TIME_UNITS)
     return (p["predicted"] * scale).reindex(rows["case_id"]).to_numpy()
 

@@ -49,7 +49,8 @@ import pandas as pd
 
 from perfmodel import catalog
 from perfmodel.catalog import neuron_stacks, system_names
-from perfmodel.catalog.calibration import calibration_for
+from perfmodel.catalog.replacements import NONE, Replacements
+from perfmodel.core.calibration import of as calibration_of
 from perfmodel.comm import collectives as co
 from perfmodel.comm.algorithms import Collective
 from perfmodel.core import units
@@ -67,14 +68,15 @@ def _collective(text: str) -> Collective:
 
 
 def _predict(system_name: str, coll: Collective, size: float, chips: int, metric: str,
-             ranks_per_chip: int = 1, nvls: bool = True, launch: str = "host", stack: str = "") -> tuple[float, str]:
+             ranks_per_chip: int = 1, nvls: bool = True, launch: str = "host", stack: str = "",
+             replaced: Replacements = NONE) -> tuple[float, str]:
     """(predicted value in the row's unit, algorithm) for one point: busbw GB/s or latency us.
     nvls=False: the run disabled in-switch reduction (NCCL_NVLS_ENABLE=0); launch 'host' for the
     C-API microbenchmarks, 'eager' for torch.distributed scripts timing one call at a time."""
-    s = catalog.load_system(system_name)
+    s = catalog.load_system(system_name, replaced=replaced)
     group, rpc = (2, 1) if coll == Collective.SEND_RECV else (chips, ranks_per_chip)
-    cal = calibration_for(s) if nvls else calibration_for(s).with_overrides({"in_switch_reduction_efficiency": 0.0})
-    cal = neuron_stacks.stack(stack).calibration(cal) if stack else cal  # the runtime's collective algorithms
+    cal = calibration_of(s) if nvls else calibration_of(s).with_overrides({"in_switch_reduction_efficiency": 0.0})
+    cal = neuron_stacks.stack(stack, replaced).calibration(cal) if stack else cal  # the runtime's collective algorithms
     # microbenchmarks (nccom-test, nccl-tests) launch every call from the host
     df = co.sweep(s, cal, coll, [size], [group], launch=launch, ranks_per_chip=rpc)
     r = df.iloc[0]
@@ -84,7 +86,7 @@ def _predict(system_name: str, coll: Collective, size: float, chips: int, metric
 
 
 def _points(rows: pd.DataFrame, system_of, chips_of, note_of, ranks_per_chip_of=lambda m: 1,
-            stack: str = "") -> pd.DataFrame:
+            stack: str = "", replaced: Replacements = NONE) -> pd.DataFrame:
     out = []
     for _, m in rows.iterrows():
         system = system_of(m)
@@ -106,7 +108,7 @@ def _points(rows: pd.DataFrame, system_of, chips_of, note_of, ranks_per_chip_of=
                 continue
             rpc = 1 if coll == Collective.SEND_RECV else ranks_per_chip_of(m)
             pred, alg = _predict(system, coll, size, chips, metric, rpc, nvls=not _nvls_disabled(m),
-                                 launch=_launch(m), stack=stack)
+                                 launch=_launch(m), stack=stack, replaced=replaced)
             where = ("pairs of chips" if coll == Collective.SEND_RECV
                      else f"{chips} chips" + (f" x {rpc} ranks" if rpc > 1 else ""))
             out.append(row(cid, m["hardware"], metric, val, pred, unit,
@@ -161,7 +163,7 @@ def _neuron_ranks(m) -> int:
 @register_validation("neuron-collectives", selects=lambda r: r["phase"].eq("collective") & neuron_hardware(r),
                      gaps={"collective": "the 32-rank nccom all-gather implies ~3.1 us per host-launched ring step, "
                                          "twice the documented 1-2 us hop latency; its runtime version is not stated"})
-def neuron_collectives(rows: pd.DataFrame) -> pd.DataFrame:
+def neuron_collectives(rows: pd.DataFrame, replaced: Replacements) -> pd.DataFrame:
     """NRN-CC rows: nccom-test examples on trn1.32xlarge, ranks = NeuronCores (2 per chip above 2 ranks)."""
     def note(m):
         r = _neuron_ranks(m)
@@ -174,7 +176,7 @@ def neuron_collectives(rows: pd.DataFrame) -> pd.DataFrame:
                                        "1-2 us per hop (link_latency_node 1.5 us); runtime version of the "
                                        "example not stated." if r > 16 else ""))
     return _points(rows, lambda m: "trn1.32xlarge", lambda m: max(1, _neuron_ranks(m) // 2) if _neuron_ranks(m) > 2
-                   else 2, note, lambda m: 2 if _neuron_ranks(m) > 2 else 1, stack=NCCOM_STACK)
+                   else 2, note, lambda m: 2 if _neuron_ranks(m) > 2 else 1, stack=NCCOM_STACK, replaced=replaced)
 
 
 # a system the catalogue lacks, modelled as one it holds for collectives (said in each row's note)
@@ -197,7 +199,7 @@ def _nccl_system(hardware: str) -> tuple[str | None, str]:
                                          "a ramp the alpha-beta cost lacks (+17% at 1 GiB, +51% at 128 MiB), and "
                                          "the 2-node 1 MiB all-reduce takes 54 us more than the 8 B one where the "
                                          "model adds ~9 us (+58%)"})
-def nccl(rows: pd.DataFrame) -> pd.DataFrame:
+def nccl(rows: pd.DataFrame, replaced: Replacements) -> pd.DataFrame:
     """NCCL rows: all-reduce bus bandwidth curves and small-message latency."""
     def system_of(m):
         return _nccl_system(m["hardware"])[0]
@@ -209,4 +211,4 @@ def nccl(rows: pd.DataFrame) -> pd.DataFrame:
         if _launch(m) == "eager":
             extra.append("timed one torch.distributed call at a time: + PyTorch's per-call host overhead")
         return "; ".join(extra)
-    return _points(rows, system_of, lambda m: _ranks(m["num_chips"]), note)
+    return _points(rows, system_of, lambda m: _ranks(m["num_chips"]), note, replaced=replaced)

@@ -97,7 +97,8 @@ import pandas as pd
 
 from perfmodel import catalog
 from perfmodel.catalog import model_names, neuron_stacks, workload_files
-from perfmodel.catalog.calibration import calibration_for
+from perfmodel.catalog.replacements import NONE, Replacements
+from perfmodel.core.calibration import of as calibration_of
 from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Phase
 from perfmodel.model import bindings as bd
@@ -170,22 +171,23 @@ def neuron_stack(system) -> bool:
     return bool(system.chip.family.is_neuron)
 
 
-def stack_named(m) -> str:
+def stack_named(m, replaced: Replacements = NONE) -> str:
     """The Neuron software stack the row's text names ('' when it names none)."""
-    return neuron_stacks.named_in(f"{m.get('notes', '')} {m.get('source', '')} {m.get('hardware', '')}")
+    return neuron_stacks.named_in(f"{m.get('notes', '')} {m.get('source', '')} {m.get('hardware', '')}",
+                                  replaced=replaced)
 
 
-def stack_of(m, system) -> neuron_stacks.Stack | None:
+def stack_of(m, system, replaced: Replacements = NONE) -> neuron_stacks.Stack | None:
     """The row's Neuron software stack: the one its text names, else today's serving stack (the scenario's
-    default, said in the row's note); None on other hardware."""
+    default, said in the row's note), as `replaced` may replace it; None on other hardware."""
     if not neuron_stack(system):
         return None
-    return neuron_stacks.stack(stack_named(m) or neuron_stacks.SERVING_DEFAULT)
+    return neuron_stacks.stack(stack_named(m, replaced) or neuron_stacks.SERVING_DEFAULT, replaced)
 
 
-def stack_names(rows: pd.DataFrame) -> list[str]:
+def stack_names(rows: pd.DataFrame, replaced: Replacements = NONE) -> list[str]:
     """Each row's stack name ('' off Neuron): the key rows are grouped by before one sweep per group."""
-    return [(lambda st: st.name if st else "")(stack_of(m, catalog.load_system(system_name(m["hardware"]))))
+    return [(lambda st: st.name if st else "")(stack_of(m, catalog.load_system(system_name(m["hardware"])), replaced))
             for _, m in rows.iterrows()]
 
 
@@ -218,7 +220,7 @@ def knobs(system, m, phase: Phase, batch, seq_len, context, weights: str, stack=
 
 def calibration(system, stack=None):
     """The chip's calibration with the stack's runtime rules (collective algorithms) in place."""
-    cal = calibration_for(system)
+    cal = calibration_of(system)
     return stack.calibration(cal) if stack is not None else cal
 
 
@@ -235,10 +237,10 @@ def speculative(m) -> bool:
     return bool(re.search(SPECULATIVE, f"{m['metric']} {m['model']}"))
 
 
-def expressible(m, units: tuple[str, ...] = tuple(TIME_UNITS)) -> str:
+def expressible(m, units: tuple[str, ...] = tuple(TIME_UNITS), replaced: Replacements = NONE) -> str:
     """Why a serving case cannot be expressed ('' when it can); speculative rows by speculative_rows.py."""
     if speculative(m):
-        return speculative_rows.expressible(m, lambda plain: expressible(plain, units))
+        return speculative_rows.expressible(m, lambda plain: expressible(plain, units, replaced))
     if not system_name(m["hardware"]):
         return f"hardware {m['hardware']!r} does not start with a catalogue system name"
     if not workload_name(m["model"]):
@@ -254,7 +256,7 @@ def expressible(m, units: tuple[str, ...] = tuple(TIME_UNITS)) -> str:
     system = catalog.load_system(system_name(m["hardware"]))
     if not neuron_stack(system):
         return ""
-    stack = stack_of(m, system)
+    stack = stack_of(m, system, replaced)
     rpc = ranks_per_chip(m["parallelism"], system)
     if tp_degree(m["parallelism"]) % rpc:
         return f"{m['parallelism']}: not a whole number of chips at {rpc} logical cores per chip"
@@ -265,29 +267,30 @@ def expressible(m, units: tuple[str, ...] = tuple(TIME_UNITS)) -> str:
     return ""
 
 
-def decode_setup(m):
+def decode_setup(m, replaced: Replacements = NONE):
     """A row's plain decode step as this family maps it: (system, arch, knobs, calibration, host time per step,
     the unit's scale, the stack's name, the decode span)."""
-    system = catalog.load_system(system_name(m["hardware"]))
-    stack = stack_of(m, system)
+    system = catalog.load_system(system_name(m["hardware"]), replaced=replaced)
+    stack = stack_of(m, system, replaced)
     span = decode_bucket(m, stack) if stack else int(float(m["input_len"])) + int(float(m["output_len"])) // 2
     kn = knobs(system, m, Phase.DECODE, int(float(m["batch"])), 1, span, weight_type(str(m["dtype"])), stack)
     return (system, arch_of(m["model"]), kn, calibration(system, stack), host_latency(stack), TIME_UNITS[m["unit"]],
             stack.name if stack else "no stack", span)
 
 
-def predict_latency(rows: pd.DataFrame) -> pd.DataFrame:
-    """Predicted TTFT / TPOT for measurement rows (one sweep per system x model x phase x weights x stack)."""
+def predict_latency(rows: pd.DataFrame, replaced: Replacements = NONE) -> pd.DataFrame:
+    """Predicted TTFT / TPOT for measurement rows (one sweep per system x model x phase x weights x stack), with
+    what `replaced` holds in place of the catalogue's calibration and stacks."""
     rows = rows.assign(weights=rows["dtype"].map(weight_type),
                        phase_of=rows["metric"].str.replace(" without prefix caching", "").map(METRICS))
-    rows["stack"] = stack_names(rows)
+    rows["stack"] = stack_names(rows, replaced)
     out = []
     for (hw, model, phase, weights, _), grp in rows.groupby(["hardware", "model", "phase_of", "weights", "stack"],
                                                            sort=False):
-        system = catalog.load_system(system_name(hw))
+        system = catalog.load_system(system_name(hw), replaced=replaced)
         arch = arch_of(model)
         first = grp.iloc[0]
-        stack = stack_of(first, system)
+        stack = stack_of(first, system, replaced)
         batch = grp["batch"].astype(float).astype(int).to_numpy()
         inp = grp["input_len"].astype(float).astype(int).to_numpy()
         outl = grp["output_len"].astype(float).astype(int).to_numpy()
@@ -307,7 +310,7 @@ def predict_latency(rows: pd.DataFrame) -> pd.DataFrame:
         g = grp.assign(predicted=step / scale, system=system.name, tp_chips=kn.tp,
                        ranks=kn.tp * kn.ranks_per_chip, heads=int(heads[0]), kv_heads=int(heads[1]), span=span,
                        neuron=stack is not None, stack_name=[
-                           (stack.name if stack_named(m) else f"{stack.name} (no stack named in the row: today's "
+                           (stack.name if stack_named(m, replaced) else f"{stack.name} (no stack named in the row: today's "
                             "default)") if stack else "" for _, m in grp.iterrows()],
                        spans_all=bool(stack["decode_spans_compiled_length"]) if stack else False,
                        flash=bool(stack["flash_attention"]) if stack else True,
@@ -339,15 +342,16 @@ def _register() -> None:
     from perfmodel.validation.harness import register_validation, unexpressed
 
     @register_validation("neuron-latency", selects=selects, gaps=GAPS)
-    def neuron_latency(rows: pd.DataFrame) -> pd.DataFrame:
+    def neuron_latency(rows: pd.DataFrame, replaced: Replacements) -> pd.DataFrame:
         """TTFT / TPOT cases: one vectorised sweep per system x model x phase x weight type; published rows read
         as plain ones first (neuron_words.py) and folded back."""
-        plain, ok, listed = neuron_words.split(rows, expressible, unexpressed)
+        plain, ok, listed = neuron_words.split(rows, lambda m: expressible(m, replaced=replaced), unexpressed)
         spec = ok.apply(speculative, axis=1).astype(bool) if len(ok) else pd.Series(dtype=bool)
         parts = [listed]
         if len(ok):
-            df = pd.concat([d for d in (predict_latency(ok[~spec]) if (~spec).any() else None,
-                                        speculative_rows.predict(ok[spec], decode_setup) if spec.any() else None)
+            df = pd.concat([d for d in (predict_latency(ok[~spec], replaced) if (~spec).any() else None,
+                                        speculative_rows.predict(ok[spec], lambda m: decode_setup(m, replaced))
+                                        if spec.any() else None)
                             if d is not None], ignore_index=True)
             df = neuron_words.fold(df, plain, rows)
             parts.append(pd.DataFrame({

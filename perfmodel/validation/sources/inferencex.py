@@ -44,6 +44,7 @@ import pandas as pd
 
 from perfmodel import catalog
 from perfmodel.catalog import workload_files
+from perfmodel.catalog.replacements import NONE, Replacements
 from perfmodel.core import limits, units
 from perfmodel.serving.kv_capacity import kv_fit
 from perfmodel.serving.steady_state import Grid, Mix, Mode, ServingOptions, serve
@@ -160,7 +161,7 @@ def _grid(e: pd.DataFrame) -> Grid:
                    weights=e["weights"].to_numpy(), expert_weights=e["experts"].to_numpy())
 
 
-def decode_replicas(system, arch, g: pd.DataFrame, mix: Mix) -> pd.DataFrame:
+def decode_replicas(system, arch, g: pd.DataFrame, mix: Mix, replaced: Replacements = NONE) -> pd.DataFrame:
     """Each row's load per decode replica and its note. A disagg row without decode_num_workers gets the
     fewest decode replicas whose KV cache, as the row's engine allots it (its kv_memory_fraction, the same
     rule _slots applies), holds its C sequences at their mean length I + O/2 (kv_capacity.kv_fit of the
@@ -172,7 +173,7 @@ def decode_replicas(system, arch, g: pd.DataFrame, mix: Mix) -> pd.DataFrame:
                           "weights": g.loc[unknown, "weights"], "experts": g.loc[unknown, "experts"],
                           "compute": g.loc[unknown, "compute"]})
         e["concurrency"] = e["pool"].map(lambda p: p.da * p.pp)
-        frac = inferencex_engine.params(g.loc[unknown, "backend"])["kv_memory_fraction"].to_numpy(float)
+        frac = inferencex_engine.params(g.loc[unknown, "backend"], replaced=replaced)["kv_memory_fraction"].to_numpy(float)
         cmax = kv_fit(system, arch, _grid(e), mix.input_tokens + mix.output_tokens / 2, memory_fraction=frac)[2]
         total = g.loc[unknown, "total"].to_numpy(float)
         g.loc[unknown, "workers"] = np.maximum(1.0, np.ceil(total / np.maximum(cmax, 1.0)))
@@ -211,10 +212,10 @@ def _memory_reason(r) -> str:
             f"{r['hbm_capacity_bytes'] / units.GiB:,.0f} GiB HBM): the plan as written cannot hold the model")
 
 
-def _slots(system, arch, g: pd.DataFrame, e: pd.DataFrame, mix: Mix) -> np.ndarray:
+def _slots(system, arch, g: pd.DataFrame, e: pd.DataFrame, mix: Mix, replaced: Replacements) -> np.ndarray:
     """Decoding entries' concurrency -> the engine's running sequences S (its cap and its KV allotment at
     the mean length I + O/2); prefill entries keep theirs."""
-    prm = inferencex_engine.params(g.loc[e["row"], "backend"].reset_index(drop=True))
+    prm = inferencex_engine.params(g.loc[e["row"], "backend"].reset_index(drop=True), replaced=replaced)
     base = e.assign(concurrency=e["pool"].map(lambda x: x.da * x.pp))
     cmax = kv_fit(system, arch, _grid(base), mix.input_tokens + mix.output_tokens / 2,
                   memory_fraction=prm["kv_memory_fraction"].to_numpy(float))[2]
@@ -241,33 +242,33 @@ def _terms(g: pd.DataFrame, e: pd.DataFrame, res: pd.DataFrame) -> pd.DataFrame:
                     c_rep=g["concurrency"].astype(float), n_pre=g["n_pre"].astype(float))
 
 
-def _engine_reasons(m: pd.DataFrame, src: pd.DataFrame) -> pd.DataFrame:
+def _engine_reasons(m: pd.DataFrame, src: pd.DataFrame, replaced: Replacements) -> pd.DataFrame:
     m = m.assign(backend=src["backend"].astype(str).str.strip().to_numpy(),
                  n_pre=pd.to_numeric(src.get("prefill_num_workers", pd.Series(index=src.index, dtype=float)),
                                      errors="coerce").to_numpy())
     m["n_pre"] = m["n_pre"].where(m["n_pre"].ge(1))  # blank: closed_loop sizes the prefill pool
     m.loc[m["mode"].ne("disagg"), "n_pre"] = 1.0
-    unknown = ~inferencex_engine.known(m["backend"])
+    unknown = ~inferencex_engine.known(m["backend"], replaced)
     m.loc[unknown, "reasons"] = [("; ".join(x for x in (r, f"no serving-engine profile for backend {b!r}") if x))
                                  for r, b in zip(m.loc[unknown, "reasons"], m.loc[unknown, "backend"])]
     return m
 
 
-def predict(src: pd.DataFrame) -> pd.DataFrame:
+def predict(src: pd.DataFrame, replaced: Replacements = NONE) -> pd.DataFrame:
     """One row per corpus row: ttft_ms, tpot_ms (engine profile and client protocol), ttft_unfitted_ms,
     tpot_unfitted_ms (the same without fitted parameters); NaN where not expressed; reasons, notes; and
     term_<name> columns: the GPU terms closed_loop used (inferencex_engine.TERMS)."""
-    m = _engine_reasons(map_rows(src), src.reset_index(drop=True))
+    m = _engine_reasons(map_rows(src, replaced), src.reset_index(drop=True), replaced)
     m = m.assign(ttft_ms=np.nan, tpot_ms=np.nan, ttft_unfitted_ms=np.nan, tpot_unfitted_ms=np.nan, running=np.nan,
                  ttft_note="", tpot_note="")
     ok, terms = m[m["reasons"].eq("")], []
     for (sysname, wname, mode, isl, osl), g in ok.groupby(["system", "workload", "mode", "isl", "osl"], sort=False):
-        system, arch = catalog.load_system(sysname), workload_files.load_workload(wname)
+        system, arch = catalog.load_system(sysname, replaced=replaced), workload_files.load_workload(wname)
         mix = inferencex_engine.mean_mix(int(isl), int(osl))
-        g = decode_replicas(system, arch, g, mix)
+        g = decode_replicas(system, arch, g, mix, replaced)
         m.loc[g.index, ["concurrency", "workers", "notes"]] = g[["concurrency", "workers", "notes"]]
         e = _entries(g)
-        e["concurrency"] = _slots(system, arch, g, e, mix)
+        e["concurrency"] = _slots(system, arch, g, e, mix, replaced)
         res = _serve(system, arch, e, mix, MODES[mode])
         for (_, en), (_, r) in zip(e.iterrows(), res.iterrows()):
             why = r["error"] or _memory_reason(r) or ("" if r["valid"] else r["invalid_reason"])
@@ -284,7 +285,8 @@ def predict(src: pd.DataFrame) -> pd.DataFrame:
         t = _terms(g, e, res).assign(isl=float(mix.input_tokens), osl=float(mix.output_tokens))
         t = t[t[["t_d", "t_f"]].notna().all(axis=1)]
         if len(t):
-            fit, raw = inferencex_engine.closed_loop(t), inferencex_engine.closed_loop(t, without_fits=True)
+            fit = inferencex_engine.closed_loop(t, replaced=replaced)
+            raw = inferencex_engine.closed_loop(t, without_fits=True, replaced=replaced)
             m.loc[t.index, ["ttft_ms", "tpot_ms"]] = fit[["ttft_s", "tpot_s"]].to_numpy() / units.MS
             m.loc[t.index, ["ttft_unfitted_ms", "tpot_unfitted_ms"]] = raw[["ttft_s", "tpot_s"]].to_numpy() / units.MS
             m.loc[t.index, "running"] = t["s_rep"]
@@ -307,10 +309,10 @@ def _selects(rows: pd.DataFrame) -> pd.Series:
 
 
 @register_validation(FORMAT, selects=_selects, gaps=GAPS)
-def inferencex(rows: pd.DataFrame) -> pd.DataFrame:
+def inferencex(rows: pd.DataFrame, replaced: Replacements) -> pd.DataFrame:
     """InferenceX serving rows: TTFT and TPOT from the steady state (agg: one replica; disagg: two pools)."""
     src = rows.drop_duplicates("id")
-    p = predict(src).set_index("id")
+    p = predict(src, replaced).set_index("id")
     ids, key = rows["id"], rows["case_id"].str.rsplit(":", n=1).str[-1]
 
     def pick(ttft_col: str, tpot_col: str) -> np.ndarray:

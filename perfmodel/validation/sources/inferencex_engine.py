@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel.catalog import serving_engines
+from perfmodel.catalog.replacements import NONE, Replacements
 from perfmodel.serving import closed_loop as cl
 from perfmodel.serving.steady_state import Mix
 
@@ -40,15 +41,17 @@ def mean_mix(isl: int, osl: int) -> Mix:
     return Mix(max(1, int(round(isl * m))), max(1, int(round(osl * m))))
 
 
-def known(backends: pd.Series) -> pd.Series:
-    return backends.isin(list(serving_engines.engines()))
+def known(backends: pd.Series, replaced: Replacements = NONE) -> pd.Series:
+    return backends.isin(list(serving_engines.engines(replaced=replaced)))
 
 
-def params(backends: pd.Series, without_fits: bool = False, overrides: dict | None = None) -> pd.DataFrame:
+def params(backends: pd.Series, without_fits: bool = False, overrides: dict | None = None,
+           replaced: Replacements = NONE) -> pd.DataFrame:
     """One column per engine parameter, one row per backend entry (backends must be known); `overrides`
-    maps a parameter to {engine: value} (the fit tries values without writing a file)."""
+    maps a parameter to {engine: value} (the fit tries values without writing a file); `replaced` holds the
+    run's engine profiles where they replace the file's."""
     table = pd.DataFrame({n: {k: prof[k] for k in serving_engines.ENGINE_PARAMS}
-                          for n, prof in serving_engines.engines().items()}).T
+                          for n, prof in serving_engines.engines(replaced=replaced).items()}).T
     if without_fits:
         table[list(FITTED)] = 0.0
     for k, per_engine in (overrides or {}).items():
@@ -84,14 +87,15 @@ def replica_terms(engine: str, clients: float, running: float, da: float, isl: f
                           "l_f": gpu["ttft_s"] - 0.5 * gpu["decode_step_s"]}])
 
 
-def closed_loop(rows: pd.DataFrame, without_fits: bool = False, overrides: dict | None = None) -> pd.DataFrame:
+def closed_loop(rows: pd.DataFrame, without_fits: bool = False, overrides: dict | None = None,
+                replaced: Replacements = NONE) -> pd.DataFrame:
     """ttft_s, tpot_s, n_pre (prefill workers used) per row from its GPU terms (TERMS): backend, agg (bool),
     total (C of the deployment), c_rep / s_rep (C and running S per decode replica), d_a_pre (prefill
     entry's attention-DP ranks), n_pre (prefill workers, NaN: not written), isl, osl (mean lengths), t_d
     (decode step), d_a_dec (decode entry's attention-DP ranks), tpot_gpu, t_f (prefill step), l_f (prefill
     latency, with the KV hand-off when disaggregated). `overrides` maps a parameter to {engine: value};
     "prefill_utilization", "waves" and "length_range_ratio" (another client's load) to a number."""
-    p = params(rows["backend"], without_fits, overrides)
+    p = params(rows["backend"], without_fits, overrides, replaced)
     proto = protocol()
     util = (overrides or {}).get("prefill_utilization", proto["prefill_utilization"])
     agg = rows["agg"].to_numpy(bool)

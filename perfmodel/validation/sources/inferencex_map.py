@@ -54,6 +54,7 @@ import pandas as pd
 
 from perfmodel import catalog
 from perfmodel.catalog import model_names, quant_modes, system_names, workload_files
+from perfmodel.catalog.replacements import NONE, Replacements
 from perfmodel.core import limits
 from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Phase
@@ -204,7 +205,7 @@ def _dtypes(row, arch, system, why: list[str]) -> tuple:
     return w, e, compute_type(w, system, row.get("gemm_quant_mode", ""))
 
 
-def map_row(row: dict) -> dict:
+def map_row(row: dict, replaced: Replacements = NONE) -> dict:
     """One corpus row as serving scenario fields, with every reason it cannot be expressed ('reasons')."""
     why, notes = [], []
     sysname = system_name(row.get("system", ""))
@@ -217,7 +218,7 @@ def map_row(row: dict) -> dict:
     if not wname:
         why.append(f"model {row.get('model_path')!r} has no workload file (after dropping checkpoint variants "
                    f"and aliases)")
-    system = catalog.load_system(sysname) if sysname else None
+    system = catalog.load_system(sysname, replaced=replaced) if sysname else None
     arch = workload_files.load_workload(wname) if wname else None
     mode = str(row.get("mode", "")).strip()
     if mode not in ("agg", "disagg"):
@@ -261,13 +262,13 @@ def _rule_reasons(system, arch, pools: list[Pool], conc: list[int], isl: np.ndar
             for i, ok in enumerate(np.ravel(valid))]
 
 
-def map_rows(raw: pd.DataFrame) -> pd.DataFrame:
+def map_rows(raw: pd.DataFrame, replaced: Replacements = NONE) -> pd.DataFrame:
     """Every row mapped (map_row), plus the plan rules of feasibility.check_rules for each pool (vectorised
     per system and model); `reasons` joins every reason with '; ' ('' = expressible)."""
-    df = pd.DataFrame([map_row(r) for r in raw.to_dict("records")])
+    df = pd.DataFrame([map_row(r, replaced) for r in raw.to_dict("records")])
     known = df["system"].ne("") & df["workload"].ne("") & df["isl"].notna() & df["osl"].notna()
     for (sysname, wname), g in df[known].groupby(["system", "workload"], sort=False):
-        system, arch = catalog.load_system(sysname), workload_files.load_workload(wname)
+        system, arch = catalog.load_system(sysname, replaced=replaced), workload_files.load_workload(wname)
         for kind in ("agg", "prefill", "decode"):
             rows = [(i, pl[kind]) for i, pl in zip(g.index, g["pools"]) if pl.get(kind) is not None]
             if not rows:

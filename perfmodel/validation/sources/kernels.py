@@ -57,7 +57,8 @@ import pandas as pd
 import sympy as sp
 
 from perfmodel import catalog
-from perfmodel.catalog.calibration import calibration_for
+from perfmodel.catalog.replacements import Replacements
+from perfmodel.core.calibration import of as calibration_of
 from perfmodel.core import symbols as S
 from perfmodel.core import units
 from perfmodel.core.dtypes import DType
@@ -121,7 +122,7 @@ def _cost(system, work: fm.Work, dtype: DType, cal, materialised: bool = False) 
 
 def gemm_cost(system, m: int, n: int, k: int, dtype: DType) -> pd.Series:
     """One M x N x K matmul at `dtype`, operands already in that type (no quantize pass)."""
-    cal = burst(calibration_for(system)).with_overrides({"fp8_activation_quantize_passes": 0})
+    cal = burst(calibration_of(system)).with_overrides({"fp8_activation_quantize_passes": 0})
     return _cost(system, fm.matmul(m, k, n), dtype, cal)
 
 
@@ -129,7 +130,7 @@ def flash_attention_cost(system, seqlen: int, head_dim: int, dtype: DType, causa
                          generation: str = "attention") -> pd.Series:
     """FlashAttention forward in the papers' benchmark layout; `generation` names the calibration
     parameter '<generation>_tensor_efficiency' the attention core runs at."""
-    cal = burst(calibration_for(system) if generation == "attention" else attention_kernel(system, generation))
+    cal = burst(calibration_of(system) if generation == "attention" else attention_kernel(system, generation))
     batch = max(1, FA_TOKENS // seqlen)
     heads = FA_HIDDEN // head_dim
     tokens = batch * seqlen
@@ -146,7 +147,7 @@ def materialised_attention_cost(system, batch: int, seqlen: int, heads: int, hea
     tokens = batch * seqlen
     kernel = fm.attention_backward if backward else fm.attention
     work = kernel(tokens, heads, heads, seqlen, tokens, head_dim, head_dim, s_full=seqlen, dropout=int(dropout))
-    return _cost(system, work, dtype, burst(calibration_for(system)), materialised=True)
+    return _cost(system, work, dtype, burst(calibration_of(system)), materialised=True)
 
 
 def mla_decode_cost(system, batch: int, s_q: int, s_k: int, heads: int) -> pd.Series:
@@ -155,7 +156,7 @@ def mla_decode_cost(system, batch: int, s_q: int, s_k: int, heads: int) -> pd.Se
     hp, sp_ = fm.kv_passes(s_q, heads, d_qk, d_v, S.ba)
     work = fm.attention(batch * s_q, heads, 1, s_k, batch * s_k, d_qk, d_v, kv_width=d_qk, hbm_passes=hp,
                         sram_passes=sp_)
-    return _cost(system, work, DType.BF16, burst(calibration_for(system)))
+    return _cost(system, work, DType.BF16, burst(calibration_of(system)))
 
 
 def _peak(system, dtype: DType) -> float:
@@ -224,12 +225,12 @@ def _materialised_row(m, system) -> dict:
                system=system.name)
 
 
-def _each(rows: pd.DataFrame, predict_one) -> pd.DataFrame:
+def _each(rows: pd.DataFrame, predict_one, replaced: Replacements) -> pd.DataFrame:
     """predict_one(m, system) per case whose hardware maps to a catalogue system; the others listed."""
     out = []
     for _, m in rows.iterrows():
         name, reason = system_for(m["hardware"])
-        out.append(predict_one(m, catalog.load_system(name)) if name else unexpressed(m, reason))
+        out.append(predict_one(m, catalog.load_system(name, replaced=replaced)) if name else unexpressed(m, reason))
     return frame(out)
 
 
@@ -255,18 +256,18 @@ def _bandwidth_row(m, system) -> dict:
 
 
 @register_validation("gemm", selects=lambda r: r["phase"].eq("gemm"))
-def gemm(rows: pd.DataFrame) -> pd.DataFrame:
+def gemm(rows: pd.DataFrame, replaced: Replacements) -> pd.DataFrame:
     """GEMM-*, FA-001..004, BW-002: single-kernel TFLOPS (or utilisation) on one GPU."""
-    return _each(rows, _kernel_row)
+    return _each(rows, _kernel_row, replaced)
 
 
 @register_validation("bandwidth", selects=lambda r: r["phase"].eq("bandwidth"))
-def bandwidth(rows: pd.DataFrame) -> pd.DataFrame:
+def bandwidth(rows: pd.DataFrame, replaced: Replacements) -> pd.DataFrame:
     """BW-001: achieved HBM bandwidth of a memory-bound kernel (FlashMLA decode) on one GPU."""
-    return _each(rows, _bandwidth_row)
+    return _each(rows, _bandwidth_row, replaced)
 
 
 @register_validation("attention", selects=lambda r: r["phase"].eq("attention"))
-def attention(rows: pd.DataFrame) -> pd.DataFrame:
+def attention(rows: pd.DataFrame, replaced: Replacements) -> pd.DataFrame:
     """ATT-*: forward or backward time of standard (materialised) attention on one GPU."""
-    return _each(rows, _materialised_row)
+    return _each(rows, _materialised_row, replaced)

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
+from perfmodel.catalog.replacements import NONE, Replacements
 from perfmodel.core.scenario import Phase
 from perfmodel.model.evaluate import evaluate_sweep
 from perfmodel.validation.harness import measurements, register_validation, unexpressed
@@ -68,17 +69,17 @@ def bucket_counts(m, stack=None) -> list[tuple[int, int]]:
     return out
 
 
-def predict_throughput(rows: pd.DataFrame) -> pd.DataFrame:
+def predict_throughput(rows: pd.DataFrame, replaced: Replacements = NONE) -> pd.DataFrame:
     """Predicted whole-instance output tokens/s for throughput rows: two sweeps (prefill; decode over
     every (row, bucket) pair) per system x model x weight type, vectorised over the rows."""
     out = []
     rows = rows.assign(weights=rows["dtype"].map(weight_type))
-    rows["stack"] = stack_names(rows)
+    rows["stack"] = stack_names(rows, replaced)
     for (hw, model, weights, _), grp in rows.groupby(["hardware", "model", "weights", "stack"], sort=False):
-        system = catalog.load_system(system_name(hw))
+        system = catalog.load_system(system_name(hw), replaced=replaced)
         arch = arch_of(model)
         first = grp.iloc[0]
-        stack = stack_of(first, system)
+        stack = stack_of(first, system, replaced)
         cal, host = calibration(system, stack), host_latency(stack)
         B = grp["batch"].astype(float).astype(int).to_numpy()
         I = grp["input_len"].astype(float).astype(int).to_numpy()
@@ -127,13 +128,13 @@ def _self_consistency(rows: pd.DataFrame) -> pd.Series:
 @register_validation("serving-throughput", selects=selects,
                      gaps={"e2e": "six SDK 2.18 rows report a throughput their own TTFT and TPOT do not imply; the "
                                   "Trainium2 vLLM Neuron plugin rows follow their TTFT and TPOT misses"})
-def throughput_validation(rows: pd.DataFrame) -> pd.DataFrame:
+def throughput_validation(rows: pd.DataFrame, replaced: Replacements) -> pd.DataFrame:
     """Whole-instance output tokens/s of a static batch: prefill + O decode steps over the buckets."""
-    why = rows.apply(expressible, axis=1, units=("tokens/s",))
+    why = rows.apply(expressible, axis=1, units=("tokens/s",), replaced=replaced)
     out = [unexpressed(m, w) for (_, m), w in zip(rows.iterrows(), why) if w]
     ok = rows[why.eq("")]
     if len(ok):
-        p = predict_throughput(ok)
+        p = predict_throughput(ok, replaced)
         consistency = _self_consistency(p)
         for r, c in zip(p.itertuples(), consistency):
             note = (f"{r.model}, B={r.batch} I={r.input_len} O={r.output_len}, {r.weights} weights, {r.tp_chips}; "

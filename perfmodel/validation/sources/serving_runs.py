@@ -23,6 +23,7 @@ import dataclasses
 import pandas as pd
 
 from perfmodel.catalog import neuron_stacks
+from perfmodel.catalog.replacements import NONE, Replacements
 from perfmodel.serving.options import Mode, ServingOptions
 from perfmodel.serving.steady_state import Grid
 from perfmodel.simulation import deployment, metrics, traffic
@@ -31,7 +32,7 @@ SEED = 0  # one draw of arrivals and lengths: the run's own randomness, not a pa
 
 
 def finite_run(system, arch, plan: Grid, engine: str, rate: float, prompts: int, input_len: tuple[int, float],
-               output_len: tuple[int, float], replicas: int) -> pd.Series:
+               output_len: tuple[int, float], replicas: int, replaced: Replacements = NONE) -> pd.Series:
     """metrics.summarize of `prompts` requests at `rate` requests/s through `replicas` replicas of `plan` (module
     doc); input_len / output_len are (nominal L, range ratio r)."""
     if input_len[1] != output_len[1]:  # the clients draw both with one ratio
@@ -45,5 +46,5 @@ def finite_run(system, arch, plan: Grid, engine: str, rate: float, prompts: int,
     if prompts > 1 and t[-1] > 0:
         reqs = dataclasses.replace(reqs, arrival_s=t * ((prompts - 1) / rate / t[-1]))
     run = deployment.simulate(system, arch, plan, poisson, shapes, options=ServingOptions(mode=Mode.AGGREGATED,
-                              software=neuron_stacks.software(engine, system)), layout=deployment.Layout(replicas=replicas), reqs=reqs)
+                              software=neuron_stacks.software(engine, system, replaced)), layout=deployment.Layout(replicas=replicas), reqs=reqs)
     return metrics.summarize(run, trim=0.0)

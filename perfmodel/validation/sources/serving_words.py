@@ -45,6 +45,7 @@ import pandas as pd
 
 from perfmodel import catalog
 from perfmodel.catalog import model_names, neuron_stacks, serving_engines, system_names, workload_files
+from perfmodel.catalog.replacements import Replacements
 from perfmodel.core import units
 from perfmodel.serving import closed_loop, search
 from perfmodel.serving.options import Mode, ServingOptions
@@ -131,7 +132,7 @@ def _types(m):
     return label, w, (inferencex_map.storage_type(label, m["_arch"], experts=True) if m["_arch"].is_moe else w)
 
 
-def _on_frontier(m, x: float, i: int, o: int, gpus: int) -> tuple[float, str, str]:
+def _on_frontier(m, x: float, i: int, o: int, gpus: int, replaced: Replacements) -> tuple[float, str, str]:
     """A throughput stated at an interactivity: the engine frontier (every plan inside the engine's measured
     envelope, in the row's data types) read at x tokens/s per user, per chip x the scope's chips, or per MW."""
     system, (q, scope, _) = m["_system"], m["_q"]
@@ -141,7 +142,7 @@ def _on_frontier(m, x: float, i: int, o: int, gpus: int) -> tuple[float, str, st
     engine = _engine(m["notes"], system)
     fr = frontier.model_frontier(system, m["_arch"], Mix(i, o), engine,
                                  serving_engines.envelope(engine, system.chip.name),
-                                 {f"{w.value}/{e.value}"})
+                                 {f"{w.value}/{e.value}"}, replaced=replaced)
     col = "output_tokens_per_s_per_mw" if q == "output_per_mw" else "output_tokens_per_s_per_chip"
     y = float(search.best_at(fr, col, [x])[0]) if len(fr) else np.nan
     if not np.isfinite(y):
@@ -199,12 +200,13 @@ def _load(m, batch: int, replicas: int, step: int, at, o: int, cap: float):
     return c, f"{rate} requests/s held at C={c} per replica", True
 
 
-def _finite_run(m, g, engine: str, rate: float, prompts: int, replicas: int, gpus: int, plan_words_: str):
+def _finite_run(m, g, engine: str, rate: float, prompts: int, replicas: int, gpus: int, plan_words_: str,
+                replaced: Replacements):
     """(value, note, reason) of N prompts sent at R requests/s, run request by request (serving_runs.py): what
     the client prints for that run, throughputs over its whole span, latencies' mean or percentile."""
     try:
         s = serving_runs.finite_run(m["_system"], m["_arch"], g, engine, rate, prompts, _spread(m["input_len"]),
-                                    _spread(m["output_len"]), replicas)
+                                    _spread(m["output_len"]), replicas, replaced)
     except ValueError as exc:
         return np.nan, "", f"the run of {prompts} prompts at {rate:g}/s cannot be simulated: {exc}"
     q, scope, stat = m["_q"]
@@ -225,22 +227,24 @@ def _finite_run(m, g, engine: str, rate: float, prompts: int, replicas: int, gpu
     return float(value), note, ""
 
 
-def _closed_loop(m, r, engine: str, c: int, step: int, da: int, i: int, o: int, batch: int, how: str):
+def _closed_loop(m, r, engine: str, c: int, step: int, da: int, i: int, o: int, batch: int, how: str,
+                 replaced: Replacements):
     """(TTFT, TPOT, how) of a closed loop of clients (serving/closed_loop.py through inferencex_engine, as the
     InferenceX rows are priced): the engine's running cap and KV pages, its host time and steps to the first
     token, and the prefill queue of a burst of C prompts and its waves (requests / clients, from the notes'
     'N prompts', else the InferenceX protocol's), lengths as stated (no spread)."""
-    prof = serving_engines.engine(engine)
+    prof = serving_engines.engine(engine, replaced=replaced)
     s = float(np.ravel(inferencex_engine.slots(float(c), prof["max_running"], float(r["max_concurrency_kv"]), step,
                                                da))[0])
     n = _prompts(m["notes"])
     waves = max(1, round(n / batch)) if n else inferencex_engine.protocol()["waves"]
     rows = inferencex_engine.replica_terms(engine, c, s, da, i, o, r)
-    cl = inferencex_engine.closed_loop(rows, overrides={"waves": waves, "length_range_ratio": 1.0}).iloc[0]
+    cl = inferencex_engine.closed_loop(rows, overrides={"waves": waves, "length_range_ratio": 1.0},
+                                       replaced=replaced).iloc[0]
     return float(cl["ttft_s"]), float(cl["tpot_s"]), f"{how} in a closed loop of {waves} waves, {s:g} running"
 
 
-def _price(m) -> tuple[float, str, str]:
+def _price(m, replaced: Replacements) -> tuple[float, str, str]:
     """(predicted SI value, note, reason) of one row (module doc)."""
     system, arch = m["_system"], m["_arch"]
     try:
@@ -256,7 +260,7 @@ def _price(m) -> tuple[float, str, str]:
     batch, i, o = _count(m["batch"]), _length(m["input_len"]), _length(m["output_len"])
     speed = AT_SPEED.search(str(m["metric"]))
     if speed and i and o:
-        return _on_frontier(m, float(speed.group(1)), i, o, gpus)
+        return _on_frontier(m, float(speed.group(1)), i, o, gpus, replaced)
     if m["_q"][0] == "output_per_mw":
         return np.nan, "", "tokens per MW is read at an interactivity ('... at N tokens/s/user')"
     if not (i and o):
@@ -272,7 +276,7 @@ def _price(m) -> tuple[float, str, str]:
         return np.nan, "", f"KV cache type {kv.group(1)!r} is not a data type"
     comp = inferencex_map.compute_type(w, system, label)
     engine = _engine(m["notes"], system)
-    opts = ServingOptions(mode=Mode.AGGREGATED, software=neuron_stacks.software(engine, system))
+    opts = ServingOptions(mode=Mode.AGGREGATED, software=neuron_stacks.software(engine, system, replaced))
 
     def at(cs, options=opts) -> pd.DataFrame:
         g = Grid.of(tp=tp, da=da, ep=plan.ep, pp=plan.pp, concurrency=np.asarray(cs, dtype=float), compute=comp,
@@ -288,9 +292,10 @@ def _price(m) -> tuple[float, str, str]:
         g = Grid.of(tp=tp, da=da, ep=plan.ep, pp=plan.pp, concurrency=float(da * plan.pp), compute=comp, weights=w,
                     expert_weights=e, kv_cache=kv_type)
         return _finite_run(m, g, engine, float(rate), prompts, replicas, gpus,
-                           f"{engine}, TP{tp} DA{da} EP{plan.ep} PP{plan.pp} x {replicas} replicas")
-    load = _load(m, batch, replicas, da * plan.pp, at, o, serving_engines.engine(engine)["max_running"] * da
-                 if engine in serving_engines.engines() else np.inf)
+                           f"{engine}, TP{tp} DA{da} EP{plan.ep} PP{plan.pp} x {replicas} replicas", replaced)
+    known = serving_engines.engines(replaced=replaced)
+    load = _load(m, batch, replicas, da * plan.pp, at, o, known[engine]["max_running"] * da if engine in known
+                 else np.inf)
     if isinstance(load, str):
         return np.nan, "", load
     c, how, latencies = load
@@ -303,8 +308,8 @@ def _price(m) -> tuple[float, str, str]:
     chips = {"gpu": 1.0, "node": float(system.node.chips), "replica": float(unit), "deployment": float(gpus)}[scope]
     out = r["output_tokens_per_s_per_chip"] * chips
     ttft, tpot = r["ttft_s"], r["time_per_output_token_s"]
-    if batch and engine in serving_engines.engines():  # a closed loop of clients: the benchmark's own queue
-        ttft, tpot, how = _closed_loop(m, at_gpu(c), engine, c, da * plan.pp, da, i, o, batch, how)
+    if batch and engine in known:  # a closed loop of clients: the benchmark's own queue
+        ttft, tpot, how = _closed_loop(m, at_gpu(c), engine, c, da * plan.pp, da, i, o, batch, how, replaced)
         out = frontier.closed_loop_y(c, o, ttft, tpot, unit) * chips  # each client finishes O tokens per request
     value = {"output_throughput": out, "total_throughput": out * (i + o) / o, "request_throughput": out / o,
              "user_speed": 1.0 / tpot, "ttft": ttft, "tpot": tpot, "e2e_latency": closed_loop.evaluate("e2e", T_1=ttft, T_2=tpot, O=o)}[q]
@@ -317,7 +322,7 @@ def _price(m) -> tuple[float, str, str]:
 
 @register_validation("serving-words", selects,
                      gaps={"serving": "closed-loop queueing and engine scheduling beyond the steady state"})
-def predict(rows: pd.DataFrame) -> pd.DataFrame:
+def predict(rows: pd.DataFrame, replaced: Replacements) -> pd.DataFrame:
     """Serving measurements written as people publish them, through the steady state and an engine profile."""
     out = []
     for _, m in rows.iterrows():
@@ -342,8 +347,9 @@ def predict(rows: pd.DataFrame) -> pd.DataFrame:
             out.append(unexpressed(m, why))
             continue
         m = m.copy()
-        m["_system"], m["_arch"], m["_q"] = catalog.load_system(sysname), workload_files.load_workload(wname), q
-        value, note, why = _price(m)
+        m["_system"], m["_arch"], m["_q"] = (catalog.load_system(sysname, replaced=replaced),
+                                             workload_files.load_workload(wname), q)
+        value, note, why = _price(m, replaced)
         if why:
             out.append(unexpressed(m, why))
             continue

@@ -18,7 +18,7 @@ import dataclasses
 import re
 
 from perfmodel.catalog import workload_files
-from perfmodel.catalog.calibration import calibration_for
+from perfmodel.core.calibration import of as calibration_of
 from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Optimizer, Parallelism, Phase, Precision, Recompute, Scenario
 from perfmodel.core.workload import parameter_count
@@ -27,7 +27,7 @@ from perfmodel.core.workload import parameter_count
 def attention_kernel(system, generation: str):
     """The system's calibration with the attention core at the tensor efficiency of the named
     flash-attention generation ('flash_attention_1' | 'flash_attention_2'; calibration params)."""
-    cal = calibration_for(system)
+    cal = calibration_of(system)
     return cal.with_overrides({"attention_tensor_efficiency": cal[f"{generation}_tensor_efficiency"],
                                "attention_head_dim_fixed": 0, "attention_keys_fixed": 0})
 

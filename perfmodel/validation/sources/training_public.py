@@ -56,7 +56,8 @@ import pandas as pd
 
 from perfmodel import catalog, training
 from perfmodel.catalog import workload_files
-from perfmodel.catalog.calibration import calibration_for
+from perfmodel.catalog.replacements import Replacements
+from perfmodel.core.calibration import of as calibration_of
 from perfmodel.core import units
 from perfmodel.core.dtypes import DType
 from perfmodel.core.scenario import Optimizer, Phase, Precision, Recompute, Scenario
@@ -231,7 +232,7 @@ def _plan_remark(r) -> str:
 
 
 @register_validation("training", selects=_selects)
-def training_public(rows: pd.DataFrame) -> pd.DataFrame:
+def training_public(rows: pd.DataFrame, replaced: Replacements) -> pd.DataFrame:
     """Published training rows of any source (module doc)."""
     out = []
     rows = rows.assign(run=rows["case_id"].map(run_key), kind=[tr.metric_of(a, b) for a, b in
@@ -253,8 +254,8 @@ def training_public(rows: pd.DataFrame) -> pd.DataFrame:
         if why:
             out += [unexpressed(m, why) for _, m in grp.iterrows()]
             continue
-        system = catalog.load_system(system_name)
-        cal = attention_kernel(system, src.attention_kernel) if src.attention_kernel else calibration_for(system)
+        system = catalog.load_system(system_name, replaced=replaced)
+        cal = attention_kernel(system, src.attention_kernel) if src.attention_kernel else calibration_of(system)
         cal = cal.with_overrides(stack_overrides(first, sc, arch))
         try:
             r = training.train(system, arch, sc, nodes=max(1, gpus // system.node.chips), cal=cal)

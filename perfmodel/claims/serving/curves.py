@@ -34,7 +34,6 @@ import pandas as pd
 
 from perfmodel import catalog
 from perfmodel.catalog import neuron_stacks, serving_engines, workload_files
-from perfmodel.catalog.calibration import active_key
 from perfmodel.serving import power, search
 from perfmodel.serving.steady_state import Mix
 
@@ -62,14 +61,9 @@ def crossings(x: np.ndarray, ratio: np.ndarray, quote: float) -> np.ndarray:
     return np.sort(np.concatenate([cross, np.exp(lx[d == 0])]))
 
 
-def sweeps(mix: Mix = MIX) -> dict[str, pd.DataFrame]:
-    """Full frontier sweeps (all plans, data types, concurrencies) for both UltraServers (cached per
-    mix and per applied calibrated set)."""
-    return _sweeps(mix, active_key())
-
-
 @functools.lru_cache(maxsize=4)
-def _sweeps(mix: Mix, cal_key: tuple) -> dict[str, pd.DataFrame]:
+def sweeps(mix: Mix = MIX) -> dict[str, pd.DataFrame]:
+    """Full frontier sweeps (all plans, data types, concurrencies) for both UltraServers (cached per mix)."""
     arch = workload_files.load_workload(WORKLOAD)
     conc = search.default_concurrency(per_octave=PER_OCTAVE)
     out = {}

@@ -1,6 +1,6 @@
 """Serving and power claims S1-S4 (seed_claims.md; tolerance 25%): Trn3 vs Trn2 UltraServer, gpt-oss-120b.
 
-The curves and the readings off them are serving_curves.py's.
+The curves and the readings off them are curves.py's.
 
 For a miss the note names the driver and solves for the value that would reproduce the quote
 (scipy brentq): S1 the Trn3 chip power (everything else fixed; Trainium power is not published)
@@ -21,10 +21,10 @@ from scipy.optimize import brentq
 
 from perfmodel import catalog
 from perfmodel.catalog import neuron_stacks, workload_files
-from perfmodel.catalog.calibration import active_key, calibration_for
-from perfmodel.claims import serving_readings
+from perfmodel.core.calibration import of as calibration_of
+from perfmodel.claims.serving import readings as serving_readings
 from perfmodel.claims.registry import ClaimResult, claim
-from perfmodel.claims.serving_curves import (CONC, KEYS, MIX, MW, NEW, OLD, S1_QUOTE, S3_QUOTE, WORKLOAD, X,
+from perfmodel.claims.serving.curves import (CONC, KEYS, MIX, MW, NEW, OLD, S1_QUOTE, S3_QUOTE, WORKLOAD, X,
                                              chart_frame, conc_ratio_curve, crossings, ratio_curve, read_curve,
                                              engine, readings, sweeps)
 from perfmodel.serving import power, search, sensitivity
@@ -40,7 +40,7 @@ SEEDS = {"S1": "000, 001, 002", "S2": "000, 003", "S3": "000, 003", "S4": "002, 
 def _tdp_solve(frames, target: float, which: str) -> tuple[float | None, tuple[float, float]]:
     """Chip TDP (W) of `which` system that makes the S1 ratio equal `target` (power recomputed only)."""
     system = catalog.load_system(which)
-    cal = calibration_for(system)
+    cal = calibration_of(system)
     base = frames[which]
 
     def ratio(tdp):
@@ -103,7 +103,7 @@ def base_inputs() -> dict:
     out = {}
     for name, key in KEYS.items():
         s = catalog.load_system(name)
-        out[key] = (s, calibration_for(s))
+        out[key] = (s, calibration_of(s))
     return out
 
 
@@ -115,14 +115,10 @@ POWER_PARAMS = ("tdp", "power_idle_frac", "power_weight_tensor", "power_weight_m
 PRICE_PARAMS = {"assumed_price_per_chip_hour"}
 
 
+@functools.lru_cache(maxsize=4)
 def claim_sensitivity(mix: Mix = MIX) -> pd.DataFrame:
     """Elasticities of the S1, S2, S3 ratios (result_name s1 | s2 | s3) to every spec and calibration
-    parameter of both systems, one perturbation pass for all three."""
-    return _claim_sensitivity(mix, active_key())
-
-
-@functools.lru_cache(maxsize=4)
-def _claim_sensitivity(mix: Mix, cal_key: tuple) -> pd.DataFrame:
+    parameter of both systems, one perturbation pass for all three (computed once per mix)."""
     return sensitivity.elasticities(restricted_fn(sweeps(mix), None, mix), base_inputs())
 
 

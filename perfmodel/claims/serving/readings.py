@@ -8,7 +8,7 @@ A *reading* fixes what the seeds leave open:
                   "fp8"   the checkpoint converted to FP8 (weights and experts)
     power basis   modelled (activity) | all-in (provisioned at TDP): power.BASES
 Trainium3 always runs its best recipe (native MXFP4). The curves are read off the same sweeps as
-serving_curves (no new sweep per reading: a recipe is a filter, a power basis a re-priced column).
+curves.py (no new sweep per reading: a recipe is a filter, a power basis a re-priced column).
 
     ratio_y(x)        = y_trn3(x) / y_trn2(x)   at interactivity x (S1: tokens/MW, S2: users, per chip:
                                                 output tokens/s per chip)
@@ -16,7 +16,7 @@ serving_curves (no new sweep per reading: a recipe is a filter, a power basis a 
     x at which the per-chip ratio equals AWS's "3x throughput per chip" (S27, S45) and S1 equals 5x: where
     the quotes sit on the modelled curves.
 
-Does not: judge a claim (serving.py) or run a sweep (serving_curves.sweeps).
+Does not: judge a claim (verdicts.py) or run a sweep (curves.sweeps).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
-from perfmodel.catalog.calibration import active_key, calibration_for
+from perfmodel.core.calibration import of as calibration_of
 from perfmodel.claims import result_cache
-from perfmodel.claims import serving_curves as sc
+from perfmodel.claims.serving import curves as sc
 from perfmodel.serving import power, search
 
 RECIPES = {"best": None, "bf16": ("bf16", "bf16"), "fp8": ("fp8", "fp8")}  # (compute, expert weights) of Trn2
@@ -44,14 +44,10 @@ TITLE = ("S1-S3 by reading (gpt-oss-120b 1k/1k, Trn3 / Trn2 UltraServer; x_ref =
          "x_where_*: tokens/s/user where the quote sits on the curve)")
 
 
-def _frames(recipe: str, basis: str) -> dict[str, pd.DataFrame]:
-    """Both sweeps under one reading: Trn2's rows of the recipe, power columns on the basis (cached per applied
-    calibrated set, as the sweeps are)."""
-    return _frames_cached(recipe, basis, active_key())
-
-
 @functools.lru_cache(maxsize=12)
-def _frames_cached(recipe: str, basis: str, cal_key: tuple) -> dict[str, pd.DataFrame]:
+def _frames(recipe: str, basis: str) -> dict[str, pd.DataFrame]:
+    """Both sweeps under one reading: Trn2's rows of the recipe, power columns on the basis (cached, as the
+    sweeps are)."""
     out = {}
     for name, df in sc.sweeps().items():
         if name == sc.OLD and RECIPES[recipe] is not None:
@@ -59,7 +55,7 @@ def _frames_cached(recipe: str, basis: str, cal_key: tuple) -> dict[str, pd.Data
             df = df[(df["compute_dtype"] == c) & (df["expert_weights_dtype"] == e)]
         if basis != "modelled":
             system = catalog.load_system(name)
-            cal = calibration_for(system).with_overrides({"power_basis_all_in": power.BASES.index(basis)})
+            cal = calibration_of(system).with_overrides({"power_basis_all_in": power.BASES.index(basis)})
             df = search.mark_frontiers(power.add_power_columns(df, system, cal))
         out[name] = df
     return out
@@ -74,7 +70,7 @@ def _first_crossing(xs: np.ndarray, ratio: np.ndarray, quote: float) -> float:
 def curves(n: int = 60) -> pd.DataFrame:
     """Long frame: reading (trn2 recipe, power basis), metric, x (interactivity or concurrency), both
     systems' values and the Trn3 / Trn2 ratio (kept on disk per version: result_cache.frame)."""
-    return result_cache.frame(f"serving_readings.curves {n}", lambda: _curves(n))
+    return result_cache.frame(f"serving.readings.curves {n}", lambda: _curves(n))
 
 
 def _curves(n: int) -> pd.DataFrame:
@@ -97,13 +93,13 @@ def _curves(n: int) -> pd.DataFrame:
 def table() -> pd.DataFrame:
     """One row per reading: S1-S3 and the per-chip ratio at the claims' reading point (x_ref), their range over
     the shared interactivities, and where the quotes (S1 5x, per chip 3x) sit on the curves (cached per
-    applied calibrated set, as the sweeps are)."""
-    return _table(active_key()).copy()
+    process, as the sweeps are)."""
+    return _table().copy()
 
 
-@functools.lru_cache(maxsize=2)
-def _table(cal_key: tuple) -> pd.DataFrame:
-    return result_cache.frame("serving_readings.table", _compute_table)
+@functools.lru_cache(maxsize=1)
+def _table() -> pd.DataFrame:
+    return result_cache.frame("serving.readings.table", _compute_table)
 
 
 def _compute_table() -> pd.DataFrame:
@@ -144,6 +140,6 @@ def sentence(claim: str) -> str:
     stacks = " and ".join(sorted({sc.engine(n) for n in (sc.NEW, sc.OLD)}))
     return (f"Reading: Trn2 at its best recipe, per UltraServer, modelled power, both priced as {stacks} runs them "
             f"(the frontier over every plan; the measured envelope is {_envelope_words()}). Every reading (Trn2 recipe / power "
-            f"basis; serving_readings): {', '.join(parts)}. AWS's '3x throughput per chip' (S27, S45) sits at "
+            f"basis; claims/serving/readings.py): {', '.join(parts)}. AWS's '3x throughput per chip' (S27, S45) sits at "
             f"{best.x_where_per_chip_is_3x:.0f} tokens/s/user with Trn2 at its best recipe; with the shipped "
             f"checkpoint upcast to BF16 on Trn2 the per-chip ratio is {bf16.per_chip_min:.1f}x or more everywhere.")
