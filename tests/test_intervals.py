@@ -1,6 +1,6 @@
 """Every answer with its error bar: intervals from measured residuals by regime, calibrated model by model
 (core/intervals.py), built from the development files (validation/intervals.py), shipped as data
-(hardware_specs/calibration/intervals.json) and shown on serve, pareto, plan and validate."""
+(hardware_specs/calibration/intervals.json) and shown on serve, pareto, plan, roofline and validate."""
 
 from __future__ import annotations
 
@@ -211,6 +211,25 @@ def test_a_training_step_carries_its_interval_and_trainium_says_it_is_widened(ca
     assert cli.main(base + ["--hardware", "trn2.48xlarge", "--tp", "8"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "at 80%: training all hardware" in out and "widened x2: no trainium measurements" in out
+
+
+def test_a_roofline_step_carries_its_phases_interval_widened_as_the_accelerators_bound(capsys):
+    """Decode from TPOT's regime (its time and rates turned over), prefill from TTFT's, no engine: widened x2; the
+    interval's ends multiply to the same product for a time and the rate it implies; --interval 0 gives none."""
+    base = ["roofline", "--hardware", "p5.48xlarge", "--workload", "llama-3.1-8b", "--tp", "1", "--batch", "16",
+            "--format", "json"]
+    assert cli.main(base + ["--phase", "decode", "--context", "2048"]) == 0
+    row = json.loads(capsys.readouterr().out)["results"]["results"][0]
+    t, r = "time_per_output_token_s", "tokens_per_s_per_chip"
+    assert row[f"{t}_low"] < row[t] < row[f"{t}_high"] and row[f"{r}_low"] < row[r] < row[f"{r}_high"]
+    assert row[f"{t}_low"] * row[f"{r}_high"] == pytest.approx(row[t] * row[r])
+    assert row["interval_basis"].startswith("80% from measured residuals: TPOT") and "the roofline" in row[
+        "interval_basis"] and "widened x2" in row["interval_basis"]
+    assert cli.main(base + ["--phase", "prefill", "--seq", "2048"]) == 0
+    row = json.loads(capsys.readouterr().out)["results"]["results"][0]
+    assert row["ttft_s_low"] < row["ttft_s"] < row["ttft_s_high"] and "TTFT" in row["interval_basis"]
+    assert cli.main(base + ["--phase", "decode", "--context", "2048", "--interval", "0"]) == 0
+    assert "interval_basis" not in json.loads(capsys.readouterr().out)["results"]["results"][0]
 
 
 def test_the_reports_engine_figures_carry_their_intervals_and_the_verdict_quotes_the_leaders():

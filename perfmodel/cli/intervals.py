@@ -1,8 +1,11 @@
-"""CLI: `--interval LEVEL` for the commands whose answers carry error bars (serve, pareto, plan), and the step that
-attaches them at the edge (the intervals file read here, once: catalog/interval_files.py).
+"""CLI: `--interval LEVEL` for the commands whose answers carry error bars (serve, pareto, plan, roofline), and the
+step that attaches them at the edge (the intervals file read here, once: catalog/interval_files.py).
 
     --interval 0.8   default: each answer with its 80% interval (serving/error_bars.py; the method is in
                      core/intervals.py and the README); 0.9 for 90%; 0 for none
+    attach(df, ...)        a serving frame's answers
+    attach_step(df, ...)   one roofline step of a serving phase: a decode step from TPOT's regime, a prefill from
+                           TTFT's, with no engine (the accelerator's bound: widened, and its basis says so)
 
 Does not: compute intervals (serving/error_bars.py does).
 """
@@ -47,6 +50,28 @@ def attach(df: pd.DataFrame, system, arch, args) -> pd.DataFrame:
     from perfmodel.serving import error_bars
 
     return error_bars.attach(df, system, arch, interval_files.load(), args.interval)
+
+
+# a roofline step's figures by phase: (regime quantity, rates of it, times with it)
+STEP = {"decode": ("tpot", ("tokens_per_s_per_user", "tokens_per_s_per_chip", "tokens_per_mw"),
+                   ("time_per_output_token_s", "step_time_s", "usd_per_million_tokens")),
+        "prefill": ("ttft", ("tokens_per_s_per_chip", "tokens_per_mw"), ("ttft_s", "step_time_s",
+                                                                          "usd_per_million_tokens"))}
+
+
+def attach_step(summary: pd.DataFrame, system, arch, args) -> pd.DataFrame:
+    """A roofline summary of a serving phase with its figures' intervals (STEP) unless --interval 0; other phases
+    as they are (a training step's regime is `train`'s)."""
+    phase = str(summary["phase"].iloc[0]) if len(summary) and "phase" in summary else ""
+    if not getattr(args, "interval", 0) or phase not in STEP:
+        return summary
+    from perfmodel.catalog import interval_files
+    from perfmodel.serving import error_bars
+
+    quantity, rates, times = STEP[phase]
+    frame = summary.assign(engine="none", concurrency=summary["batch"].astype(float))
+    return error_bars.attach_columns(frame, system, arch, interval_files.load(), args.interval, quantity,
+                                     rates=rates, times=times).drop(columns=["engine", "concurrency"])
 
 
 def caption(df: pd.DataFrame) -> str:

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfmodel.cli import scenarios
+from perfmodel.cli import intervals, scenarios
 from perfmodel.cli.calibrated_sets import claims_as_shipped
 from perfmodel.cli.common import (
     add_engine_option,
@@ -128,6 +128,7 @@ def _roofline_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-oversubscribed", action="store_true",
                    help="show the numbers of a scenario whose memory per chip exceeds the chip's HBM, under a "
                         "banner (without it such a scenario is refused: it cannot run)")
+    intervals.add_interval_option(p)
     add_output_options(p)
 
 
@@ -225,6 +226,7 @@ def cmd_roofline(args) -> int:
         res = evaluate.evaluate(ld.system, ld.arch, run.scenario, ld.cal, overlap=evaluate.Overlap(args.overlap))
         run = report.Run(ld, opts, res, run.components, run.totals, None, "", run.provenance)
     sheets = run.sheets()
+    sheets["results"] = intervals.attach_step(sheets["results"], ld.system, ld.arch, args)
     name = _name("roofline", ld, opts)
     if args.format in ("table", "md"):
         summ = sheets["results"]
@@ -241,7 +243,8 @@ def cmd_roofline(args) -> int:
 
             roofs = report.roofline_frames(ld.system, dict.fromkeys([opts.dtype, "bf16"]))  # its type's roof
             plot = terminal_charts.roofline(run.result.ops, *roofs, title=f"{ld.system.display_name}: roofline")
-        return write_tables(tables, args.format, args.out, head=[banner, plot], tail=[provenance_frame.MARKER_LEGEND])
+        return write_tables(tables, args.format, args.out, head=[banner, plot],
+                            tail=[intervals.caption(summ), provenance_frame.MARKER_LEGEND])
     with_banner("", banner, args.format, "roofline")
     print_result(export.emit_sheets(sheets, args.format, "per_operator", args.out, _meta(ld, opts), name))
     return 0
