@@ -65,6 +65,35 @@ def test_a_published_row_becomes_plain_rows_and_folds_back_by_the_formulas():
     assert got["unit"] == "tokens/s" and got["measured"] == 43.5
 
 
+SATURATED = dict(ROW, batch="up to 32 (throughput mode; compiled max batch 32)", notes=ROW["notes"].replace(
+    "'synchronous' mode", "'throughput' mode (max concurrency 128 users; server capped at its compiled batch)"))
+
+
+def test_a_saturated_server_is_priced_from_its_prefill_alone_and_its_decode_at_the_cap():
+    """Throughput mode with the client above the cap: a prefill at batch 1 and a decode at S = 32; folded back,
+    TPOT = t_d + S t_f / O and the output rate O S / (S t_f + O t_d) x replicas (by hand); its TTFT, and a
+    chunked-prefill build's rows, are listed with why."""
+    rows = pd.DataFrame([dict(SATURATED, case_id="S-1b"),
+                         dict(SATURATED, case_id="S-1c", metric="output token throughput (whole server)",
+                              unit="tokens/s", phase="e2e", value="580")])
+    plain, dropped = neuron_words.plain_rows(rows, inference.expressible)
+    assert not dropped and list(plain["batch"]) == ["1", "32", "1", "32"]  # prefill alone, decode at the cap
+    t_f, t_d, o, s = 0.2, 0.03, 250, 32
+    pred = pd.DataFrame({"case_id": plain["case_id"], "metric": plain["metric"], "predicted": [t_f, t_d] * 2,
+                         "batch": plain["batch"].astype(int), "note": "n", "system": "trn2.48xlarge", "model": "m",
+                         "unit": "s", "measured": 1.0, "error_frac": 0.0})
+    got = neuron_words.fold(pred, plain, rows).set_index("case_id")["predicted"]
+    assert got["S-1b"] == pytest.approx((t_d + s * t_f / o) / 1e-3)  # ms, the row's unit
+    assert got["S-1c"] == pytest.approx(o * s / (s * t_f + o * t_d))
+    three = dict(SATURATED, batch="up to 8 per replica x 3 replicas (throughput mode, max concurrency 128)")
+    assert neuron_words.saturated(three, "output_rate") == (8, 3)
+    assert "client's queue" in neuron_words.read(dict(SATURATED, metric="TTFT mean"))[1]
+    chunked = dict(SATURATED, notes=SATURATED["notes"] + "; config C: chunked prefill (chunk 1024)")
+    assert "not prefill-first" in neuron_words.read(chunked)[1]
+    few = dict(SATURATED, batch="32 (throughput mode, 16 concurrent users; compiled batch 32)")
+    assert "not saturated" in neuron_words.read(few)[1]
+
+
 def test_optimum_neuron_pads_the_batch_and_the_context_to_the_compiled_shapes():
     """The optimum-neuron stack (decoder_wrappers.py: inputs padded to the compiled batch and max_context_length):
     a synchronous row's decode computes 32 lines and its prompt the whole 4096; NxD Inference keeps the row's batch
@@ -77,13 +106,15 @@ def test_optimum_neuron_pads_the_batch_and_the_context_to_the_compiled_shapes():
 
 
 def test_padded_lines_cost_decode_time_and_the_published_file_is_priced():
-    """The public Neuron file: 80+ rows predicted; the padded compiled batch makes a decode step slower than the
-    row's own batch alone (more KV read), and every kind's prediction is finite and positive."""
+    """The public Neuron file: 110+ rows predicted (the throughput modes' TPOT and output rates as saturated
+    servers); the padded compiled batch makes a decode step slower than the row's own batch alone (more KV read),
+    and every kind's prediction is finite and positive."""
     df = harness.run_cases(harness.CSV.parent / "neuron_public_dev.csv", ["neuron-latency"])
     done = df[df["predicted"].notna()]
-    assert len(done) >= 80 and np.isfinite(done["predicted"]).all() and (done["predicted"] > 0).all()
+    assert len(done) >= 110 and np.isfinite(done["predicted"]).all() and (done["predicted"] > 0).all()
+    assert done["note"].str.contains("saturated prefill-first server").sum() >= 25
     itl = done.set_index("case_id")["note"]
     assert "compiled batch of 32 lines" in itl["NRN-TRN2-NEW-OPT-01b"]
     listed = df[df["predicted"].isna()]
     assert listed["reason"].str.len().gt(0).all()
-    assert listed["reason"].str.contains("queue").sum() >= 40  # loads given as rates or throughput modes
+    assert listed["reason"].str.contains("queue").sum() >= 15  # a throughput mode's TTFT: the client's queue

@@ -43,6 +43,12 @@ profile, catalog/serving_engines.py, and a client protocol). Per replica (times 
     a request    e2e = T_1 + (O - 1) T_2     (T_1 its TTFT, T_2 its TPOT, however they were priced or measured)
     throughput   y = C O / e2e / G           output tokens/s per GPU of a closed loop of C clients on G GPUs:
                                               each client finishes O tokens every e2e (the frontier's y)
+    saturated    a prefill-first server held at its running cap S by a client that always has more waiting
+    server       (one compiled graph per step on Neuron: a context encoding or a decode, never both): over a
+                 long run each request costs its own prefill t_f and O decode steps shared by S, so
+                     X = S / (S t_f + O t_d)          requests/s per replica (whatever the client's queue)
+                 and each request decodes while the others' prefills arrive at X, each pausing it t_f:
+                     TPOT_sat = t_d + S t_f / O       (t_d / (1 - X t_f)); its TTFT is the client's queue
 
 Formulas live here once (sympy), evaluated lambdified over arrays; `latex_table()` shows them.
 Does not: price the GPU work (steady_state.py) or read files (catalog/serving_engines.py).
@@ -73,6 +79,8 @@ TTFT_AGG = FIRST_TOKEN + QUEUE
 TTFT_DISAGG = FIRST_TOKEN
 E2E = T_1 + (O - 1) * T_2
 THROUGHPUT = C * O / E2E / G
+SATURATED_RATE = S / (S * t_f + O * t_d)
+SATURATED_TPOT = t_d + S * t_f / O
 SEED = 20260423  # the protocol's lengths are drawn with this fixed seed: results repeat exactly
 
 MEANINGS = {
@@ -99,7 +107,8 @@ MEANINGS = {
 @lru_cache(maxsize=None)
 def _fn(name: str):
     expr = {"running": RUNNING, "host": HOST, "tpot": TPOT, "first_token": FIRST_TOKEN, "ttft_agg": TTFT_AGG,
-            "ttft_disagg": TTFT_DISAGG, "e2e": E2E, "throughput": THROUGHPUT}[name]
+            "ttft_disagg": TTFT_DISAGG, "e2e": E2E, "throughput": THROUGHPUT,
+            "saturated_rate": SATURATED_RATE, "saturated_tpot": SATURATED_TPOT}[name]
     args = sorted(expr.free_symbols, key=lambda s: s.name)
     return args, sp.lambdify(args, expr, "numpy")
 
@@ -198,7 +207,8 @@ def prefill_wait(clients, t_f, after_prefill, tpot, o_mean, waves: int, ratio: f
 def latex_table() -> pd.DataFrame:
     rows = [("running", RUNNING), ("host time per step", HOST), ("engine step", STEP), ("TPOT", TPOT),
             ("first token", FIRST_TOKEN), ("queue", QUEUE), ("TTFT (agg)", TTFT_AGG), ("TTFT (disagg)", TTFT_DISAGG),
-            ("end to end", E2E), ("throughput per GPU", THROUGHPUT)]
+            ("end to end", E2E), ("throughput per GPU", THROUGHPUT),
+            ("saturated prefill-first server: requests/s", SATURATED_RATE), ("saturated server: TPOT", SATURATED_TPOT)]
     return pd.DataFrame({"quantity": [r[0] for r in rows], "latex": [sp.latex(r[1]) for r in rows]})
 
 

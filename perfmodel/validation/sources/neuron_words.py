@@ -12,8 +12,13 @@ system) by these rules, stated once:
             trn2.48xlarge); half a chip (TP1 on a two-core Inferentia2) is no plan the model prices
   plan      'N replicas x TP8' and 'TP24 ..., 1 replica': one replica's TP group (a synchronous run keeps one
             replica busy; the others idle)
-  load      a whole batch, or '1 (synchronous)' (one request at a time); a load given as a request rate, a
-            throughput mode or a compiled maximum is a queue the rows do not size: listed, not predicted
+  load      a whole batch, or '1 (synchronous)' (one request at a time); a throughput mode whose client keeps at
+            least the server's cap S in flight ('up to 32 (throughput mode; ...)', 'max concurrency 128' in the
+            notes) runs the server saturated: its TPOT and output rate are the saturated prefill-first server's
+            (serving/closed_loop.py: a Neuron step runs one compiled graph, a context encoding or a decode), from
+            the row's prefill at batch 1 and its decode at S; its TTFT is the client's queue, which the row does not
+            size, and a chunked-prefill build is not prefill-first: listed. A request rate is a queue the rows do not
+            size either: listed, not predicted
   lengths   the stated length, or the mean of an emulated distribution ('~1500 (emulated, N(1500,150))' -> 1500;
             prompts within +-10% share a context bucket); 'not stated' or a dataset name: not predicted
   compiled  the compiled length and batch the notes state (neuron_shapes.py) set the graph's shapes
@@ -56,6 +61,7 @@ PLAIN_COUNT = re.compile(r"\s*\d+(\.0+)?\s*")  # a count written plainly ('8', '
 INSTANCE_THROUGHPUT = "output token throughput (whole instance)"  # serving.py's metric, on rows written plainly
 PLAIN = {"ttft": ("TTFT P50", "prefill"), "tpot": ("TPOT P50", "decode")}
 E2E = ("output_rate", "latency_per_token", "total_rate")
+SATURATED = ("tpot", "output_rate")  # what a saturated server's row gives (its TTFT is the client's queue)
 _LENGTH = re.compile(r"\s*~?\s*(\d+)(?:\.0+)?(?![\d.kK])")
 
 
@@ -129,6 +135,28 @@ def batch(text: str) -> tuple[int | None, str]:
                   "row does not size (predicted: one request at a time, or a whole batch)")
 
 
+def saturated(m, kind: str) -> tuple[int, int] | str | None:
+    """(the server's cap S per replica, replicas) of a throughput-mode load that holds the server saturated; why
+    not (str) for a throughput mode this reader cannot price; None for another load (module doc: load)."""
+    text, notes = str(m["batch"]), str(m.get("notes", ""))
+    if "throughput mode" not in text:
+        return None
+    if kind not in SATURATED:
+        return (f"load {text!r}: in throughput mode the TTFT is the client's queue, which the row does not size "
+                "(its TPOT and output rate are priced: the saturated server)")
+    if re.search(r"chunked prefill \(chunk", notes):
+        return f"load {text!r}: a chunked-prefill build mixes prefill into decode steps (not prefill-first)"
+    cap = re.search(r"up to (\d+)", text) or re.search(r"compiled (?:max )?batch (\d+)", text)
+    users = re.search(r"(\d+) concurrent users", text) or re.search(r"max concurrency (\d+)", f"{text} {notes}")
+    reps = re.search(r"(\d+) replicas", f"{text} {m['parallelism']}")
+    if not (cap and users):
+        return f"load {text!r}: the server's cap and the client's concurrency are not both stated"
+    s, r = int(cap.group(1)), int(reps.group(1)) if reps else 1
+    if int(users.group(1)) < s * r:
+        return f"load {text!r}: the client keeps fewer requests in flight than the server's cap (not saturated)"
+    return s, r
+
+
 def read(m) -> tuple[dict | None, str]:
     """(the row's plain fields, '') or (None, why it is not predicted) for one published row."""
     kind = kind_of(m["metric"])
@@ -151,13 +179,19 @@ def read(m) -> tuple[dict | None, str]:
     if out is None and (kind != "ttft" or n is None):
         return None, f"output_len {m['output_len']!r}: the output length is not stated as a number"
     b, why = batch(m["batch"])
-    if why:
+    sat = saturated(m, kind) if why else None
+    if isinstance(sat, str):
+        return None, sat
+    if why and sat is None:
         return None, why
+    replicas = 1
+    if sat is not None:  # the saturated server: its prefill at batch 1 and its decode at the cap (plain_rows)
+        (b, replicas), kind = sat, "sat_" + kind
     if kind in E2E and b != 1:
         return None, "an end-to-end rate is predicted for one request at a time (batch 1)"
     return {"hardware": f"{system} ({m['hardware']})", "parallelism": f"TP{tp.group(1)}"
             + (f" ({lnc.group(0)})" if lnc else ""), "batch": str(b), "input_len": str(inp),
-            "output_len": str(out if out is not None else max(n - inp, 1)), "kind": kind}, ""
+            "output_len": str(out if out is not None else max(n - inp, 1)), "kind": kind, "replicas": replicas}, ""
 
 
 def plain_metric(metric: str, phase: str) -> bool:
@@ -182,12 +216,15 @@ def plain_rows(rows: pd.DataFrame, reads_plain) -> tuple[pd.DataFrame, list[tupl
             dropped.append((m, why if neuron_chip(m["hardware"]) else plain_why or why))
             continue
         kind = plain["kind"]
-        parts = ("ttft", "tpot") if kind in E2E else ("tpot",) if kind == "rate" else (kind,)
+        sat = kind.startswith("sat_")
+        parts = ("ttft", "tpot") if kind in E2E or sat else ("tpot",) if kind == "rate" else (kind,)
         for part in parts:
             metric, phase = PLAIN[part]
             case = m["case_id"] if len(parts) == 1 else f"{m['case_id']}#{part}"
-            out.append(dict(m, **plain, metric=metric, phase=phase, unit="s", case_id=case, origin=m["case_id"]))
-    cols = list(rows.columns) + ["kind", "origin"]
+            b = "1" if sat and part == "ttft" else plain["batch"]  # a context encoding runs one prompt
+            out.append(dict(m, **{**plain, "batch": b}, metric=metric, phase=phase, unit="s", case_id=case,
+                            origin=m["case_id"]))
+    cols = list(rows.columns) + ["kind", "origin", "replicas"]
     return pd.DataFrame(out, columns=cols), dropped
 
 
@@ -204,10 +241,11 @@ def split(rows: pd.DataFrame, reads_plain, unexpressed) -> tuple[pd.DataFrame, p
 
 def fold(pred: pd.DataFrame, plain: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     """Predictions of the plain rows (case_id, predicted in the plain row's unit, note, ...) folded back onto the
-    published rows: TTFT / TPOT in the row's unit, rates and e2e figures by the module doc's formulas."""
-    meta = plain.set_index("case_id")[["kind", "origin"]]
+    published rows: TTFT / TPOT in the row's unit, rates and e2e figures by the module doc's formulas, a saturated
+    server's by closed_loop's (its prefill t_f, its decode step t_d at the cap S, per replica)."""
+    meta = plain.set_index("case_id")[["kind", "origin", "replicas"]]
     p = pred.join(meta, on="case_id")
-    keep = p[p["kind"].eq("")].drop(columns=["kind", "origin"])
+    keep = p[p["kind"].eq("")].drop(columns=["kind", "origin", "replicas"])
     pub = p[p["kind"].ne("")]
     if pub.empty:
         return keep
@@ -223,15 +261,22 @@ def fold(pred: pd.DataFrame, plain: pd.DataFrame, rows: pd.DataFrame) -> pd.Data
     ttft = wide["ttft"].to_numpy() if "ttft" in wide else np.full(len(wide), np.nan)
     tpot = wide["tpot"].to_numpy() if "tpot" in wide else np.full(len(wide), np.nan)
     e2e = closed_loop.evaluate("e2e", T_1=ttft, T_2=tpot, O=out)  # serving/closed_loop.E2E
+    cap = seconds[seconds["part"].eq("tpot")].groupby("origin")["batch"].first().reindex(wide.index).astype(float)
+    sat = dict(S=cap.to_numpy(), t_f=ttft, O=out, t_d=tpot)
+    x_sat, tpot_sat = closed_loop.evaluate("saturated_rate", **sat), closed_loop.evaluate("saturated_tpot", **sat)
     kind = first["kind"].to_numpy()
     value = np.select([kind == "ttft", kind == "tpot", kind == "rate", kind == "output_rate",
-                       kind == "latency_per_token", kind == "total_rate"],
-                      [ttft, tpot, b / tpot, out / e2e, e2e / (inp + out), (inp + out) / e2e])
-    value = np.where(np.isin(kind, ["rate", "output_rate", "total_rate"]), value, value / scale)
+                       kind == "latency_per_token", kind == "total_rate", kind == "sat_tpot", kind == "sat_output_rate"],
+                      [ttft, tpot, b / tpot, out / e2e, e2e / (inp + out), (inp + out) / e2e, tpot_sat,
+                       out * x_sat * first["replicas"].astype(float).to_numpy()])
+    value = np.where(np.isin(kind, ["rate", "output_rate", "total_rate", "sat_output_rate"]), value, value / scale)
+    how = np.where(np.char.startswith(kind.astype(str), "sat_"),
+                   [f" (the saturated prefill-first server at {c:g} per replica: prefill {f * 1e3:.1f} ms, decode step "
+                    f"{d * 1e3:.2f} ms)" for c, f, d in zip(cap.fillna(0), ttft, tpot)], "")
     measured = o["value"].astype(float).to_numpy()
     folded = first.reset_index().assign(case_id=wide.index, metric=o["metric"].to_numpy(), unit=o["unit"].to_numpy(),
                                         measured=measured, predicted=value,
                                         error_frac=(value - measured) / measured,
                                         note=first["note"].to_numpy() + "; published row read as " + kind
-                                        + np.where(np.isin(kind, list(E2E)), " (TTFT + (O - 1) TPOT)", ""))
+                                        + np.where(np.isin(kind, list(E2E)), " (TTFT + (O - 1) TPOT)", "") + how)
     return pd.concat([keep, folded[keep.columns]], ignore_index=True)
