@@ -29,7 +29,7 @@ CATALOGUE = {
     "minimax-m2.5", "kimi-k2.5", "qwen3.5-397b-a17b", "glm-5",
     # models of the public Neuron corpus (reference/neuron_public_dev.csv)
     "qwen3.5-2b", "qwen3.5-35b-a3b", "llama-4-scout-17b-16e", "llama-4-maverick-17b-128e", "trinity-nano-preview",
-    "trinity-mini",
+    "trinity-mini", "qwen3-30b-a3b",
 }
 # Published totals given to one significant figure only, with the tolerance that rounding allows: Qwen3.5-2B's
 # card says "2B" for a 1.88B text decoder (the vision encoder and MTP layer are not counted here).
@@ -37,7 +37,7 @@ ROUNDED_PUBLISHED = {"qwen3.5-2b": 0.10}
 # Published active parameters per token (model cards / papers), as the brief lists them.
 PUBLISHED_ACTIVE = {"mixtral-8x7b": 12.9e9, "gpt-oss-120b": 5.1e9, "gpt-oss-20b": 3.6e9, "deepseek-v3": 37e9,
                     "qwen3-235b-a22b": 22e9, "minimax-m2.5": 10e9, "kimi-k2.5": 32.6e9, "qwen3.5-397b-a17b": 17e9,
-                    "glm-5": 40e9}
+                    "glm-5": 40e9, "qwen3-30b-a3b": 3.3e9}
 
 
 def arch(name: str) -> ModelArch:
