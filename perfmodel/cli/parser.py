@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     wide = terminal.WIDE.set(bool(getattr(args, "wide", False)))
     command = terminal.COMMAND.set((args.command, _inputs(args)))
     try:
-        with _outputs_guarded():
+        with _outputs_guarded(args):
             # resolved once here and passed down: each command hands args.replaced to what it loads
             args.replaced = calibrated_sets.replacements(list(args.calibration)
                                                          + list(getattr(args, "calibration_cmd", [])))
@@ -112,15 +112,19 @@ def _shared_output(args) -> str:
     return ""
 
 
-def _outputs_guarded():
+def _outputs_guarded(args):
     """The command's outputs never replace its inputs, a catalogue file or each other (core/safe_write.py);
-    calibrated sets (`calibrate --out`) are the catalogue's one writable folder."""
+    calibrated sets (`calibrate --out`) are the catalogue's one writable folder, and the intervals file the one
+    file `validate --build-intervals` rewrites."""
     from perfmodel.catalog.files import catalog_root
     from perfmodel.core import safe_write
 
     root = catalog_root()
+    allowed = [root / "hardware_specs" / "calibration" / "fitted"]
+    if getattr(args, "build_intervals", False):
+        allowed.append(root / "hardware_specs" / "calibration" / "intervals.json")
     return safe_write.command_scope(protected=[root / d for d in ("hardware_specs", "workloads", "reference")],
-                                    allowed=[root / "hardware_specs" / "calibration" / "fitted"])
+                                    allowed=allowed)
 
 
 def _inputs(args) -> dict:
