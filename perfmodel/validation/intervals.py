@@ -44,7 +44,8 @@ from perfmodel.validation.sources import inferencex_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("reference/inferencex_serving_dev.csv", "reference/published_measurements.csv",
-           "reference/neuron_trn2_vllm.csv", "reference/public_serving_dev.csv", "reference/training_public_dev.csv")
+           "reference/neuron_trn2_vllm.csv", "reference/public_serving_dev.csv", "reference/training_public_dev.csv",
+           "reference/neuron_public_dev.csv")
 COMMAND = "perfmodel validate --build-intervals"
 FILE = "hardware_specs/calibration/intervals.json"
 SERVING_FAMILIES = ("inferencex", "serving-words", "neuron-latency", "serving-throughput")
