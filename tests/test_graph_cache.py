@@ -63,3 +63,11 @@ def test_a_graph_read_back_builds_no_sympy_graph_and_keeps_its_operators(cache, 
     again = ev.compile_graph(*ARGS)
     assert again.ops == fresh.ops  # names, blocks, kinds, passes, collectives and their groups
     assert any(op.comm is not None and op.comm.group == "tp" for op in again.ops)
+
+
+def test_the_fingerprint_hashes_the_graph_builders_and_the_formulas():
+    """A change to any file that defines a graph's expressions misses every entry: the graph builders
+    (model/graph/), the formulas (model/) and the symbols (core/) are all hashed."""
+    names = {n for n, _ in graph_cache.sources()}
+    assert {"model/graph/build.py", "model/graph/training.py", "model/formulas.py", "model/moe_kernels.py",
+            "core/symbols.py"} <= names

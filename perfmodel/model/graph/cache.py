@@ -51,12 +51,17 @@ def fingerprint() -> str:
     import sympy as sp
 
     h = hashlib.sha256(f"{FORMAT} sympy {sp.__version__}".encode())
-    root = Path(__file__).resolve().parent.parent
-    for sub in ("model", "core"):
-        for path in sorted((root / sub).glob("*.py")):
-            h.update(path.name.encode())
-            h.update(path.read_bytes())
+    for name, path in sources():
+        h.update(name.encode())
+        h.update(path.read_bytes())
     return h.hexdigest()
+
+
+def sources() -> list[tuple[str, Path]]:
+    """(name, path) of every file the fingerprint hashes: perfmodel/model and perfmodel/core, sub-packages too
+    (the graph builders live in model/graph/)."""
+    root = Path(__file__).resolve().parents[2]  # perfmodel/ (this file is perfmodel/model/graph/cache.py)
+    return [(p.relative_to(root).as_posix(), p) for sub in ("model", "core") for p in sorted((root / sub).rglob("*.py"))]
 
 
 def _path(parts: tuple) -> Path | None:
