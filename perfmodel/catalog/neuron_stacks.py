@@ -10,7 +10,9 @@ rules (context_bucket_ratio: context-encoding buckets as a share of the token bu
 decode_spans_compiled_length: 1 when a decode step reads the KV cache over the whole compiled length;
 context_spans_compiled_length: 1 when the context graph computes the whole compiled context, not a bucket;
 decode_runs_compiled_batch: 1 when a decode step computes every line of the compiled batch, idle ones padded),
-the runtime's in-node collective algorithms (intranode_direct_max_ranks, intranode_multistep_algorithms),
+the runtime's in-node collective algorithms (intranode_direct_max_ranks, intranode_multistep_algorithms), how its
+MoE layers run their experts (moe_kernel_block: NxD's all-experts, selective and padded-block rules,
+model/moe_kernels.py; 0 = grouped GEMMs),
 the fixed cost of each operator instance in its compiled graphs (op_overhead: instruction issue, semaphore
 waits between engines, DMA descriptor set-up, the engines' ramp after idle) - these three replace the
 calibration parameters of the same names while the stack is in use - and the host time per graph
@@ -44,7 +46,7 @@ if TYPE_CHECKING:
 
 STACK_PARAMS = ("flash_attention", "context_bucket_ratio", "decode_spans_compiled_length",
                 "context_spans_compiled_length", "decode_runs_compiled_batch", "intranode_direct_max_ranks",
-                "intranode_multistep_algorithms", "op_overhead", "step_host_latency")
+                "intranode_multistep_algorithms", "op_overhead", "step_host_latency", "moe_kernel_block")
 TRAINING_PARAMS = ("flash_attention", "intranode_direct_max_ranks", "intranode_multistep_algorithms", "op_overhead")
 ROLES = {"serving": STACK_PARAMS, "training": TRAINING_PARAMS}
 SERVING_DEFAULT = "nxd-inference"  # today's Neuron serving stack: what a measurement row naming none ran

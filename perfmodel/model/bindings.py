@@ -25,7 +25,7 @@ from perfmodel.core.scenario import Optimizer, Phase, Scenario
 from perfmodel.core.workload import ModelArch
 from perfmodel.model import attention_variant_formulas as av
 from perfmodel.model import formulas as fm
-from perfmodel.model import ops
+from perfmodel.model import moe_kernels, ops
 from perfmodel.model import roofline as rl
 from perfmodel.model.scenario_knobs import Knobs, _arr, ceil, flag, maximum, minimum, num, one_plan, where  # noqa: F401
 
@@ -389,5 +389,6 @@ def bind(system: System, arch: ModelArch, cal: Calibration, kn: Knobs) -> dict:
     if any_true(n > 0):
         vals[S.H], vals[S.KV] = heads_sharded(vals[S.H], vals[S.KV], n)
     vals.update(scenario_values(kn, cal))
+    vals.update(_python_numbers(moe_kernels.values(kn, vals)))  # how the MoE kernel runs its experts
     vals[ops.f_rc] = kn.recompute_share(arch.num_hidden_layers)
     return vals

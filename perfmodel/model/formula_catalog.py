@@ -37,6 +37,7 @@ _EXTRA_LATEX = {fm.q_a: "q_a", fm.q_w: "q_w", fm.q_we: "q_{we}", fm.x_tr: "x_{tr
                 ops.Lm: "L_{moe}",
                 ops.da: "d_a", ops.nmb: "m", ops.i_a2a: r"\mathbb{1}_{a2a}", ops.i_ag: r"\mathbb{1}_{ag}",
                 ops.i_ep: r"\mathbb{1}_{ep}", ops.zs: "z", ops.zsd: "z_d", ops.bg: "b_g",
+                ops.rho_r: r"\rho_r", ops.rho_w: r"\rho_w", ops.n_b: "n_b",
                 ops.r_lo: "r", ops.i_fr: r"\mathbb{1}_{frozen}", ops.f_rc: "f_{rc}",
                 ops.bo_r: "b_{o,r}", ops.bo_w: "b_{o,w}", ops.dp_: "d_p", _S: r"\bar{S}", _Skv: "S_{kv}",
                 _dqk: "d_{qk}", _kvh: "h_{kv}", rl.Rb: "R_{b16}", rl.Rxv: "r_v", rl.Rxs: "r_s", rl.hv: "h_v",

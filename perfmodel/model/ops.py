@@ -38,6 +38,11 @@ i_a2a = sp.Symbol("i_a2a", nonnegative=True)  # 1 when MoE tokens move by all-to
 i_ag = sp.Symbol("i_ag", nonnegative=True)
 bdp = sp.Symbol("bdp", positive=True)  # bytes per element of a dispatched MoE activation (the engine's dispatch type)
 i_ep = sp.Symbol("i_ep", nonnegative=True)  # 1 when experts are split over expert-parallel ranks (e > 1)
+# how the device's MoE kernel runs its experts (model/moe_kernels.py; all 1 for grouped GEMMs over the routed tokens):
+# rows computed / routed token-expert pairs, expert weight loads / experts touched, launches per projection
+rho_r = sp.Symbol("rho_r", positive=True)
+rho_w = sp.Symbol("rho_w", positive=True)
+n_b = sp.Symbol("n_b", positive=True)
 dp_ = sp.Symbol("dp", positive=True)  # data-parallel replicas (gradient traffic)
 # ZeRO shard counts of the optimizer state over the ranks holding a copy (1 without ZeRO): routed experts' over
 # dp x cp (zs), the dense weights' over dp x d_a x cp (zsd: attention-DP and context-parallel ranks hold them too)

@@ -84,6 +84,9 @@ class Knobs:
     offload_layers: object = 0  # training: layers per stage whose activations go to host memory (Scenario)
     lora_rank: object = 0  # training: LoRA adapters' rank, the base weights frozen (0: every weight trains)
     recompute_layers: object = 0  # full recompute: layers per stage it re-runs (0: all of them)
+    # the MoE kernel's block of tokens: 0 = grouped GEMMs over the routed tokens; B > 0 = NxD's expert MLP rules
+    # (all experts, selective loading or padded blocks of B: model/moe_kernels.py), a Neuron stack's
+    moe_kernel_block: object = 0
 
     def __post_init__(self):
         # a count below 1 is no plan (the feasibility rules name it): kept as a numpy value, whose divisions carry

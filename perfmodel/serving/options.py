@@ -108,9 +108,11 @@ class Setup:
         return closed_loop.evaluate("host", tau_0=self.host, tau_1=self.host_per_sequence, S=running, d_a=da)
 
     def knobs(self, g, phase: Phase, batch, seq_len, context, cp=None) -> bd.Knobs:
-        """The grid's (steady_state.Grid) knobs with the stack's attention kernels."""
+        """The grid's (steady_state.Grid) knobs with the stack's attention and MoE kernels."""
         kn = g.knobs(phase, batch, seq_len, context, cp)
-        return kn if self.flash else dataclasses.replace(kn, flash_attention=False)
+        kn = kn if self.flash else dataclasses.replace(kn, flash_attention=False)
+        block = self.stack["moe_kernel_block"] if self.stack is not None else 0.0
+        return dataclasses.replace(kn, moe_kernel_block=block) if block else kn
 
 
 def setup(system: System, options: ServingOptions, cal: Calibration | None = None) -> Setup:

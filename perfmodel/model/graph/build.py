@@ -32,6 +32,7 @@ from perfmodel.model.graph.training import is_lora_adapter, quantized_linear, tr
 from perfmodel.model.ops import (TV, Comm, GraphKey, KV_dev, Ld, Lfa, Lm, Lsw, N_dev, N_rep, Op, OpKind, P, Pass, bdp,
                                  da, i_a2a, i_ag, i_cp, i_ep, n_rep, nmb)
 from perfmodel.model.ops import forward_op as _op
+from perfmodel.model.ops import n_b, rho_r, rho_w
 
 
 def _linear(name, grp, count, M, K, N, **kw) -> Op:
@@ -167,10 +168,14 @@ def _grouped_experts(g: GraphKey) -> list[Op]:
         m    = N_e / (f E / e)                  tokens per touched expert (its tile padding)
         work = f E / e x matmul(m, ...)         bytes per touched expert, FLOPs per routed token
         flop = work.flop / u_r                  useful (model) FLOPs: the mean rank's
+    A kernel that computes other rows than the routed ones (model/moe_kernels.py: NxD's all-experts and blockwise
+    rules on Neuron) scales the rows by rho_r and the weight loads by rho_w, and issues each projection n_b times
+    a layer (one instance per block, each with its fixed cost); all three are 1 for grouped GEMMs. The useful
+    FLOPs stay the routed tokens'.
     """
     u_r = 1 + (u - 1) * i_ep
-    n_touched = fm.experts_touched(u_r * N_rep, E, k) / ep
-    m = u_r * N_rep * k / ep / n_touched
+    n_touched = fm.experts_touched(u_r * N_rep, E, k) / ep * rho_w
+    m = u_r * N_rep * k / ep / n_touched * rho_r
     width = Fe * ep / n_rep
     mm = dict(bias=g.mlp_bias, b_w=bwe, dequant=fm.q_we)
     up = fm.matmul(m, D, (2 if g.gated_mlp else 1) * width, **mm)
@@ -178,14 +183,15 @@ def _grouped_experts(g: GraphKey) -> list[Op]:
     up = dataclasses.replace(up + act, write=m * width * ba)  # the fused epilogue writes act(gate) x up only
     down = fm.matmul(m, width, D, **mm)
 
-    def grouped(w: Work) -> Work:
-        return dataclasses.replace(w.scaled(n_touched), flop=w.flop * n_touched / u_r, params=w.params * E / ep)
+    def grouped(w: Work) -> Work:  # one of the n_b instances a layer
+        return dataclasses.replace(w.scaled(n_touched / n_b), flop=w.flop * n_touched / u_r / rho_r / n_b,
+                                   params=w.params * E / ep / n_b)
 
-    rows = n_touched * m  # token-expert pairs of this rank's experts
+    rows = n_touched * m / n_b  # token-expert pairs of this rank's experts, per instance
     up_width = (2 if g.gated_mlp else 1) * width
-    return [_op("moe.expert.up", "moe", OpKind.MATMUL, Lm, grouped(up), formula="matmul",
+    return [_op("moe.expert.up", "moe", OpKind.MATMUL, Lm * n_b, grouped(up), formula="matmul",
                 io=(rows * D, rows * up_width), weight_bytes=bwe),
-            _op("moe.expert.down", "moe", OpKind.MATMUL, Lm, grouped(down), formula="matmul",
+            _op("moe.expert.down", "moe", OpKind.MATMUL, Lm * n_b, grouped(down), formula="matmul",
                 io=(rows * width, rows * D), weight_bytes=bwe)]
 
 

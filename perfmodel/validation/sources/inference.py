@@ -214,7 +214,8 @@ def knobs(system, m, phase: Phase, batch, seq_len, context, weights: str, stack=
     if stack is not None:
         rpc = ranks_per_chip(par, system)
         common.update(flash_attention=bool(stack["flash_attention"]), ranks_per_chip=rpc,
-                      head_shards=tp_chips(par, system) * rpc, pad_heads=True)
+                      head_shards=tp_chips(par, system) * rpc, pad_heads=True,
+                      moe_kernel_block=stack["moe_kernel_block"])
     return bd.Knobs(phase=phase, seq_len=seq_len, context=context, **common)
 
 
