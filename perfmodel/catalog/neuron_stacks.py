@@ -123,7 +123,7 @@ def software(name: str, system, replaced: Replacements | None = None) -> Profile
     if name in serving:
         return for_system(name, "serving", system, replaced)
     gpu, neuron = list(serving_engines.engines(replaced=replaced)), list(serving)
-    if name in stacks():
+    if name in stacks(replaced=replaced):
         raise ValueError(f"serving option engine: {name!r} is a Neuron training stack (perfmodel train "
                          f"--stack); serving stacks: {', '.join(neuron)}")
     if name not in gpu:

@@ -140,6 +140,6 @@ def sentence(claim: str) -> str:
     stacks = " and ".join(sorted({sc.engine(n) for n in (sc.NEW, sc.OLD)}))
     return (f"Reading: Trn2 at its best recipe, per UltraServer, modelled power, both priced as {stacks} runs them "
             f"(the frontier over every plan; the measured envelope is {_envelope_words()}). Every reading (Trn2 recipe / power "
-            f"basis; claims/serving/readings.py): {', '.join(parts)}. AWS's '3x throughput per chip' (S27, S45) sits at "
-            f"{best.x_where_per_chip_is_3x:.0f} tokens/s/user with Trn2 at its best recipe; with the shipped "
+            f"basis; claims/serving/readings.py): {', '.join(parts)}. AWS's '3x throughput per chip' (S27, S45) "
+            f"sits at {best.x_where_per_chip_is_3x:.0f} tokens/s/user with Trn2 at its best recipe; with the shipped "
             f"checkpoint upcast to BF16 on Trn2 the per-chip ratio is {bf16.per_chip_min:.1f}x or more everywhere.")

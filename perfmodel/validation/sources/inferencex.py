@@ -173,7 +173,8 @@ def decode_replicas(system, arch, g: pd.DataFrame, mix: Mix, replaced: Replaceme
                           "weights": g.loc[unknown, "weights"], "experts": g.loc[unknown, "experts"],
                           "compute": g.loc[unknown, "compute"]})
         e["concurrency"] = e["pool"].map(lambda p: p.da * p.pp)
-        frac = inferencex_engine.params(g.loc[unknown, "backend"], replaced=replaced)["kv_memory_fraction"].to_numpy(float)
+        prm = inferencex_engine.params(g.loc[unknown, "backend"], replaced=replaced)
+        frac = prm["kv_memory_fraction"].to_numpy(float)
         cmax = kv_fit(system, arch, _grid(e), mix.input_tokens + mix.output_tokens / 2, memory_fraction=frac)[2]
         total = g.loc[unknown, "total"].to_numpy(float)
         g.loc[unknown, "workers"] = np.maximum(1.0, np.ceil(total / np.maximum(cmax, 1.0)))
