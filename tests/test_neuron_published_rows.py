@@ -94,6 +94,33 @@ def test_a_saturated_server_is_priced_from_its_prefill_alone_and_its_decode_at_t
     assert "not saturated" in neuron_words.read(few)[1]
 
 
+def test_an_open_loop_below_saturation_is_priced_from_its_rate_and_its_output_rate_is_listed():
+    """'asynchronous@R req/sec' on a stack that decodes its compiled batch: a prefill at batch 1, a decode at the
+    compiled batch; TPOT = t_d / (1 - R t_f), TTFT = (1 - rho) t_d / 2 + rho t_f / (2 (1 - rho)) + t_f (Poisson:
+    c_a = 1; 'constant': 0), by hand; the row check reads the rate as a rate, not a batch count."""
+    from perfmodel.validation import case_checks
+
+    load = "variable (asynchronous@2.00 req/sec; compiled max batch 32)"
+    rows = pd.DataFrame([dict(ROW, case_id="O-1a", batch=load, metric="TTFT mean", phase="prefill", value="200"),
+                         dict(ROW, case_id="O-1b", batch=load)])
+    assert case_checks.row_problems(rows.assign(value="1")).eq("").all()
+    plain, dropped = neuron_words.plain_rows(rows, inference.expressible)
+    assert not dropped and list(plain["batch"]) == ["1", "32", "1", "32"]
+    t_f, t_d, r = 0.2, 0.03, 2.0
+    pred = pd.DataFrame({"case_id": plain["case_id"], "metric": plain["metric"], "predicted": [t_f, t_d] * 2,
+                         "batch": plain["batch"].astype(int), "note": "n", "system": "trn2.48xlarge", "model": "m",
+                         "unit": "s", "measured": 1.0, "error_frac": 0.0})
+    got = neuron_words.fold(pred, plain, rows).set_index("case_id")["predicted"]
+    rho = r * t_f
+    assert got["O-1b"] == pytest.approx(t_d / (1 - rho) / 1e-3)
+    assert got["O-1a"] == pytest.approx(((1 - rho) * t_d / 2 + rho * t_f / (2 * (1 - rho)) + t_f) / 1e-3)
+    constant = dict(ROW, batch="variable (constant 0.85 req/s)", notes=ROW["notes"] + ", 3 replicas",
+                    parallelism="3 replicas x TP4")
+    assert neuron_words.open_loop(constant, "ttft") == (pytest.approx(0.85 / 3), 32, 3, 0.0)
+    assert "request rate x O" in neuron_words.read(dict(ROW, batch=load, metric="output token throughput (whole "
+                                                        "server)", unit="tokens/s"))[1]
+
+
 def test_optimum_neuron_pads_the_batch_and_the_context_to_the_compiled_shapes():
     """The optimum-neuron stack (decoder_wrappers.py: inputs padded to the compiled batch and max_context_length):
     a synchronous row's decode computes 32 lines and its prompt the whole 4096; NxD Inference keeps the row's batch

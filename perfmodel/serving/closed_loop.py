@@ -49,6 +49,12 @@ profile, catalog/serving_engines.py, and a client protocol). Per replica (times 
                      X = S / (S t_f + O t_d)          requests/s per replica (whatever the client's queue)
                  and each request decodes while the others' prefills arrive at X, each pausing it t_f:
                      TPOT_sat = t_d + S t_f / O       (t_d / (1 - X t_f)); its TTFT is the client's queue
+    open loop    the same server below saturation, requests arriving at R_a per replica (rho = R_a t_f < 1, the
+    (prefill-    share of time prefilling): a request decodes while the others' prefills pause it, and its prompt
+    first)       waits for the running decode step, then for the prompts ahead (Kingman's G/D/1 queue, arrivals
+                 of squared coefficient of variation c_a: 1 Poisson, 0 evenly spaced), then its own prefill:
+                     TPOT_open = t_d / (1 - rho)
+                     TTFT_open = (1 - rho) t_d / 2 + c_a rho t_f / (2 (1 - rho)) + t_f
 
 Formulas live here once (sympy), evaluated lambdified over arrays; `latex_table()` shows them.
 Does not: price the GPU work (steady_state.py) or read files (catalog/serving_engines.py).
@@ -81,6 +87,11 @@ E2E = T_1 + (O - 1) * T_2
 THROUGHPUT = C * O / E2E / G
 SATURATED_RATE = S / (S * t_f + O * t_d)
 SATURATED_TPOT = t_d + S * t_f / O
+R_a = sp.Symbol("R_a", positive=True)
+c_a = sp.Symbol("c_a", nonnegative=True)
+RHO_OPEN = R_a * t_f
+OPEN_TPOT = t_d / (1 - RHO_OPEN)
+OPEN_TTFT = (1 - RHO_OPEN) * t_d / 2 + c_a * RHO_OPEN * t_f / (2 * (1 - RHO_OPEN)) + t_f
 SEED = 20260423  # the protocol's lengths are drawn with this fixed seed: results repeat exactly
 
 MEANINGS = {
@@ -101,6 +112,8 @@ MEANINGS = {
     T_1: ("a request's time to first token, as priced or measured", "s"),
     T_2: ("a request's time per output token, as priced or measured", "s"),
     G: ("GPUs of the deployment (a replica's, or both pools' with their worker counts)", "1"),
+    R_a: ("requests arriving per second per replica (an open loop's rate)", "1/s"),
+    c_a: ("squared coefficient of variation of the arrivals' gaps (1 Poisson, 0 evenly spaced)", "1"),
 }
 
 
@@ -108,7 +121,8 @@ MEANINGS = {
 def _fn(name: str):
     expr = {"running": RUNNING, "host": HOST, "tpot": TPOT, "first_token": FIRST_TOKEN, "ttft_agg": TTFT_AGG,
             "ttft_disagg": TTFT_DISAGG, "e2e": E2E, "throughput": THROUGHPUT,
-            "saturated_rate": SATURATED_RATE, "saturated_tpot": SATURATED_TPOT}[name]
+            "saturated_rate": SATURATED_RATE, "saturated_tpot": SATURATED_TPOT, "open_tpot": OPEN_TPOT,
+            "open_ttft": OPEN_TTFT}[name]
     args = sorted(expr.free_symbols, key=lambda s: s.name)
     return args, sp.lambdify(args, expr, "numpy")
 
@@ -208,7 +222,8 @@ def latex_table() -> pd.DataFrame:
     rows = [("running", RUNNING), ("host time per step", HOST), ("engine step", STEP), ("TPOT", TPOT),
             ("first token", FIRST_TOKEN), ("queue", QUEUE), ("TTFT (agg)", TTFT_AGG), ("TTFT (disagg)", TTFT_DISAGG),
             ("end to end", E2E), ("throughput per GPU", THROUGHPUT),
-            ("saturated prefill-first server: requests/s", SATURATED_RATE), ("saturated server: TPOT", SATURATED_TPOT)]
+            ("saturated prefill-first server: requests/s", SATURATED_RATE), ("saturated server: TPOT", SATURATED_TPOT),
+            ("open loop, prefill-first: TPOT", OPEN_TPOT), ("open loop, prefill-first: TTFT", OPEN_TTFT)]
     return pd.DataFrame({"quantity": [r[0] for r in rows], "latex": [sp.latex(r[1]) for r in rows]})
 
 

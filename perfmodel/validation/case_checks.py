@@ -7,7 +7,8 @@
 
 Counts in COUNT_COLUMNS: every number written there (a token such as '16', '1e3', '-4', 'nan'; not the 16 of
 '16K') must be a whole number in [1, ceiling]; text without a number is left to the families (which give a
-reason when they cannot read it). Parallel degrees in the parallelism column: TP8, PP 4, DP32 ('FSDP' is a
+reason when they cannot read it), and so is a request rate a load cell states ('asynchronous@0.40 req/sec',
+'constant 0.85 req/s': a rate, not a count). Parallel degrees in the parallelism column: TP8, PP 4, DP32 ('FSDP' is a
 word, not a degree).
 
 Does not: read files (harness.py) or predict.
@@ -40,6 +41,7 @@ def length_spread(text) -> tuple[int, float] | None:
         p = float(m.group(2)) / 100.0
         return round(int(m.group(1)) * (1 + p)), (1 - p) / (1 + p)
     return None
+RATE = re.compile(r"[-+]?\d+(?:\.\d+)?\s*req(?:uests)?\s*/\s*s(?:ec)?\b", re.IGNORECASE)  # a load's request rate
 _DEGREE = re.compile(r"\b(TP|PP|DP|EP|CP)\s*([-+]?(?:\d[\w.+-]*|nan|inf\w*))", re.IGNORECASE)
 
 
@@ -67,7 +69,8 @@ def _one(row: pd.Series) -> tuple[str, str]:
         return "value", f"{row['value']!r} is not a positive number"
     for col, hi in COUNT_COLUMNS.items():
         spread = length_spread(row[col]) if col.endswith("_len") else None
-        why = _count_problem(str(spread[0]) if spread else row[col], hi)
+        text = RATE.sub("", row[col]) if col == "batch" else row[col]
+        why = _count_problem(str(spread[0]) if spread else text, hi)
         if why:
             return col, f"{why} (got {row[col][:80]!r})"
     why = _degree_problem(row["parallelism"])

@@ -17,8 +17,11 @@ system) by these rules, stated once:
             notes) runs the server saturated: its TPOT and output rate are the saturated prefill-first server's
             (serving/closed_loop.py: a Neuron step runs one compiled graph, a context encoding or a decode), from
             the row's prefill at batch 1 and its decode at S; its TTFT is the client's queue, which the row does not
-            size, and a chunked-prefill build is not prefill-first: listed. A request rate is a queue the rows do not
-            size either: listed, not predicted
+            size, and a chunked-prefill build is not prefill-first: listed. A request rate ('asynchronous@0.40
+            req/sec', 'constant 0.85 req/s') below saturation is the open loop of the same server (closed_loop.py:
+            TPOT t_d / (1 - rho), TTFT with the prompts ahead in Kingman's queue; 'asynchronous' arrivals taken as
+            Poisson, 'constant' as evenly spaced), its decode at the compiled batch (a stack that pads every step to
+            it; another's running count is not stated: listed); its output rate is the rate x O: listed
   lengths   the stated length, or the mean of an emulated distribution ('~1500 (emulated, N(1500,150))' -> 1500;
             prompts within +-10% share a context bucket); 'not stated' or a dataset name: not predicted
   compiled  the compiled length and batch the notes state (neuron_shapes.py) set the graph's shapes
@@ -40,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import catalog
+from perfmodel.catalog import neuron_stacks
 from perfmodel.core.scenario import Phase
 from perfmodel.serving import closed_loop
 from perfmodel.validation.sources.neuron_shapes import compiled_length
@@ -62,6 +66,8 @@ INSTANCE_THROUGHPUT = "output token throughput (whole instance)"  # serving.py's
 PLAIN = {"ttft": ("TTFT P50", "prefill"), "tpot": ("TPOT P50", "decode")}
 E2E = ("output_rate", "latency_per_token", "total_rate")
 SATURATED = ("tpot", "output_rate")  # what a saturated server's row gives (its TTFT is the client's queue)
+OPEN = ("ttft", "tpot")  # what an open loop's row gives (its output rate is its request rate x O)
+_RATE = re.compile(r"(asynchronous@|constant\s+)(\d+(?:\.\d+)?)\s*req", re.I)
 _LENGTH = re.compile(r"\s*~?\s*(\d+)(?:\.0+)?(?![\d.kK])")
 
 
@@ -157,6 +163,25 @@ def saturated(m, kind: str) -> tuple[int, int] | str | None:
     return s, r
 
 
+def open_loop(m, kind: str) -> tuple[float, int, int, float] | str | None:
+    """(requests/s per replica, compiled batch, replicas, c_a) of a load given as a rate; why not (str) for one this
+    reader cannot price; None for another load (module doc: load)."""
+    text, notes = str(m["batch"]), str(m.get("notes", ""))
+    rate = _RATE.search(text)
+    if not rate:
+        return None
+    if kind not in OPEN:
+        return f"load {text!r}: an open loop's output rate is its request rate x O (nothing the model prices)"
+    cap = re.search(r"compiled (?:max )?batch (\d+)", f"{text} {notes}")
+    stack = neuron_stacks.named_in(f"{notes} {m.get('source', '')} {m['hardware']}")
+    if not cap or not stack or not neuron_stacks.stack(stack)["decode_runs_compiled_batch"]:
+        return (f"load {text!r}: an open loop's running count is not stated (priced where the stack decodes its "
+                "compiled batch every step and the row states it)")
+    reps = re.search(r"(\d+) replicas", f"{text} {m['parallelism']}")
+    r = int(reps.group(1)) if reps else 1
+    return float(rate.group(2)) / r, int(cap.group(1)), r, 0.0 if rate.group(1).lower().startswith("constant") else 1.0
+
+
 def read(m) -> tuple[dict | None, str]:
     """(the row's plain fields, '') or (None, why it is not predicted) for one published row."""
     kind = kind_of(m["metric"])
@@ -180,18 +205,23 @@ def read(m) -> tuple[dict | None, str]:
         return None, f"output_len {m['output_len']!r}: the output length is not stated as a number"
     b, why = batch(m["batch"])
     sat = saturated(m, kind) if why else None
-    if isinstance(sat, str):
-        return None, sat
-    if why and sat is None:
+    opened = open_loop(m, kind) if why and sat is None else None
+    for load in (sat, opened):
+        if isinstance(load, str):
+            return None, load
+    if why and sat is None and opened is None:
         return None, why
-    replicas = 1
+    replicas, rate, c_a = 1, float("nan"), float("nan")
     if sat is not None:  # the saturated server: its prefill at batch 1 and its decode at the cap (plain_rows)
         (b, replicas), kind = sat, "sat_" + kind
+    if opened is not None:  # the open loop: the same two plain rows, and its rate
+        (rate, b, replicas, c_a), kind = opened, "open_" + kind
     if kind in E2E and b != 1:
         return None, "an end-to-end rate is predicted for one request at a time (batch 1)"
     return {"hardware": f"{system} ({m['hardware']})", "parallelism": f"TP{tp.group(1)}"
             + (f" ({lnc.group(0)})" if lnc else ""), "batch": str(b), "input_len": str(inp),
-            "output_len": str(out if out is not None else max(n - inp, 1)), "kind": kind, "replicas": replicas}, ""
+            "output_len": str(out if out is not None else max(n - inp, 1)), "kind": kind, "replicas": replicas,
+            "rate": rate, "c_a": c_a}, ""
 
 
 def plain_metric(metric: str, phase: str) -> bool:
@@ -216,7 +246,7 @@ def plain_rows(rows: pd.DataFrame, reads_plain) -> tuple[pd.DataFrame, list[tupl
             dropped.append((m, why if neuron_chip(m["hardware"]) else plain_why or why))
             continue
         kind = plain["kind"]
-        sat = kind.startswith("sat_")
+        sat = kind.startswith(("sat_", "open_"))  # a server under load: its prefill alone, its decode at the cap
         parts = ("ttft", "tpot") if kind in E2E or sat else ("tpot",) if kind == "rate" else (kind,)
         for part in parts:
             metric, phase = PLAIN[part]
@@ -224,7 +254,7 @@ def plain_rows(rows: pd.DataFrame, reads_plain) -> tuple[pd.DataFrame, list[tupl
             b = "1" if sat and part == "ttft" else plain["batch"]  # a context encoding runs one prompt
             out.append(dict(m, **{**plain, "batch": b}, metric=metric, phase=phase, unit="s", case_id=case,
                             origin=m["case_id"]))
-    cols = list(rows.columns) + ["kind", "origin", "replicas"]
+    cols = list(rows.columns) + ["kind", "origin", "replicas", "rate", "c_a"]
     return pd.DataFrame(out, columns=cols), dropped
 
 
@@ -243,9 +273,9 @@ def fold(pred: pd.DataFrame, plain: pd.DataFrame, rows: pd.DataFrame) -> pd.Data
     """Predictions of the plain rows (case_id, predicted in the plain row's unit, note, ...) folded back onto the
     published rows: TTFT / TPOT in the row's unit, rates and e2e figures by the module doc's formulas, a saturated
     server's by closed_loop's (its prefill t_f, its decode step t_d at the cap S, per replica)."""
-    meta = plain.set_index("case_id")[["kind", "origin", "replicas"]]
+    meta = plain.set_index("case_id")[["kind", "origin", "replicas", "rate", "c_a"]]
     p = pred.join(meta, on="case_id")
-    keep = p[p["kind"].eq("")].drop(columns=["kind", "origin", "replicas"])
+    keep = p[p["kind"].eq("")].drop(columns=["kind", "origin", "replicas", "rate", "c_a"])
     pub = p[p["kind"].ne("")]
     if pub.empty:
         return keep
@@ -264,15 +294,25 @@ def fold(pred: pd.DataFrame, plain: pd.DataFrame, rows: pd.DataFrame) -> pd.Data
     cap = seconds[seconds["part"].eq("tpot")].groupby("origin")["batch"].first().reindex(wide.index).astype(float)
     sat = dict(S=cap.to_numpy(), t_f=ttft, O=out, t_d=tpot)
     x_sat, tpot_sat = closed_loop.evaluate("saturated_rate", **sat), closed_loop.evaluate("saturated_tpot", **sat)
+    load = dict(t_f=ttft, t_d=tpot, R_a=first["rate"].astype(float).to_numpy())
+    with np.errstate(invalid="ignore", divide="ignore"):  # rho >= 1: no steady state, NaN below
+        stable = load["R_a"] * ttft < 1.0
+        tpot_open = np.where(stable, closed_loop.evaluate("open_tpot", **load), np.nan)
+        ttft_open = np.where(stable, closed_loop.evaluate("open_ttft", **load, c_a=first["c_a"].astype(float)), np.nan)
     kind = first["kind"].to_numpy()
     value = np.select([kind == "ttft", kind == "tpot", kind == "rate", kind == "output_rate",
-                       kind == "latency_per_token", kind == "total_rate", kind == "sat_tpot", kind == "sat_output_rate"],
+                       kind == "latency_per_token", kind == "total_rate", kind == "sat_tpot", kind == "sat_output_rate",
+                       kind == "open_ttft", kind == "open_tpot"],
                       [ttft, tpot, b / tpot, out / e2e, e2e / (inp + out), (inp + out) / e2e, tpot_sat,
-                       out * x_sat * first["replicas"].astype(float).to_numpy()])
+                       out * x_sat * first["replicas"].astype(float).to_numpy(), ttft_open, tpot_open])
     value = np.where(np.isin(kind, ["rate", "output_rate", "total_rate", "sat_output_rate"]), value, value / scale)
     how = np.where(np.char.startswith(kind.astype(str), "sat_"),
                    [f" (the saturated prefill-first server at {c:g} per replica: prefill {f * 1e3:.1f} ms, decode step "
-                    f"{d * 1e3:.2f} ms)" for c, f, d in zip(cap.fillna(0), ttft, tpot)], "")
+                    f"{d * 1e3:.2f} ms)" for c, f, d in zip(cap.fillna(0), ttft, tpot)],
+                   np.where(np.char.startswith(kind.astype(str), "open_"),
+                            [f" (the open loop at {r:g} requests/s per replica, prefill-first: prefill {f * 1e3:.1f} ms, "
+                             f"decode step {d * 1e3:.2f} ms at the compiled batch)" for r, f, d in
+                             zip(load["R_a"], ttft, tpot)], ""))
     measured = o["value"].astype(float).to_numpy()
     folded = first.reset_index().assign(case_id=wide.index, metric=o["metric"].to_numpy(), unit=o["unit"].to_numpy(),
                                         measured=measured, predicted=value,
