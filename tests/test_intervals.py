@@ -110,13 +110,12 @@ def lomo() -> pd.DataFrame:
 def test_leave_one_model_out_coverage_is_near_its_level_on_the_development_files(lomo):
     """Intervals built without the model they are checked on (regimes and the scale factor both): with every
     model weighing once (the model is the exchangeable unit), coverage within 5 points of the level at 80% and
-    90% for every quantity. By points the models with most rows weigh most and it strays further (training at
-    80%: 67%, where Qwen3-30B-A3B's four runs err unlike the many dense ones; TPOT at 90%: 91%): said in the
-    README, held here to 15 points."""
+    90% for every quantity: what the method calibrates. Counted by points the models with most rows weigh most and
+    it strays further (training at 80%: 67%, where Qwen3-30B-A3B's four runs err unlike the many dense ones; TPOT
+    at 90%: 91%): the README reports it; no bound is held on it (none follows from the method)."""
     cov = lomo
     assert set(cov["quantity"]) == {"ttft", "tpot", "throughput", "training"}
     assert ((cov["coverage"] - cov["level"]).abs() <= 0.05).all(), cov
-    assert ((cov["coverage_by_points"] - cov["level"]).abs() <= 0.15).all(), cov
     assert (cov["median_width_high_over_low"] > 1.0).all()
 
 

@@ -114,6 +114,8 @@ def test_an_open_loop_below_saturation_is_priced_from_its_rate_and_its_output_ra
     rho = r * t_f
     assert got["O-1b"] == pytest.approx(t_d / (1 - rho) / 1e-3)
     assert got["O-1a"] == pytest.approx(((1 - rho) * t_d / 2 + rho * t_f / (2 * (1 - rho)) + t_f) / 1e-3)
+    over = neuron_words.fold(pred.assign(predicted=[0.6, t_d] * 2), plain, rows).set_index("case_id")
+    assert over["predicted"].isna().all() and over["note"].str.contains("no steady state").all()  # 2 x 0.6 >= 1
     constant = dict(ROW, batch="variable (constant 0.85 req/s)", notes=ROW["notes"] + ", 3 replicas",
                     parallelism="3 replicas x TP4")
     assert neuron_words.open_loop(constant, "ttft") == (pytest.approx(0.85 / 3), 32, 3, 0.0)

@@ -22,12 +22,22 @@ Does not: build the graph (graph/build.py uses the three symbols) or choose the 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from perfmodel.core.scenario import Phase
 from perfmodel.core.symbols import E, T, B, cp, ep, k, u
+from perfmodel.model import formulas as fm
 from perfmodel.model import ops
+from perfmodel.model.numeric import lambdify_numeric
 from perfmodel.model.scenario_knobs import num
+
+
+@lru_cache(maxsize=1)
+def _touched():
+    """formulas.experts_touched (written once, there) as a numpy function of (tokens, E, k)."""
+    return lambdify_numeric((T, E, k), fm.experts_touched(T, E, k))
 
 
 def values(kn, vals: dict) -> dict:
@@ -41,11 +51,11 @@ def values(kn, vals: dict) -> dict:
     u_r = 1.0 + (num(vals[u]) - 1.0) * num(vals[ops.i_ep])
     local = experts / ranks
     rows_g = u_r * tokens * top / ranks
-    touched_g = experts * (1.0 - (1.0 - top / experts) ** (u_r * tokens)) / ranks
+    touched_g = _touched()(u_r * tokens, experts, top) / ranks
     b = np.maximum(block, 1.0)
     selective = np.asarray(tokens * top / experts < 1.0)  # numpy booleans: ~ on a Python bool is not "not"
-    if Phase(kn.phase) == Phase.DECODE:
-        every, blocks = ~selective, np.ones_like(tokens * b)
+    if Phase(kn.phase) == Phase.DECODE:  # a decode step is never blockwise
+        every, blocks = ~selective, 1.0
     else:
         every = ~selective & np.asarray(tokens * top < b)
         blocks = np.minimum(np.ceil((tokens * top - (local - 1.0)) / b) + local - 1.0, tokens * top)

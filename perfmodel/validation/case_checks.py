@@ -41,7 +41,7 @@ def length_spread(text) -> tuple[int, float] | None:
         p = float(m.group(2)) / 100.0
         return round(int(m.group(1)) * (1 + p)), (1 - p) / (1 + p)
     return None
-RATE = re.compile(r"[-+]?\d+(?:\.\d+)?\s*req(?:uests)?\s*/\s*s(?:ec)?\b", re.IGNORECASE)  # a load's request rate
+RATE = re.compile(r"([-+]?\d+(?:\.\d+)?)\s*req(?:uests)?\s*/\s*s(?:ec)?\b", re.IGNORECASE)  # a load's request rate
 _DEGREE = re.compile(r"\b(TP|PP|DP|EP|CP)\s*([-+]?(?:\d[\w.+-]*|nan|inf\w*))", re.IGNORECASE)
 
 

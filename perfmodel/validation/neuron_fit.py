@@ -36,6 +36,7 @@ from perfmodel.catalog import neuron_stacks
 from perfmodel.catalog.replacements import Replacements
 from perfmodel.core import units
 from perfmodel.validation.sources import inference as inf
+from perfmodel.validation.sources import neuron_words
 from perfmodel.validation.harness import measurements
 
 DEFAULT_CASES = ("reference/published_measurements.csv", "reference/neuron_trn2_vllm.csv")
@@ -49,7 +50,8 @@ def decode_rows(paths=DEFAULT_CASES) -> pd.DataFrame:
     rows = rows[inf.selects(rows) & rows["phase"].eq("decode")]
     rows = rows[rows.apply(inf.expressible, axis=1).eq("")].drop_duplicates("case_id")
     rows = rows[~rows.apply(inf.speculative, axis=1).astype(bool)].reset_index(drop=True)  # the fit's rows: plain decode
-    return rows.assign(stack=[inf.stack_named(m) or neuron_stacks.SERVING_DEFAULT for _, m in rows.iterrows()])
+    return rows.assign(stack=[neuron_words.stack_named(m) or neuron_stacks.SERVING_DEFAULT
+                              for _, m in rows.iterrows()])
 
 
 def _at(rows: pd.DataFrame, values: dict[str, float]) -> np.ndarray:

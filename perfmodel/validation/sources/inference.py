@@ -171,18 +171,12 @@ def neuron_stack(system) -> bool:
     return bool(system.chip.family.is_neuron)
 
 
-def stack_named(m, replaced: Replacements = NONE) -> str:
-    """The Neuron software stack the row's text names ('' when it names none)."""
-    return neuron_stacks.named_in(f"{m.get('notes', '')} {m.get('source', '')} {m.get('hardware', '')}",
-                                  replaced=replaced)
-
-
 def stack_of(m, system, replaced: Replacements = NONE) -> neuron_stacks.Stack | None:
     """The row's Neuron software stack: the one its text names, else today's serving stack (the scenario's
     default, said in the row's note), as `replaced` may replace it; None on other hardware."""
     if not neuron_stack(system):
         return None
-    return neuron_stacks.stack(stack_named(m, replaced) or neuron_stacks.SERVING_DEFAULT, replaced)
+    return neuron_stacks.stack(neuron_words.stack_named(m, replaced) or neuron_stacks.SERVING_DEFAULT, replaced)
 
 
 def stack_names(rows: pd.DataFrame, replaced: Replacements = NONE) -> list[str]:
@@ -311,8 +305,9 @@ def predict_latency(rows: pd.DataFrame, replaced: Replacements = NONE) -> pd.Dat
         g = grp.assign(predicted=step / scale, system=system.name, tp_chips=kn.tp,
                        ranks=kn.tp * kn.ranks_per_chip, heads=int(heads[0]), kv_heads=int(heads[1]), span=span,
                        neuron=stack is not None, stack_name=[
-                           (stack.name if stack_named(m, replaced) else f"{stack.name} (no stack named in the row: today's "
-                            "default)") if stack else "" for _, m in grp.iterrows()],
+                           (stack.name if neuron_words.stack_named(m, replaced)
+                            else f"{stack.name} (no stack named in the row: today's default)") if stack else ""
+                           for _, m in grp.iterrows()],
                        spans_all=bool(stack["decode_spans_compiled_length"]) if stack else False,
                        flash=bool(stack["flash_attention"]) if stack else True,
                        bound_share_comm=res["comm_time_s"].to_numpy() / step, measured=grp["value"].astype(float),
@@ -359,7 +354,8 @@ def _register() -> None:
                 "case_id": df["case_id"], "metric": df["metric"], "measured": df["measured"],
                 "predicted": df["predicted"], "unit": df["unit"], "system": df["system"],
                 "note": (df["model"] + " b" + df["batch"].astype(str) + " in" + df["input_len"].astype(str)
-                         + ", " + df["weights"] + " weights: " + df["note"]), "reason": ""}))
+                         + ", " + df["weights"] + " weights: " + df["note"]),
+                "reason": np.where(np.isfinite(df["predicted"].astype(float)), "", df["note"])}))  # why not, said
         return pd.concat([p for p in parts if len(p)], ignore_index=True)
 
 

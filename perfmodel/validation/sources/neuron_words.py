@@ -46,6 +46,7 @@ from perfmodel import catalog
 from perfmodel.catalog import neuron_stacks
 from perfmodel.core.scenario import Phase
 from perfmodel.serving import closed_loop
+from perfmodel.validation import case_checks
 from perfmodel.validation.sources.neuron_shapes import compiled_length
 
 # metric words -> kind; the first pattern that matches the metric (case-insensitive) decides
@@ -67,7 +68,11 @@ PLAIN = {"ttft": ("TTFT P50", "prefill"), "tpot": ("TPOT P50", "decode")}
 E2E = ("output_rate", "latency_per_token", "total_rate")
 SATURATED = ("tpot", "output_rate")  # what a saturated server's row gives (its TTFT is the client's queue)
 OPEN = ("ttft", "tpot")  # what an open loop's row gives (its output rate is its request rate x O)
-_RATE = re.compile(r"(asynchronous@|constant\s+)(\d+(?:\.\d+)?)\s*req", re.I)
+# The arrivals' squared coefficient of variation c_a by the word a rate is written with (closed_loop.OPEN_TTFT):
+# guidellm's 'constant' rate type spaces the requests evenly (0); 'asynchronous' does not say which of its two rate
+# types (constant, poisson) ran: taken as Poisson (1), the longer queue. An assumption: at 0 those rows' TTFT would
+# lose c_a rho t_f / (2 (1 - rho)).
+ARRIVALS_CV2 = {"constant": 0.0, "asynchronous": 1.0}
 _LENGTH = re.compile(r"\s*~?\s*(\d+)(?:\.0+)?(?![\d.kK])")
 
 
@@ -141,6 +146,18 @@ def batch(text: str) -> tuple[int | None, str]:
                   "row does not size (predicted: one request at a time, or a whole batch)")
 
 
+def stack_named(m, replaced=None) -> str:
+    """The Neuron software stack the row's text names ('' when it names none)."""
+    return neuron_stacks.named_in(f"{m.get('notes', '')} {m.get('source', '')} {m.get('hardware', '')}",
+                                  replaced=replaced)
+
+
+def _replicas(m, text: str) -> int:
+    """Replicas a load or plan states ('3 replicas x TP8', 'up to 8 per replica x 3 replicas'); 1 when none."""
+    reps = re.search(r"(\d+) replicas", f"{text} {m['parallelism']}")
+    return int(reps.group(1)) if reps else 1
+
+
 def saturated(m, kind: str) -> tuple[int, int] | str | None:
     """(the server's cap S per replica, replicas) of a throughput-mode load that holds the server saturated; why
     not (str) for a throughput mode this reader cannot price; None for another load (module doc: load)."""
@@ -154,10 +171,9 @@ def saturated(m, kind: str) -> tuple[int, int] | str | None:
         return f"load {text!r}: a chunked-prefill build mixes prefill into decode steps (not prefill-first)"
     cap = re.search(r"up to (\d+)", text) or re.search(r"compiled (?:max )?batch (\d+)", text)
     users = re.search(r"(\d+) concurrent users", text) or re.search(r"max concurrency (\d+)", f"{text} {notes}")
-    reps = re.search(r"(\d+) replicas", f"{text} {m['parallelism']}")
     if not (cap and users):
         return f"load {text!r}: the server's cap and the client's concurrency are not both stated"
-    s, r = int(cap.group(1)), int(reps.group(1)) if reps else 1
+    s, r = int(cap.group(1)), _replicas(m, text)
     if int(users.group(1)) < s * r:
         return f"load {text!r}: the client keeps fewer requests in flight than the server's cap (not saturated)"
     return s, r
@@ -167,19 +183,18 @@ def open_loop(m, kind: str) -> tuple[float, int, int, float] | str | None:
     """(requests/s per replica, compiled batch, replicas, c_a) of a load given as a rate; why not (str) for one this
     reader cannot price; None for another load (module doc: load)."""
     text, notes = str(m["batch"]), str(m.get("notes", ""))
-    rate = _RATE.search(text)
-    if not rate:
+    rate, word = case_checks.RATE.search(text), next((w for w in ARRIVALS_CV2 if w in text.lower()), "")
+    if not (rate and word):
         return None
     if kind not in OPEN:
         return f"load {text!r}: an open loop's output rate is its request rate x O (nothing the model prices)"
     cap = re.search(r"compiled (?:max )?batch (\d+)", f"{text} {notes}")
-    stack = neuron_stacks.named_in(f"{notes} {m.get('source', '')} {m['hardware']}")
+    stack = stack_named(m)
     if not cap or not stack or not neuron_stacks.stack(stack)["decode_runs_compiled_batch"]:
         return (f"load {text!r}: an open loop's running count is not stated (priced where the stack decodes its "
                 "compiled batch every step and the row states it)")
-    reps = re.search(r"(\d+) replicas", f"{text} {m['parallelism']}")
-    r = int(reps.group(1)) if reps else 1
-    return float(rate.group(2)) / r, int(cap.group(1)), r, 0.0 if rate.group(1).lower().startswith("constant") else 1.0
+    r = _replicas(m, text)
+    return float(rate.group(1)) / r, int(cap.group(1)), r, ARRIVALS_CV2[word]
 
 
 def read(m) -> tuple[dict | None, str]:
@@ -310,9 +325,11 @@ def fold(pred: pd.DataFrame, plain: pd.DataFrame, rows: pd.DataFrame) -> pd.Data
                    [f" (the saturated prefill-first server at {c:g} per replica: prefill {f * 1e3:.1f} ms, decode step "
                     f"{d * 1e3:.2f} ms)" for c, f, d in zip(cap.fillna(0), ttft, tpot)],
                    np.where(np.char.startswith(kind.astype(str), "open_"),
-                            [f" (the open loop at {r:g} requests/s per replica, prefill-first: prefill {f * 1e3:.1f} ms, "
-                             f"decode step {d * 1e3:.2f} ms at the compiled batch)" for r, f, d in
-                             zip(load["R_a"], ttft, tpot)], ""))
+                            [f" (the open loop at {r:g} requests/s per replica, prefill-first: prefill {f * 1e3:.1f} "
+                             f"ms, decode step {d * 1e3:.2f} ms at the compiled batch"
+                             + (")" if r * f < 1 else f"; no steady state: R t_f = {r * f:.2f} >= 1, the modelled "
+                                                      "server does not hold this rate)")
+                             for r, f, d in zip(load["R_a"], ttft, tpot)], ""))
     measured = o["value"].astype(float).to_numpy()
     folded = first.reset_index().assign(case_id=wide.index, metric=o["metric"].to_numpy(), unit=o["unit"].to_numpy(),
                                         measured=measured, predicted=value,
